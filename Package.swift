@@ -1,0 +1,99 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layout: Shared/ holds the C-library wrappers and the vocabulary every service speaks;
+// Services/ holds one folder per executable (a testable library plus a thin main).
+let optimizedC: [CSetting] = [.unsafeFlags(["-O3"])]
+let optimizedCXX: [CXXSetting] = [.unsafeFlags(["-O3"])]
+
+let package = Package(
+    name: "FaceGate",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "auth-gateway", targets: ["auth-gateway"]),
+        .executable(name: "matcher-worker", targets: ["matcher-worker"]),
+        .executable(name: "ctid-verifier", targets: ["ctid-verifier"]),
+        .executable(name: "kiosk-orchestrator", targets: ["kiosk-orchestrator"]),
+        .executable(name: "facegate", targets: ["facegate"]),
+    ],
+    targets: [
+        // C libraries, each seen by exactly one Swift wrapper.
+        .systemLibrary(name: "CKafka", path: "Shared/CKafka", pkgConfig: "rdkafka"),
+        .systemLibrary(name: "CPostgres", path: "Shared/CPostgres", pkgConfig: "libpq"),
+        .systemLibrary(name: "COpenSSL", path: "Shared/COpenSSL", pkgConfig: "openssl"),
+        .systemLibrary(name: "CMicroHTTPD", path: "Shared/CMicroHTTPD", pkgConfig: "libmicrohttpd"),
+        .target(
+            name: "CFaceEngine", path: "Shared/CFaceEngine",
+            cxxSettings: optimizedCXX,
+            linkerSettings: [
+                .linkedLibrary("dlib"), .linkedLibrary("openblas"), .linkedLibrary("lapack"),
+                .linkedLibrary("jpeg"), .linkedLibrary("png"), .linkedLibrary("z"),
+                .linkedLibrary("m"), .linkedLibrary("stdc++"),
+            ]),
+        .target(
+            name: "CGallery", path: "Shared/CGallery",
+            cSettings: optimizedC,
+            linkerSettings: [.linkedLibrary("openblas"), .linkedLibrary("m")]),
+
+        // Wrappers.
+        .target(name: "KafkaClient", dependencies: ["CKafka"], path: "Shared/KafkaClient"),
+        .target(name: "PostgresClient", dependencies: ["CPostgres"], path: "Shared/PostgresClient"),
+        .target(name: "Crypto", dependencies: ["COpenSSL"], path: "Shared/Crypto"),
+        .target(name: "JWT", dependencies: ["Crypto"], path: "Shared/JWT"),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], path: "Shared/HTTPServer"),
+        .target(name: "FaceEngine", dependencies: ["CFaceEngine", "CGallery"], path: "Shared/FaceEngine"),
+        .target(
+            name: "ServiceKit",
+            dependencies: ["KafkaClient", "PostgresClient", "HTTPServer", "FaceGateCore"],
+            path: "Shared/ServiceKit"),
+        // Domain vocabulary: messages, envelopes, event codes, ID numbers, MRZ.
+        .target(name: "FaceGateCore", dependencies: ["Crypto", "JWT"], path: "Shared/FaceGateCore"),
+
+        // Services: a library with the behaviour, a thin executable around it.
+        .target(
+            name: "AuthGateway",
+            dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "JWT", "HTTPServer", "KafkaClient", "PostgresClient"],
+            path: "Services/AuthGateway/Sources"),
+        .executableTarget(name: "auth-gateway", dependencies: ["AuthGateway", "ServiceKit"], path: "Services/AuthGateway/Main"),
+        .target(
+            name: "MatcherWorker",
+            dependencies: ["ServiceKit", "FaceGateCore", "FaceEngine", "Crypto", "KafkaClient", "PostgresClient"],
+            path: "Services/MatcherWorker/Sources"),
+        .executableTarget(name: "matcher-worker", dependencies: ["MatcherWorker", "ServiceKit"], path: "Services/MatcherWorker/Main"),
+        .target(
+            name: "CTIDVerifier",
+            dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "KafkaClient", "PostgresClient"],
+            path: "Services/CTIDVerifier/Sources"),
+        .executableTarget(name: "ctid-verifier", dependencies: ["CTIDVerifier", "ServiceKit"], path: "Services/CTIDVerifier/Main"),
+        .target(
+            name: "KioskOrchestrator",
+            dependencies: ["ServiceKit", "FaceGateCore", "KafkaClient", "PostgresClient"],
+            path: "Services/KioskOrchestrator/Sources"),
+        .executableTarget(name: "kiosk-orchestrator", dependencies: ["KioskOrchestrator", "ServiceKit"], path: "Services/KioskOrchestrator/Main"),
+        .target(
+            name: "FaceGateCLI",
+            dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "PostgresClient", "KafkaClient"],
+            path: "Services/FaceGateCLI/Sources"),
+        .executableTarget(name: "facegate", dependencies: ["FaceGateCLI"], path: "Services/FaceGateCLI/Main"),
+
+        // Benchmarks: one executable, one subcommand per benchmark; peers run beside it from Benchmarks/peers.
+        .executableTarget(
+            name: "facegate-bench",
+            dependencies: ["FaceEngine", "KafkaClient", "PostgresClient", "HTTPServer", "ServiceKit", "FaceGateCore"],
+            path: "Benchmarks/Sources"),
+
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "JWT"], path: "Tests/CryptoTests"),
+        .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"], path: "Tests/PostgresClientTests"),
+        .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"], path: "Tests/KafkaClientTests"),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], path: "Tests/HTTPServerTests"),
+        .testTarget(name: "FaceEngineTests", dependencies: ["FaceEngine"], path: "Tests/FaceEngineTests"),
+        .testTarget(name: "FaceGateCoreTests", dependencies: ["FaceGateCore"], path: "Tests/FaceGateCoreTests"),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["AuthGateway", "MatcherWorker", "CTIDVerifier", "KioskOrchestrator", "ServiceKit",
+                           "FaceGateCore", "KafkaClient", "PostgresClient", "HTTPServer", "Crypto", "JWT", "FaceEngine"],
+            path: "Tests/IntegrationTests"),
+    ],
+    swiftLanguageModes: [.v6],
+    cxxLanguageStandard: .cxx17
+)

@@ -1,0 +1,3 @@
+import Testing
+
+@Suite struct PlaceholderFaceGateCoreTests { @Test func builds() { #expect(1 + 1 == 2) } }

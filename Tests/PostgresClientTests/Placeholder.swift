@@ -1,0 +1,3 @@
+import Testing
+
+@Suite struct PlaceholderPostgresClientTests { @Test func builds() { #expect(1 + 1 == 2) } }
