@@ -171,6 +171,11 @@ write_env() {
     {
       echo "FACEGATE_SIGNING_KEY=$(head -c 32 /dev/urandom | base64 -w0)"
       echo "FACEGATE_SEALING_KEY=$(head -c 32 /dev/urandom | base64 -w0)"
+      local ctid; ctid="$(mktemp)"
+      openssl genpkey -algorithm X25519 -outform DER -out "$ctid" 2>/dev/null
+      echo "FACEGATE_CTID_PRIVATE_KEY=$(tail -c 32 "$ctid" | base64 -w0)"
+      echo "FACEGATE_CTID_PUBLIC_KEY=$(openssl pkey -inform DER -in "$ctid" -pubout -outform DER 2>/dev/null | tail -c 32 | base64 -w0)"
+      rm -f "$ctid"
       echo "FACEGATE_GENERATED_ADMIN_KEY=fgk_admin_$(head -c 24 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=')"
     } >"$keys"
   fi
@@ -183,6 +188,8 @@ write_env() {
     echo "export FACEGATE_MODEL_DIR=$RUN/models"
     echo "export FACEGATE_SIGNING_KEY=\${FACEGATE_SIGNING_KEY:-$FACEGATE_SIGNING_KEY}"
     echo "export FACEGATE_SEALING_KEY=\${FACEGATE_SEALING_KEY:-$FACEGATE_SEALING_KEY}"
+    echo "export FACEGATE_CTID_PRIVATE_KEY=\${FACEGATE_CTID_PRIVATE_KEY:-$FACEGATE_CTID_PRIVATE_KEY}"
+    echo "export FACEGATE_CTID_PUBLIC_KEY=\${FACEGATE_CTID_PUBLIC_KEY:-$FACEGATE_CTID_PUBLIC_KEY}"
     echo "export FACEGATE_ADMIN_KEY=\${FACEGATE_ADMIN_KEY:-$FACEGATE_GENERATED_ADMIN_KEY}"
     echo "export FACEGATE_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:$PG_PORT/postgres"
     echo "export FACEGATE_TEST_KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"

@@ -1,1 +1,7 @@
-print("not yet")
+import AuthGateway
+import ServiceKit
+
+await ServiceMain.run { environment in
+    let gateway = try AuthGateway(configuration: try GatewayConfiguration(environment: environment))
+    try await gateway.group.run()
+}

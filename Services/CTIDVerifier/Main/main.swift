@@ -1,1 +1,7 @@
-print("not yet")
+import CTIDVerifier
+import ServiceKit
+
+await ServiceMain.run { environment in
+    let verifier = try CTIDVerifier(configuration: try CTIDConfiguration(environment: environment))
+    try await verifier.group.run()
+}

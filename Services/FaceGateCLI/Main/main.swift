@@ -1,1 +1,4 @@
-print("not yet")
+import FaceGateCLI
+import Foundation
+
+exit(await FaceGateCLI.run(Array(CommandLine.arguments.dropFirst())))

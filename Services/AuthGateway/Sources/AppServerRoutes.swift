@@ -1,0 +1,65 @@
+import FaceGateCore
+import Foundation
+import HTTPServer
+import JWT
+
+/// App server API (HTTP Basic appId:appSecret): access tokens for its client apps, and the exchange of
+/// a client's identity token for the verified user.
+extension GatewayContext {
+    func registerAppServerRoutes(on router: Router) {
+        router.add("POST", "/v1/access-tokens", maxBodyBytes: 4096) { [self] request in try await issueAccessToken(request) }
+        router.add("POST", "/v1/identity/exchange", maxBodyBytes: 8192) { [self] request in try await exchangeIdentity(request) }
+    }
+
+    func issueAccessToken(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let app: AppRecord
+        do { app = try await requireAppServer(request) } catch let error as APIError { throw error.http(transactionId: nil) }
+        let claims = AccessTokenClaims(issuer: configuration.issuer, appId: app.id, issuedAt: Date(), ttl: configuration.accessTokenTTL)
+        struct Issued: Encodable { var accessToken: String; var tokenType = "Bearer"; var expiresIn: Int }
+        return .json(Issued(accessToken: try JWT.sign(claims, type: TokenType.access, key: signingKey), expiresIn: Int(configuration.accessTokenTTL)))
+    }
+
+    struct ExchangeBody: Decodable { var identityToken: String }
+
+    struct Exchanged: Encodable {
+        var userId: UUID
+        var employeeNumber: String
+        var name: String
+        var appId: UUID
+        var deviceId: String
+        var method: String
+        var transactionId: String
+    }
+
+    /// Single use: the token id is recorded atomically; a second exchange, another app's token, an
+    /// expired one or one with the wrong `typ`/`aud`/`alg` is refused.
+    func exchangeIdentity(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let app: AppRecord
+        do { app = try await requireAppServer(request) } catch let error as APIError { throw error.http(transactionId: nil) }
+        let body = try request.decodeJSON(ExchangeBody.self)
+        return try await recorded(request, kind: "identity.exchange", appId: app.id) { draft in
+            let claims: IdentityTokenClaims
+            do {
+                claims = try JWT.verify(body.identityToken, as: IdentityTokenClaims.self, keys: keySet, type: TokenType.identity,
+                                        issuer: configuration.issuer, audience: app.id.uuidString.lowercased())
+            } catch .expired {
+                throw APIError(.identityTokenExpired, "the identity token has expired")
+            } catch {
+                throw APIError(.identityTokenInvalid, "the identity token is not valid for this app")
+            }
+            guard let userId = UUID(uuidString: claims.sub) else { throw APIError(.identityTokenInvalid, "the identity token is not valid for this app") }
+            draft.userId = userId
+            draft.deviceId = claims.deviceId
+            let fresh = try await database.query("""
+                INSERT INTO used_token_ids (jti, app_id, expires_at) VALUES (\(claims.jti), \(app.id), to_timestamp(\(claims.exp)))
+                ON CONFLICT (jti) DO NOTHING
+                """)
+            guard fresh.affectedRows == 1 else { throw APIError(.identityTokenUsed, "the identity token was already exchanged") }
+            let rows = try await database.query("SELECT employee_number, name FROM users WHERE id = \(userId) AND app_id = \(app.id)")
+            guard let row = rows.first else { throw APIError(.notFound, "the user no longer exists") }
+            draft.detail = ["method": claims.method, "sourceTransactionId": claims.transactionId]
+            return .json(Exchanged(userId: userId, employeeNumber: try row.decode("employee_number"), name: try row.decode("name"),
+                                   appId: app.id, deviceId: claims.deviceId, method: claims.method, transactionId: claims.transactionId))
+        }
+    }
+}

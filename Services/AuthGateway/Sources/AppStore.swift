@@ -1,0 +1,131 @@
+import FaceGateCore
+import Foundation
+import PostgresClient
+
+enum ModuleState: String, Codable, Sendable { case disabled, trial, formal }
+enum LivenessMode: String, Codable, Sendable { case off, active }
+
+struct Modules: Codable, Sendable, Equatable {
+    var faceLogin: ModuleState
+    var ctid: ModuleState
+    var kiosk: ModuleState
+    var deviceAuth: ModuleState
+
+    /// New apps start on trial everywhere; an operator promotes modules to formal.
+    static let initial = Modules(faceLogin: .trial, ctid: .trial, kiosk: .trial, deviceAuth: .trial)
+
+    subscript(module: Module) -> ModuleState {
+        switch module {
+        case .faceLogin: faceLogin
+        case .ctid: ctid
+        case .kiosk: kiosk
+        case .deviceAuth: deviceAuth
+        }
+    }
+}
+
+enum Module: String, Sendable { case faceLogin, ctid, kiosk, deviceAuth }
+
+struct ModulesPatch: Codable, Sendable {
+    var faceLogin: ModuleState?
+    var ctid: ModuleState?
+    var kiosk: ModuleState?
+    var deviceAuth: ModuleState?
+
+    func applied(to modules: Modules) -> Modules {
+        Modules(faceLogin: faceLogin ?? modules.faceLogin, ctid: ctid ?? modules.ctid,
+                kiosk: kiosk ?? modules.kiosk, deviceAuth: deviceAuth ?? modules.deviceAuth)
+    }
+}
+
+struct LivenessPolicy: Codable, Sendable, Equatable {
+    var faceLogin: LivenessMode
+    var kiosk: LivenessMode
+    static let initial = LivenessPolicy(faceLogin: .off, kiosk: .active)
+}
+
+/// Limits of the trial state; beyond them trial calls answer `MODULE_NOT_FORMAL`.
+struct Quotas: Codable, Sendable, Equatable {
+    var dailyCalls: Int
+    var gallerySize: Int
+    static let initial = Quotas(dailyCalls: 1000, gallerySize: 100)
+}
+
+struct AppRecord: Sendable {
+    var id: UUID
+    var name: String
+    var secretHash: [UInt8]
+    var previousSecretHash: [UInt8]?
+    var previousSecretValidUntil: Date?
+    var modules: Modules
+    var matchThreshold: Float
+    var liveness: LivenessPolicy
+    var quotas: Quotas
+    var createdAt: Date
+
+    /// The app as operators see it: never a secret.
+    struct Public: Codable, Sendable {
+        var appId: UUID
+        var name: String
+        var modules: Modules
+        var matchThreshold: Float
+        var liveness: LivenessPolicy
+        var quotas: Quotas
+        var createdAt: Date
+    }
+
+    var publicView: Public {
+        Public(appId: id, name: name, modules: modules, matchThreshold: matchThreshold, liveness: liveness, quotas: quotas, createdAt: createdAt)
+    }
+}
+
+/// App rows; every tenant-owned query elsewhere is scoped by the app id this returns.
+struct AppStore: Sendable {
+    let database: PostgresPool
+
+    func find(_ id: UUID) async throws -> AppRecord? {
+        let rows = try await database.query("""
+            SELECT id, name, secret_hash, previous_secret_hash, previous_secret_valid_until, modules::text AS modules,
+                   match_threshold, liveness::text AS liveness, quotas::text AS quotas, created_at
+            FROM apps WHERE id = \(id)
+            """)
+        guard let row = rows.first else { return nil }
+        func json<T: Decodable>(_ column: String, _ type: T.Type) throws -> T {
+            try FaceGateJSON.decode(type, from: Array(try row.decode(column, as: String.self).utf8))
+        }
+        return AppRecord(
+            id: try row.decode("id"), name: try row.decode("name"), secretHash: try row.decode("secret_hash"),
+            previousSecretHash: try row.decode("previous_secret_hash"), previousSecretValidUntil: try row.decode("previous_secret_valid_until"),
+            modules: try json("modules", Modules.self), matchThreshold: try row.decode("match_threshold"),
+            liveness: try json("liveness", LivenessPolicy.self), quotas: try json("quotas", Quotas.self), createdAt: try row.decode("created_at"))
+    }
+
+    /// Module gate for a client call: disabled → `MODULE_DISABLED`; trial beyond its daily quota →
+    /// `MODULE_NOT_FORMAL`. Counts the call.
+    func admit(_ app: AppRecord, module: Module) async throws {
+        switch app.modules[module] {
+        case .disabled:
+            throw APIError(.moduleDisabled, "the \(module.rawValue) module is disabled for this app")
+        case .formal:
+            _ = try await countCall(app.id, module: module)
+        case .trial:
+            let calls = try await countCall(app.id, module: module)
+            if calls > app.quotas.dailyCalls {
+                throw APIError(.moduleNotFormal, "the \(module.rawValue) trial allows \(app.quotas.dailyCalls) calls a day; ask for the formal module")
+            }
+        }
+    }
+
+    private func countCall(_ appId: UUID, module: Module) async throws -> Int {
+        let rows = try await database.query("""
+            INSERT INTO usage_counters (app_id, module, day, calls) VALUES (\(appId), \(module.rawValue), (now() AT TIME ZONE 'UTC')::date, 1)
+            ON CONFLICT (app_id, module, day) DO UPDATE SET calls = usage_counters.calls + 1
+            RETURNING calls
+            """)
+        return try rows.first?.decode("calls", as: Int.self) ?? 0
+    }
+}
+
+extension Encodable {
+    var jsonText: String { String(decoding: (try? FaceGateJSON.encode(self)) ?? Array("{}".utf8), as: UTF8.self) }
+}

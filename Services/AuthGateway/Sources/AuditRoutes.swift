@@ -1,0 +1,173 @@
+import FaceGateCore
+import Foundation
+import HTTPServer
+import PostgresClient
+import ServiceKit
+
+/// Auditor API: read-only search, CSV export of any size, and hash-chain verification.
+extension GatewayContext {
+    func registerAuditRoutes(on router: Router) {
+        router.add("GET", "/v1/audit/transactions") { [self] request in try await searchTransactions(request) }
+        router.add("GET", "/v1/audit/transactions.csv") { [self] request in try await exportTransactions(request) }
+        router.add("GET", "/v1/audit/verify") { [self] request in try await verifyChain(request) }
+    }
+
+    struct AuditItem: Encodable {
+        var transactionId: UUID
+        var appId: UUID
+        var kind: String
+        var outcome: String
+        var userId: UUID?
+        var deviceId: String?
+        var clientIp: String?
+        var score: Float?
+        var latencyMs: Int
+        var createdAt: Date
+
+        init(_ record: TransactionRecord) {
+            transactionId = record.id
+            appId = record.appId
+            kind = record.kind
+            outcome = record.outcome
+            userId = record.userId
+            deviceId = record.deviceId
+            clientIp = record.clientIp
+            score = record.score
+            latencyMs = record.latencyMs
+            createdAt = record.createdAt
+        }
+
+        static let csvHeader = "transactionId,appId,kind,outcome,userId,deviceId,clientIp,score,latencyMs,createdAt\r\n"
+
+        var csvLine: String {
+            let fields = [transactionId.uuidString.lowercased(), appId.uuidString.lowercased(), kind, outcome,
+                          userId?.uuidString.lowercased() ?? "", deviceId ?? "", clientIp ?? "", score.map { String($0) } ?? "",
+                          String(latencyMs), RFC3339.string(from: createdAt)]
+            return fields.map(Self.csvField).joined(separator: ",") + "\r\n"
+        }
+
+        /// RFC 4180 quoting, and a leading quote mark against formula injection in spreadsheets.
+        static func csvField(_ value: String) -> String {
+            var text = value
+            if let first = text.first, "=+-@".contains(first) { text = "'" + text }
+            guard text.contains(where: { ",\"\r\n".contains($0) }) else { return text }
+            return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        }
+    }
+
+    struct AuditFilter {
+        var appIds: String?
+        var kind: String?
+        var outcome: String?
+        var userId: UUID?
+        var deviceId: String?
+        var from: Date?
+        var to: Date?
+    }
+
+    /// Parses the query filters and narrows them to the apps this auditor may read.
+    func auditFilter(_ request: HTTPRequest) async throws -> AuditFilter {
+        let scope = try await requireAuditor(request)
+        func uuid(_ name: String) throws -> UUID? {
+            guard let text = request.query[name], !text.isEmpty else { return nil }
+            guard let value = UUID(uuidString: text) else { throw APIError(.invalidRequest, "\(name) must be a UUID") }
+            return value
+        }
+        func time(_ name: String) throws -> Date? {
+            guard let text = request.query[name], !text.isEmpty else { return nil }
+            guard let value = RFC3339.date(from: text) else { throw APIError(.invalidRequest, "\(name) must be an RFC 3339 time") }
+            return value
+        }
+        var filter = AuditFilter(kind: request.query["kind"].flatMap { $0.isEmpty ? nil : $0 },
+                                 outcome: request.query["outcome"].flatMap { $0.isEmpty ? nil : $0 },
+                                 userId: try uuid("userId"), deviceId: request.query["deviceId"].flatMap { $0.isEmpty ? nil : $0 },
+                                 from: try time("from"), to: try time("to"))
+        if let appId = try uuid("appId") {
+            if let scope, !scope.contains(appId) { throw APIError(.forbidden, "this auditor key does not cover that app") }
+            filter.appIds = appId.uuidString.lowercased()
+        } else if let scope {
+            filter.appIds = scope.map { $0.uuidString.lowercased() }.joined(separator: ",")
+        }
+        return filter
+    }
+
+    func transactionsQuery(_ filter: AuditFilter, after cursor: PageCursor?, limit: Int) -> PostgresQuery {
+        """
+        SELECT id, app_id, kind, outcome, user_id, device_id, client_ip, score, latency_ms, detail::text AS detail, created_at
+        FROM transactions
+        WHERE (\(filter.appIds)::text IS NULL OR app_id::text = ANY(string_to_array(\(filter.appIds), ',')))
+          AND (\(filter.kind)::text IS NULL OR kind = \(filter.kind))
+          AND (\(filter.outcome)::text IS NULL OR outcome = \(filter.outcome))
+          AND (\(filter.userId)::uuid IS NULL OR user_id = \(filter.userId))
+          AND (\(filter.deviceId)::text IS NULL OR device_id = \(filter.deviceId))
+          AND (\(filter.from)::timestamptz IS NULL OR created_at >= \(filter.from))
+          AND (\(filter.to)::timestamptz IS NULL OR created_at < \(filter.to))
+          AND (\(cursor?.time)::timestamptz IS NULL OR (created_at, id) < (\(cursor?.time), \(cursor?.id)))
+        ORDER BY created_at DESC, id DESC
+        LIMIT \(limit)
+        """
+    }
+
+    func searchTransactions(_ request: HTTPRequest) async throws -> HTTPResponse {
+        do {
+            let filter = try await auditFilter(request)
+            let limit = min(max(Int(request.query["limit"] ?? "") ?? 100, 1), 1000)
+            let cursor = try PageCursor.decode(request.query["cursor"])
+            let rows = try await database.query(transactionsQuery(filter, after: cursor, limit: limit + 1))
+            var items = try rows.rows.map { AuditItem(try TransactionLog.record(from: $0)) }
+            var next: String?
+            if items.count > limit {
+                items.removeLast()
+                next = PageCursor(time: items.last!.createdAt, id: items.last!.transactionId).encoded
+            }
+            struct Page: Encodable { var items: [AuditItem]; var nextCursor: String? }
+            return .json(Page(items: items, nextCursor: next))
+        } catch let error as APIError {
+            throw error.http(transactionId: nil)
+        }
+    }
+
+    /// Streams every matching row, page by page, so an export of any size holds one page in memory.
+    func exportTransactions(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let filter: AuditFilter
+        do { filter = try await auditFilter(request) } catch let error as APIError { throw error.http(transactionId: nil) }
+        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream()
+        let database = self.database
+        let logger = self.logger
+        let query = { @Sendable (cursor: PageCursor?) in self.transactionsQuery(filter, after: cursor, limit: 1000) }
+        let producer = Task {
+            continuation.yield(Array(AuditItem.csvHeader.utf8))
+            var cursor: PageCursor?
+            do {
+                while !Task.isCancelled {
+                    let rows = try await database.query(query(cursor))
+                    let items = try rows.rows.map { AuditItem(try TransactionLog.record(from: $0)) }
+                    guard let last = items.last else { break }
+                    continuation.yield(Array(items.map(\.csvLine).joined().utf8))
+                    if items.count < 1000 { break }
+                    cursor = PageCursor(time: last.createdAt, id: last.transactionId)
+                }
+            } catch {
+                logger.error("CSV export stopped", ["error": "\(error)"])
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in producer.cancel() }
+        return HTTPResponse(status: 200, headers: [("Content-Type", "text/csv; charset=utf-8"),
+                                                   ("Content-Disposition", "attachment; filename=\"transactions.csv\"")],
+                            body: .stream(stream))
+    }
+
+    func verifyChain(_ request: HTTPRequest) async throws -> HTTPResponse {
+        do {
+            let scope = try await requireAuditor(request)
+            guard let text = request.query["appId"], let appId = UUID(uuidString: text) else {
+                throw APIError(.invalidRequest, "appId is required")
+            }
+            if let scope, !scope.contains(appId) { throw APIError(.forbidden, "this auditor key does not cover that app") }
+            return .json(try await transactions.verify(appId: appId))
+        } catch let error as APIError {
+            throw error.http(transactionId: nil)
+        }
+    }
+}

@@ -1,0 +1,14 @@
+import HTTPServer
+
+/// Public, unauthenticated documents: the JWKS to verify tokens offline, and the OpenAPI description.
+extension GatewayContext {
+    func registerDiscoveryRoutes(on router: Router) {
+        let jwks = keySet.jwksJSON()
+        router.add("GET", "/.well-known/jwks.json") { _ in
+            HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "public, max-age=300")], body: .bytes(jwks))
+        }
+        router.add("GET", "/openapi.json") { _ in
+            HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(OpenAPIDocument.json.utf8)))
+        }
+    }
+}

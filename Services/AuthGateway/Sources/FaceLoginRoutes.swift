@@ -1,0 +1,139 @@
+import Crypto
+import FaceGateCore
+import Foundation
+import HTTPServer
+import JWT
+import PostgresClient
+
+/// Face login for client apps (Bearer access token + `X-Device-Id`): 1:N identification, device binding
+/// on first use confirmed by the employee number, then a short-lived single-use identity token.
+extension GatewayContext {
+    func registerFaceLoginRoutes(on router: Router) {
+        router.add("POST", "/v1/face-login") { [self] request in try await faceLogin(request) }
+        router.add("POST", "/v1/face-login/confirm", maxBodyBytes: 4096) { [self] request in try await confirmFaceLogin(request) }
+    }
+
+    var attempts: AttemptGuard {
+        AttemptGuard(database: database, throttleAfter: configuration.throttleAfter, throttleSeconds: configuration.throttleSeconds,
+                     lockAfter: configuration.lockAfter)
+    }
+
+    struct LoginSuccess: Encodable {
+        var status = "SUCCESS"
+        var identityToken: String
+        var expiresIn: Int
+        var transactionId: UUID
+        var userId: UUID
+    }
+
+    func faceLogin(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let app: AppRecord
+        do { app = try await requireClient(request) } catch let error as APIError { throw error.http(transactionId: nil) }
+        let device: String
+        do { device = try deviceId(request) } catch let error as APIError { throw error.http(transactionId: nil) }
+        let subject = AttemptGuard.subject(device: device)
+        return try await recorded(request, kind: "face.login", appId: app.id, deviceId: device) { draft in
+            try await apps.admit(app, module: .faceLogin)
+            try await attempts.check(appId: app.id, subject: subject)
+            let image = try image(request)
+            let result = try await faceJob(FaceJob(kind: .identify, appId: app.id, image: Data(image), threshold: app.matchThreshold))
+            draft.score = result.candidates.first?.distance
+            switch result.outcome {
+            case .match:
+                break
+            case .noMatchFace, .ambiguousMatch:
+                try await attempts.recordFailure(appId: app.id, subject: subject)
+                throw APIError(result.outcome.errorCode!, Self.defaultMessage(result.outcome.errorCode!))
+            default:
+                let code = result.outcome.errorCode ?? .internalError
+                throw APIError(code, result.message ?? Self.defaultMessage(code))
+            }
+            let userId = result.candidates[0].userId
+            draft.userId = userId
+            try await attempts.recordSuccess(appId: app.id, subject: subject)
+            let bound = try await database.query("""
+                SELECT 1 FROM devices WHERE app_id = \(app.id) AND device_id = \(device) AND user_id = \(userId)
+                """)
+            if bound.first == nil {
+                let confirmationId = UUID()
+                _ = try await database.query("""
+                    INSERT INTO login_confirmations (id, app_id, device_id, user_id, transaction_id, score, expires_at)
+                    VALUES (\(confirmationId), \(app.id), \(device), \(userId), \(draft.id), \(draft.score.map { Double($0) }),
+                            now() + make_interval(secs => \(Int(configuration.confirmationTTL))))
+                    """)
+                draft.outcome = ErrorCode.confirmRequired.rawValue
+                struct ConfirmRequired: Encodable {
+                    var status = "CONFIRM_REQUIRED"
+                    var confirmationId: UUID
+                    var transactionId: UUID
+                    var expiresIn: Int
+                }
+                return .json(ConfirmRequired(confirmationId: confirmationId, transactionId: draft.id, expiresIn: Int(configuration.confirmationTTL)))
+            }
+            let token = try issueIdentityToken(app: app.id, user: userId, device: device, method: "face", transaction: draft.id)
+            return .json(LoginSuccess(identityToken: token, expiresIn: Int(configuration.identityTokenTTL), transactionId: draft.id, userId: userId))
+        }
+    }
+
+    struct ConfirmBody: Decodable { var confirmationId: UUID; var employeeNumber: String }
+
+    /// Binds the device to the user the face matched, once the person types the right employee number.
+    /// Five wrong numbers void the confirmation; it is single use and expires.
+    func confirmFaceLogin(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let app: AppRecord
+        do { app = try await requireClient(request) } catch let error as APIError { throw error.http(transactionId: nil) }
+        let device: String
+        do { device = try deviceId(request) } catch let error as APIError { throw error.http(transactionId: nil) }
+        let body = try request.decodeJSON(ConfirmBody.self)
+        return try await recorded(request, kind: "face.login.confirm", appId: app.id, deviceId: device) { draft in
+            try await apps.admit(app, module: .faceLogin)
+            let rows = try await database.query("""
+                SELECT c.user_id, c.attempts, c.score, u.employee_number,
+                       (c.used_at IS NULL AND c.voided_at IS NULL AND c.expires_at > now()) AS usable
+                FROM login_confirmations c JOIN users u ON u.id = c.user_id
+                WHERE c.id = \(body.confirmationId) AND c.app_id = \(app.id) AND c.device_id = \(device)
+                """)
+            guard let row = rows.first else { throw APIError(.notFound, "no such confirmation for this device") }
+            let userId: UUID = try row.decode("user_id")
+            draft.userId = userId
+            draft.score = try row.decode("score", as: Float?.self)
+            guard try row.decode("usable", as: Bool.self) else {
+                throw APIError(.confirmationInvalid, "the confirmation was already used, voided or has expired; log in again")
+            }
+            let expected = try row.decode("employee_number", as: String.self)
+            let typed = body.employeeNumber.trimmingCharacters(in: .whitespaces)
+            guard constantTimeEquals(SHA256.hash(Array(expected.utf8)), SHA256.hash(Array(typed.utf8))) else {
+                let attemptsAfter = try row.decode("attempts", as: Int.self) + 1
+                _ = try await database.query("""
+                    UPDATE login_confirmations SET attempts = attempts + 1,
+                           voided_at = CASE WHEN attempts + 1 >= 5 THEN now() ELSE voided_at END
+                    WHERE id = \(body.confirmationId)
+                    """)
+                try await attempts.recordFailure(appId: app.id, subject: AttemptGuard.subject(device: device))
+                throw APIError(.employeeNumberMismatch, attemptsAfter >= 5
+                               ? "wrong employee number; the confirmation is now void, log in again"
+                               : "wrong employee number; \(5 - attemptsAfter) tries left")
+            }
+            let claimed = try await database.withTransaction { connection in
+                let used = try await connection.query("""
+                    UPDATE login_confirmations SET used_at = now()
+                    WHERE id = \(body.confirmationId) AND used_at IS NULL AND voided_at IS NULL AND expires_at > now()
+                    """)
+                guard used.affectedRows == 1 else { return false }
+                _ = try await connection.query("""
+                    INSERT INTO devices (app_id, device_id, user_id) VALUES (\(app.id), \(device), \(userId)) ON CONFLICT DO NOTHING
+                    """)
+                return true
+            }
+            guard claimed else { throw APIError(.confirmationInvalid, "the confirmation was already used") }
+            let token = try issueIdentityToken(app: app.id, user: userId, device: device, method: "face", transaction: draft.id)
+            return .json(LoginSuccess(identityToken: token, expiresIn: Int(configuration.identityTokenTTL), transactionId: draft.id, userId: userId))
+        }
+    }
+
+    func issueIdentityToken(app: UUID, user: UUID, device: String, method: String, transaction: UUID) throws -> String {
+        let claims = IdentityTokenClaims(issuer: configuration.issuer, appId: app, userId: user, deviceId: device, method: method,
+                                         transactionId: transaction, issuedAt: Date(), ttl: configuration.identityTokenTTL)
+        return try JWT.sign(claims, type: TokenType.identity, key: signingKey)
+    }
+}

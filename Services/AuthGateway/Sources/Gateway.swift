@@ -1,0 +1,224 @@
+import Crypto
+import FaceGateCore
+import Foundation
+import HTTPServer
+import JWT
+import KafkaClient
+import PostgresClient
+import ServiceKit
+import Synchronization
+
+/// The auth-gateway process: the public HTTP API, the admin endpoints, a Kafka requester with its own
+/// reply partition. Stateless: run as many as you like behind a load balancer.
+public final class AuthGateway: Sendable {
+    public let runtime: ServiceRuntime
+    public let group: ServiceGroup
+    public let admin: AdminServer
+    let http: PublicHTTPService
+    let context: GatewayContext
+
+    public init(configuration: GatewayConfiguration) throws {
+        let runtime = try ServiceRuntime(configuration: configuration.common)
+        self.runtime = runtime
+        let producer = try KafkaProducer(configuration: runtime.kafka)
+        let requester = RequesterService(runtime: runtime, producer: producer, service: "auth-gateway")
+        let signing = try Ed25519PrivateKey(seed: configuration.signingKey)
+        let signingKey = JWTSigningKey(kid: Self.keyId(signing.publicKey), privateKey: signing)
+        var published = [(kid: signingKey.kid, key: signing.publicKey)]
+        for seed in configuration.previousSigningKeys {
+            let key = try Ed25519PrivateKey(seed: seed).publicKey
+            published.append((kid: Self.keyId(key), key: key))
+        }
+        context = GatewayContext(configuration: configuration, runtime: runtime, producer: producer, requester: requester,
+                                 signingKey: signingKey, keySet: JWTKeySet(published))
+        let router = Router()
+        context.registerRoutes(on: router)
+        http = PublicHTTPService(configuration: configuration, router: router, runtime: runtime)
+        admin = runtime.adminServer()
+        runtime.readiness.add("kafka-replies") { requester.isReady }
+        group = ServiceGroup(services: [admin, requester, http, ProducerService(producer: producer)], logger: runtime.logger,
+                             shutdownTimeout: .seconds(configuration.common.shutdownSeconds))
+    }
+
+    /// The public port actually bound (tests bind port 0).
+    public var httpPort: Int { http.port }
+
+    /// `kid`: the first 8 bytes of SHA-256 of the public key, base64url.
+    static func keyId(_ key: Ed25519PublicKey) -> String {
+        Base64URL.encode(Array(SHA256.hash(key.rawRepresentation).prefix(8)))
+    }
+}
+
+/// Everything a request handler needs.
+final class GatewayContext: Sendable {
+    let configuration: GatewayConfiguration
+    let runtime: ServiceRuntime
+    let database: PostgresPool
+    let producer: KafkaProducer
+    let requester: RequesterService
+    let signingKey: JWTSigningKey
+    let keySet: JWTKeySet
+    let transactions: TransactionLog
+    let apps: AppStore
+    let logger: Logger
+    let faceJobSeconds: Histogram
+
+    init(configuration: GatewayConfiguration, runtime: ServiceRuntime, producer: KafkaProducer, requester: RequesterService,
+         signingKey: JWTSigningKey, keySet: JWTKeySet) {
+        self.configuration = configuration
+        self.runtime = runtime
+        self.database = runtime.database
+        self.producer = producer
+        self.requester = requester
+        self.signingKey = signingKey
+        self.keySet = keySet
+        self.transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger)
+        self.apps = AppStore(database: runtime.database)
+        self.logger = runtime.logger
+        faceJobSeconds = runtime.metrics.histogram("facegate_face_job_round_trip_seconds", help: "Gateway → matcher → gateway time")
+    }
+
+    func registerRoutes(on router: Router) {
+        registerOperatorRoutes(on: router)
+        registerAppServerRoutes(on: router)
+        registerFaceLoginRoutes(on: router)
+        registerAuditRoutes(on: router)
+        registerDiscoveryRoutes(on: router)
+    }
+
+    /// Sends a face job and waits for the matcher's answer (merged across shards), within the request
+    /// deadline. Broker down or matcher silent → `SERVICE_UNAVAILABLE`, never a hang.
+    func faceJob(_ job: FaceJob) async throws -> FaceJobResult {
+        let correlationId = UUID().uuidString.lowercased()
+        let deadline = ContinuousClock.now + configuration.requestTimeout
+        let wallDeadline = Date().addingTimeInterval(configuration.requestTimeout.seconds)
+        let topic = runtime.topics.faceJobs
+        let started = ContinuousClock.now
+        let replies: [KafkaMessage]
+        do {
+            replies = try await requester.request(correlationId: correlationId, deadline: deadline,
+                                                  expectedReplies: configuration.matcherShards) { replyTo in
+                let envelope = MessageEnvelope(type: job.kind.messageType, correlationId: correlationId, appId: job.appId.uuidString.lowercased(),
+                                               deadline: wallDeadline, replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: job)
+                return KafkaRecord(topic: topic, key: Array(correlationId.utf8), value: try envelope.encoded(),
+                                   headers: [KafkaHeader(key: MessageHeader.traceparent, value: Array(newTraceparent().utf8))])
+            }
+        } catch {
+            logger.warning("face job not answered", ["error": "\(error)", "job.kind": job.kind.rawValue])
+            throw APIError(.serviceUnavailable, "face matching is unavailable right now; try again")
+        }
+        faceJobSeconds.observe(ContinuousClock.now - started, ["kind": job.kind.rawValue])
+        let results = try replies.map { try MessageEnvelope<FaceJobResult>.decode($0.value).payload }
+        return merge(results, job: job)
+    }
+
+    /// One shard's answer is the answer; several shards' top-k lists are merged and decided again.
+    func merge(_ results: [FaceJobResult], job: FaceJob) -> FaceJobResult {
+        guard results.count > 1, var merged = results.first(where: { $0.outcome != .noMatchFace && $0.outcome != .match && $0.outcome != .ambiguousMatch }) ?? results.first else {
+            return results[0]
+        }
+        if job.kind == .identify, results.allSatisfy({ [.match, .noMatchFace, .ambiguousMatch].contains($0.outcome) }) {
+            merged.candidates = MatchRule.merge(results.map(\.candidates), k: job.topK)
+            merged.outcome = MatchRule(threshold: job.threshold ?? 0.5, margin: job.margin ?? 0.06).decide(merged.candidates).outcome
+        } else if job.kind == .enroll, let owner = results.first(where: { $0.templateId != nil }) {
+            merged = owner
+        }
+        return merged
+    }
+}
+
+/// The public HTTP listener.
+final class PublicHTTPService: Service {
+    let name = "http"
+    private let server: HTTPServer
+    private let logger: Logger
+    private let readiness: Readiness
+
+    init(configuration: GatewayConfiguration, router: Router, runtime: ServiceRuntime) {
+        var http = HTTPServerConfiguration(host: configuration.httpHost, port: configuration.httpPort)
+        http.maxBodyBytes = configuration.maxBodyBytes
+        http.threadCount = configuration.httpThreads
+        let requests = runtime.metrics.counter("facegate_http_requests_total", help: "HTTP requests by route template and status")
+        let seconds = runtime.metrics.histogram("facegate_http_request_seconds", help: "HTTP request time by route template")
+        let logger = runtime.logger
+        server = HTTPServer(configuration: http, router: router) { record in
+            requests.increment(["route": record.routeTemplate, "method": record.method, "status": String(record.status)])
+            seconds.observe(record.duration, ["route": record.routeTemplate])
+            logger.info("request", ["request.id": record.requestId, "http.method": record.method, "http.route": record.routeTemplate,
+                                    "http.status": String(record.status), "duration_ms": String(format: "%.1f", record.duration.milliseconds)])
+        }
+        self.logger = runtime.logger
+        self.readiness = runtime.readiness
+    }
+
+    var port: Int { server.port }
+
+    func start() async throws {
+        try server.start()
+        logger.info("public API listening", ["http.port": String(server.port)])
+    }
+
+    func shutdown() async {
+        readiness.markDraining()
+        await server.shutdown(gracePeriod: .seconds(10))
+    }
+}
+
+/// The gateway's request–reply client: claims its reply partition (retrying while the broker or
+/// PostgreSQL is away) and is ready only once it has one.
+final class RequesterService: Service {
+    let name = "kafka-requester"
+    private let runtime: ServiceRuntime
+    private let producer: KafkaProducer
+    private let service: String
+    private let requester = Mutex<KafkaRequester?>(nil)
+    private let starter = Mutex<Task<Void, Never>?>(nil)
+
+    init(runtime: ServiceRuntime, producer: KafkaProducer, service: String) {
+        self.runtime = runtime
+        self.producer = producer
+        self.service = service
+    }
+
+    var isReady: Bool { requester.withLock { $0 != nil } }
+
+    func start() async throws {
+        let task = Task { [self] in
+            var attempt = 0
+            while !Task.isCancelled {
+                attempt += 1
+                do {
+                    try await runtime.ensureTopics()
+                    let candidate = KafkaRequester(configuration: runtime.kafka, replyTopic: runtime.topics.replies(service: service),
+                                                   lease: PostgresPartitionLease(database: runtime.database),
+                                                   owner: runtime.configuration.instanceId, producer: producer)
+                    try await candidate.start()
+                    requester.withLock { $0 = candidate }
+                    runtime.logger.info("reply partition claimed", ["kafka.partition": String(candidate.replyAddress.partition)])
+                    return
+                } catch {
+                    runtime.logger.error("broker or database not reachable; requests answer SERVICE_UNAVAILABLE until it is",
+                                         ["attempt": String(attempt), "error": "\(error)"])
+                    try? await Task.sleep(for: .seconds(min(attempt, 5)))
+                }
+            }
+        }
+        starter.withLock { $0 = task }
+    }
+
+    func request(correlationId: String, deadline: ContinuousClock.Instant, expectedReplies: Int,
+                 _ makeRecord: (ReplyAddress) throws -> KafkaRecord) async throws -> [KafkaMessage] {
+        guard let requester = requester.withLock({ $0 }) else { throw RequesterUnavailable() }
+        return try await requester.request(correlationId: correlationId, deadline: deadline, expectedReplies: expectedReplies, makeRecord)
+    }
+
+    func shutdown() async {
+        starter.withLock { $0 }?.cancel()
+        await starter.withLock { $0 }?.value
+        await requester.withLock { $0 }?.shutdown()
+    }
+}
+
+struct RequesterUnavailable: Error, CustomStringConvertible {
+    var description: String { "the reply partition is not claimed yet" }
+}

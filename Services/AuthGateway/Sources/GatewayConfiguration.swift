@@ -1,0 +1,59 @@
+import Crypto
+import Foundation
+import ServiceKit
+
+public struct GatewayConfiguration: Sendable {
+    public var common: CommonConfiguration
+    public var httpHost: String
+    public var httpPort: Int
+    public var httpThreads: Int
+    /// Hash of the bootstrap operator key (`FACEGATE_ADMIN_KEY`), if set.
+    public var bootstrapAdminKeyHash: [UInt8]?
+    public var signingKey: [UInt8]
+    /// X25519 public key of the ctid-verifier: institution keys are sealed to it at app creation.
+    public var ctidPublicKey: [UInt8]
+    public var previousSigningKeys: [[UInt8]]
+    public var issuer: String
+    public var accessTokenTTL: TimeInterval
+    public var identityTokenTTL: TimeInterval
+    public var confirmationTTL: TimeInterval
+    public var requestTimeout: Duration
+    public var maxBodyBytes: Int
+    public var matcherShards: Int
+    /// Brute-force rule (NIST SP 800-63B): after `throttleAfter` consecutive failures at least
+    /// `throttleSeconds` between attempts; after `lockAfter` failures the device is locked until reset.
+    public var throttleAfter: Int
+    public var throttleSeconds: Int
+    public var lockAfter: Int
+    public var secretGraceSeconds: Int
+
+    public init(environment env: Environment) throws(ConfigurationError) {
+        common = try CommonConfiguration(serviceName: "auth-gateway", defaultAdminPort: 9100, environment: env)
+        httpHost = env.string("FACEGATE_HTTP_HOST", default: "127.0.0.1")
+        httpPort = try env.int("FACEGATE_HTTP_PORT", default: 8080, range: 0...65535)
+        httpThreads = try env.int("FACEGATE_HTTP_THREADS", default: 2, range: 1...64)
+        bootstrapAdminKeyHash = env.optionalString("FACEGATE_ADMIN_KEY").map { SHA256.hash(Array($0.utf8)) }
+        signingKey = try env.base64Key("FACEGATE_SIGNING_KEY", bytes: 32)
+        ctidPublicKey = try env.base64Key("FACEGATE_CTID_PUBLIC_KEY", bytes: 32)
+        previousSigningKeys = []
+        if let previous = env.optionalString("FACEGATE_PREVIOUS_SIGNING_KEYS") {
+            for item in previous.split(separator: ",") {
+                guard let data = Data(base64Encoded: String(item).trimmingCharacters(in: .whitespaces)), data.count == 32 else {
+                    throw ConfigurationError(variable: "FACEGATE_PREVIOUS_SIGNING_KEYS", problem: "must be a comma list of base64 32-byte seeds")
+                }
+                previousSigningKeys.append(Array(data))
+            }
+        }
+        issuer = env.string("FACEGATE_ISSUER", default: "facegate")
+        accessTokenTTL = TimeInterval(try env.int("FACEGATE_ACCESS_TOKEN_TTL_SECONDS", default: 7200, range: 60...604_800))
+        identityTokenTTL = TimeInterval(try env.int("FACEGATE_IDENTITY_TOKEN_TTL_SECONDS", default: 300, range: 10...3600))
+        confirmationTTL = TimeInterval(try env.int("FACEGATE_CONFIRMATION_TTL_SECONDS", default: 300, range: 10...3600))
+        requestTimeout = .seconds(try env.int("FACEGATE_REQUEST_TIMEOUT_SECONDS", default: 10, range: 1...120))
+        maxBodyBytes = try env.int("FACEGATE_MAX_BODY_BYTES", default: 5 << 20, range: 1024...(64 << 20))
+        matcherShards = try env.int("FACEGATE_MATCHER_SHARDS", default: 1, range: 1...1024)
+        throttleAfter = try env.int("FACEGATE_THROTTLE_AFTER", default: 5, range: 1...1000)
+        throttleSeconds = try env.int("FACEGATE_THROTTLE_SECONDS", default: 30, range: 1...86400)
+        lockAfter = try env.int("FACEGATE_LOCK_AFTER", default: 50, range: 2...100_000)
+        secretGraceSeconds = try env.int("FACEGATE_SECRET_GRACE_SECONDS", default: 86400, range: 0...2_592_000)
+    }
+}

@@ -1,0 +1,187 @@
+/// The OpenAPI 3.1 description served at `/openapi.json`. A test checks that its paths and methods
+/// are exactly the routes the gateway serves.
+enum OpenAPIDocument {
+    static let json = #"""
+{
+  "openapi": "3.1.0",
+  "info": {
+    "title": "FaceGate API",
+    "version": "1.0.0",
+    "description": "Face login, identity tokens, operator and auditor API. Errors: {\"error\":{\"code\",\"message\",\"transactionId\"}}. Times are RFC 3339 UTC."
+  },
+  "servers": [{"url": "http://127.0.0.1:8080"}],
+  "components": {
+    "securitySchemes": {
+      "operatorKey": {"type": "http", "scheme": "bearer", "description": "Operator (admin) key"},
+      "auditorKey": {"type": "http", "scheme": "bearer", "description": "Auditor key (or an operator key)"},
+      "appServer": {"type": "http", "scheme": "basic", "description": "appId:appSecret"},
+      "accessToken": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT", "description": "Access token from POST /v1/access-tokens"}
+    },
+    "parameters": {
+      "appId": {"name": "appId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
+      "userId": {"name": "userId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
+      "deviceIdPath": {"name": "deviceId", "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 128}},
+      "deviceId": {"name": "X-Device-Id", "in": "header", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 128}},
+      "cursor": {"name": "cursor", "in": "query", "schema": {"type": "string"}},
+      "limit": {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1}}
+    },
+    "schemas": {
+      "Error": {
+        "type": "object", "required": ["error"],
+        "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
+          "code": {"type": "string", "enum": ["INVALID_REQUEST", "UNAUTHORIZED", "FORBIDDEN", "NOT_FOUND", "CONFLICT", "PAYLOAD_TOO_LARGE",
+            "MODULE_DISABLED", "MODULE_NOT_FORMAL", "ACCESS_TOKEN_INVALID", "ACCESS_TOKEN_EXPIRED", "NO_FACE", "NO_MATCH_FACE",
+            "IMAGE_FORMAT_ERROR", "EMPLOYEE_NUMBER_MISMATCH", "SPOOF_DETECTED", "AMBIGUOUS_MATCH", "LOW_QUALITY", "DUPLICATE_FACE",
+            "AUTHENTICATION_FAILED", "CREDENTIAL_LOCKED", "CREDENTIAL_NOT_ENROLLED", "RATE_LIMITED", "SERVICE_UNAVAILABLE",
+            "INVALID_ENVELOPE", "IDENTITY_TOKEN_INVALID", "IDENTITY_TOKEN_EXPIRED", "IDENTITY_TOKEN_USED", "CONFIRMATION_INVALID", "INTERNAL"]},
+          "message": {"type": "string"},
+          "transactionId": {"type": "string", "format": "uuid"}}}}
+      },
+      "ModuleState": {"type": "string", "enum": ["disabled", "trial", "formal"]},
+      "Modules": {"type": "object", "properties": {
+        "faceLogin": {"$ref": "#/components/schemas/ModuleState"}, "ctid": {"$ref": "#/components/schemas/ModuleState"},
+        "kiosk": {"$ref": "#/components/schemas/ModuleState"}, "deviceAuth": {"$ref": "#/components/schemas/ModuleState"}}},
+      "Liveness": {"type": "object", "properties": {
+        "faceLogin": {"type": "string", "enum": ["off", "active"]}, "kiosk": {"type": "string", "enum": ["off", "active"]}}},
+      "Quotas": {"type": "object", "description": "Limits of the trial state (defaults: 1000 calls a day per module, 100 enrolled users).",
+        "properties": {"dailyCalls": {"type": "integer"}, "gallerySize": {"type": "integer"}}},
+      "App": {"type": "object", "properties": {
+        "appId": {"type": "string", "format": "uuid"}, "name": {"type": "string"}, "modules": {"$ref": "#/components/schemas/Modules"},
+        "matchThreshold": {"type": "number"}, "liveness": {"$ref": "#/components/schemas/Liveness"}, "quotas": {"$ref": "#/components/schemas/Quotas"},
+        "createdAt": {"type": "string", "format": "date-time"}}},
+      "User": {"type": "object", "properties": {
+        "userId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"}, "name": {"type": "string"},
+        "faces": {"type": "integer"}, "createdAt": {"type": "string", "format": "date-time"}}},
+      "Quality": {"type": "object", "properties": {
+        "faceWidth": {"type": "integer"}, "sharpness": {"type": "number"}, "brightness": {"type": "number"}, "yaw": {"type": "number"}}},
+      "LoginSuccess": {"type": "object", "required": ["status", "identityToken", "expiresIn", "transactionId", "userId"], "properties": {
+        "status": {"const": "SUCCESS"}, "identityToken": {"type": "string"}, "expiresIn": {"type": "integer"},
+        "transactionId": {"type": "string", "format": "uuid"}, "userId": {"type": "string", "format": "uuid"}}},
+      "ConfirmRequired": {"type": "object", "required": ["status", "confirmationId", "transactionId"], "properties": {
+        "status": {"const": "CONFIRM_REQUIRED"}, "confirmationId": {"type": "string", "format": "uuid"},
+        "transactionId": {"type": "string", "format": "uuid"}, "expiresIn": {"type": "integer"}}},
+      "Transaction": {"type": "object", "properties": {
+        "transactionId": {"type": "string", "format": "uuid"}, "appId": {"type": "string", "format": "uuid"}, "kind": {"type": "string"},
+        "outcome": {"type": "string"}, "userId": {"type": ["string", "null"]}, "deviceId": {"type": ["string", "null"]},
+        "clientIp": {"type": ["string", "null"]}, "score": {"type": ["number", "null"]}, "latencyMs": {"type": "integer"},
+        "createdAt": {"type": "string", "format": "date-time"}}}
+    },
+    "responses": {
+      "Error": {"description": "Error envelope", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    }
+  },
+  "paths": {
+    "/v1/apps": {
+      "post": {"summary": "Create an app (secrets are shown only here)", "security": [{"operatorKey": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["name"], "properties": {
+          "name": {"type": "string"}, "modules": {"$ref": "#/components/schemas/Modules"}, "matchThreshold": {"type": "number"},
+          "liveness": {"$ref": "#/components/schemas/Liveness"}, "quotas": {"$ref": "#/components/schemas/Quotas"}}}}}},
+        "responses": {"201": {"description": "Created: the App plus appSecret and ctidKey (base64 of 16 bytes)"}, "default": {"$ref": "#/components/responses/Error"}}},
+      "get": {"summary": "List apps", "security": [{"operatorKey": []}],
+        "responses": {"200": {"description": "{items: [App]}"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/apps/{appId}": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}],
+      "get": {"summary": "Get an app", "security": [{"operatorKey": []}],
+        "responses": {"200": {"description": "App", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/App"}}}}, "default": {"$ref": "#/components/responses/Error"}}},
+      "patch": {"summary": "Change modules, threshold, liveness policy or quotas", "security": [{"operatorKey": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "properties": {
+          "modules": {"$ref": "#/components/schemas/Modules"}, "matchThreshold": {"type": "number"},
+          "liveness": {"$ref": "#/components/schemas/Liveness"}, "quotas": {"$ref": "#/components/schemas/Quotas"}}}}}},
+        "responses": {"200": {"description": "App", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/App"}}}}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/apps/{appId}/secret": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}],
+      "post": {"summary": "Rotate the app secret; the previous one stays valid for the grace period", "security": [{"operatorKey": []}],
+        "responses": {"201": {"description": "{appId, appSecret, previousSecretValidForSeconds}"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/apps/{appId}/users": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}],
+      "post": {"summary": "Create a user", "security": [{"operatorKey": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["employeeNumber", "name"], "properties": {
+          "employeeNumber": {"type": "string"}, "name": {"type": "string"}}}}}},
+        "responses": {"201": {"description": "{userId, employeeNumber, name}"}, "409": {"$ref": "#/components/responses/Error"}, "default": {"$ref": "#/components/responses/Error"}}},
+      "get": {"summary": "List users (cursor pages)", "security": [{"operatorKey": []}],
+        "parameters": [{"$ref": "#/components/parameters/cursor"}, {"$ref": "#/components/parameters/limit"}],
+        "responses": {"200": {"description": "{items: [User], nextCursor}"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/apps/{appId}/users/{userId}": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/userId"}],
+      "get": {"summary": "Get a user", "security": [{"operatorKey": []}],
+        "responses": {"200": {"description": "User", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/User"}}}}, "default": {"$ref": "#/components/responses/Error"}}},
+      "delete": {"summary": "Delete a user; templates are erased from storage and every matcher", "security": [{"operatorKey": []}],
+        "responses": {"204": {"description": "Deleted"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/apps/{appId}/users/{userId}/faces": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/userId"}],
+      "post": {"summary": "Enroll a face from a photo (quality gate, duplicate check)", "security": [{"operatorKey": []}],
+        "requestBody": {"required": true, "content": {"image/jpeg": {}, "image/png": {}, "multipart/form-data": {"schema": {"type": "object", "properties": {"image": {"type": "string", "format": "binary"}}}}}},
+        "responses": {"201": {"description": "{templateId, quality}"}, "422": {"$ref": "#/components/responses/Error"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/apps/{appId}/devices/{deviceId}/reset": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/deviceIdPath"}],
+      "post": {"summary": "Clear a device's failed-attempt counters and lock", "security": [{"operatorKey": []}],
+        "responses": {"204": {"description": "Reset"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/auditors": {
+      "post": {"summary": "Create an auditor key, optionally limited to some apps", "security": [{"operatorKey": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["name"], "properties": {
+          "name": {"type": "string"}, "appIds": {"type": "array", "items": {"type": "string", "format": "uuid"}}}}}}},
+        "responses": {"201": {"description": "{auditorId, auditorKey, appIds}"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/access-tokens": {
+      "post": {"summary": "Issue an access token for the app's client apps", "security": [{"appServer": []}],
+        "responses": {"200": {"description": "{accessToken, tokenType: Bearer, expiresIn}"}, "401": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/identity/exchange": {
+      "post": {"summary": "Exchange an identity token (single use) for the verified user", "security": [{"appServer": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["identityToken"], "properties": {"identityToken": {"type": "string"}}}}}},
+        "responses": {"200": {"description": "{userId, employeeNumber, name, appId, deviceId, method, transactionId}"}, "401": {"$ref": "#/components/responses/Error"}, "409": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/face-login": {
+      "post": {"summary": "Log in with a photo (1:N)", "security": [{"accessToken": []}],
+        "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "requestBody": {"required": true, "content": {"image/jpeg": {}, "image/png": {}, "multipart/form-data": {"schema": {"type": "object", "properties": {"image": {"type": "string", "format": "binary"}}}}}},
+        "responses": {"200": {"description": "SUCCESS with an identity token, or CONFIRM_REQUIRED on a new device",
+          "content": {"application/json": {"schema": {"oneOf": [{"$ref": "#/components/schemas/LoginSuccess"}, {"$ref": "#/components/schemas/ConfirmRequired"}]}}}},
+          "401": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"}, "413": {"$ref": "#/components/responses/Error"},
+          "422": {"$ref": "#/components/responses/Error"}, "423": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"},
+          "503": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/face-login/confirm": {
+      "post": {"summary": "Confirm a new device with the employee number", "security": [{"accessToken": []}],
+        "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["confirmationId", "employeeNumber"], "properties": {
+          "confirmationId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"}}}}}},
+        "responses": {"200": {"description": "SUCCESS", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/LoginSuccess"}}}},
+          "409": {"$ref": "#/components/responses/Error"}, "422": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/audit/transactions": {
+      "get": {"summary": "Search transactions (newest first, cursor pages)", "security": [{"auditorKey": []}],
+        "parameters": [
+          {"name": "appId", "in": "query", "schema": {"type": "string", "format": "uuid"}}, {"name": "kind", "in": "query", "schema": {"type": "string"}},
+          {"name": "outcome", "in": "query", "schema": {"type": "string"}}, {"name": "userId", "in": "query", "schema": {"type": "string", "format": "uuid"}},
+          {"name": "deviceId", "in": "query", "schema": {"type": "string"}}, {"name": "from", "in": "query", "schema": {"type": "string", "format": "date-time"}},
+          {"name": "to", "in": "query", "schema": {"type": "string", "format": "date-time"}},
+          {"$ref": "#/components/parameters/limit"}, {"$ref": "#/components/parameters/cursor"}],
+        "responses": {"200": {"description": "{items: [Transaction], nextCursor}"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/audit/transactions.csv": {
+      "get": {"summary": "Export transactions as CSV (same filters, streamed)", "security": [{"auditorKey": []}],
+        "responses": {"200": {"description": "text/csv", "content": {"text/csv": {}}}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/audit/verify": {
+      "get": {"summary": "Verify an app's transaction hash chain", "security": [{"auditorKey": []}],
+        "parameters": [{"name": "appId", "in": "query", "required": true, "schema": {"type": "string", "format": "uuid"}}],
+        "responses": {"200": {"description": "{appId, ok, checked, firstBrokenTransactionId}"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/.well-known/jwks.json": {
+      "get": {"summary": "Token signing keys (Ed25519, JWKS)", "responses": {"200": {"description": "JWKS"}}}
+    },
+    "/openapi.json": {
+      "get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1"}}}
+    }
+  }
+}
+"""#
+}

@@ -1,0 +1,334 @@
+import Crypto
+import FaceGateCore
+import Foundation
+import HTTPServer
+import KafkaClient
+import PostgresClient
+import ServiceKit
+
+/// Operator API (admin key): apps, users, face enrollment, device resets, auditor keys.
+/// Every change is a transaction on the affected app's chain (app creation on the platform chain).
+extension GatewayContext {
+    func registerOperatorRoutes(on router: Router) {
+        router.add("POST", "/v1/apps") { [self] request in try await createApp(request) }
+        router.add("GET", "/v1/apps") { [self] request in try await listApps(request) }
+        router.add("GET", "/v1/apps/{appId}") { [self] request in
+            try await requireAdmin(request)
+            return .json(try await existingApp(request).publicView)
+        }
+        router.add("PATCH", "/v1/apps/{appId}") { [self] request in try await patchApp(request) }
+        router.add("POST", "/v1/apps/{appId}/secret") { [self] request in try await rotateSecret(request) }
+        router.add("POST", "/v1/apps/{appId}/users") { [self] request in try await createUser(request) }
+        router.add("GET", "/v1/apps/{appId}/users") { [self] request in try await listUsers(request) }
+        router.add("GET", "/v1/apps/{appId}/users/{userId}") { [self] request in
+            try await requireAdmin(request)
+            let app = try await existingApp(request)
+            return .json(try await user(try request.uuidParameter("userId"), app: app.id))
+        }
+        router.add("DELETE", "/v1/apps/{appId}/users/{userId}") { [self] request in try await deleteUser(request) }
+        router.add("POST", "/v1/apps/{appId}/users/{userId}/faces") { [self] request in try await enrollFace(request) }
+        router.add("POST", "/v1/apps/{appId}/devices/{deviceId}/reset") { [self] request in try await resetDevice(request) }
+        router.add("POST", "/v1/auditors") { [self] request in try await createAuditor(request) }
+    }
+
+    func existingApp(_ request: HTTPRequest) async throws -> AppRecord {
+        guard let app = try await apps.find(try request.uuidParameter("appId")) else { throw APIError(.notFound, "no such app") }
+        return app
+    }
+
+    struct CreateAppBody: Decodable {
+        var name: String
+        var modules: ModulesPatch?
+        var matchThreshold: Float?
+        var liveness: LivenessPolicy?
+        var quotas: Quotas?
+    }
+
+    struct CreatedApp: Encodable {
+        var appId: UUID
+        var name: String
+        var appSecret: String
+        var ctidKey: String
+        var modules: Modules
+        var matchThreshold: Float
+        var liveness: LivenessPolicy
+        var quotas: Quotas
+    }
+
+    func createApp(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await requireAdmin(request)
+        let body = try request.decodeJSON(CreateAppBody.self)
+        let name = body.name.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (1...200).contains(name.count) else { throw APIError(.invalidRequest, "name must be 1–200 characters").http(transactionId: nil) }
+        let threshold = body.matchThreshold ?? 0.5
+        guard threshold > 0.2, threshold < 0.8 else {
+            throw APIError(.invalidRequest, "matchThreshold must be between 0.2 and 0.8 (Euclidean distance; 0.5 recommended)").http(transactionId: nil)
+        }
+        let appId = UUID()
+        let secret = newSecret(prefix: "fgs_")
+        // The institution key is shown once and stored sealed to the ctid-verifier's public key: the
+        // gateway can seal it but never open it again.
+        let ctidKey = SecureRandom.bytes(16)
+        let modules = (body.modules ?? ModulesPatch()).applied(to: .initial)
+        let liveness = body.liveness ?? .initial
+        let quotas = body.quotas ?? .initial
+        return try await recorded(request, kind: "app.create", appId: platformAppId) { draft in
+            _ = try await database.query("""
+                INSERT INTO apps (id, name, secret_hash, ctid_key_sealed, modules, match_threshold, liveness, quotas)
+                VALUES (\(appId), \(name), \(SHA256.hash(Array(secret.utf8))), \(try CTIDKeyBox.seal(ctidKey, appId: appId, to: configuration.ctidPublicKey)),
+                        \(modules.jsonText)::jsonb, \(Double(threshold)), \(liveness.jsonText)::jsonb, \(quotas.jsonText)::jsonb)
+                """)
+            draft.detail = ["appId": appId.uuidString.lowercased()]
+            return .json(CreatedApp(appId: appId, name: name, appSecret: secret, ctidKey: Data(ctidKey).base64EncodedString(), modules: modules,
+                                    matchThreshold: threshold, liveness: liveness, quotas: quotas), status: 201)
+        }
+    }
+
+    func listApps(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await requireAdmin(request)
+        var items: [AppRecord.Public] = []
+        for row in try await database.query("SELECT id FROM apps ORDER BY created_at, id LIMIT 1000") {
+            if let app = try await apps.find(try row.decode("id")) { items.append(app.publicView) }
+        }
+        struct Page: Encodable { var items: [AppRecord.Public] }
+        return .json(Page(items: items))
+    }
+
+    struct PatchAppBody: Decodable {
+        var modules: ModulesPatch?
+        var matchThreshold: Float?
+        var liveness: LivenessPolicy?
+        var quotas: Quotas?
+    }
+
+    func patchApp(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await requireAdmin(request)
+        let app = try await existingApp(request)
+        let body = try request.decodeJSON(PatchAppBody.self)
+        return try await recorded(request, kind: "app.update", appId: app.id) { draft in
+            let modules = (body.modules ?? ModulesPatch()).applied(to: app.modules)
+            let threshold = body.matchThreshold ?? app.matchThreshold
+            guard threshold > 0.2, threshold < 0.8 else { throw APIError(.invalidRequest, "matchThreshold must be between 0.2 and 0.8") }
+            let liveness = body.liveness ?? app.liveness
+            let quotas = body.quotas ?? app.quotas
+            guard quotas.dailyCalls >= 0, quotas.gallerySize >= 0 else { throw APIError(.invalidRequest, "quotas must not be negative") }
+            _ = try await database.query("""
+                UPDATE apps SET modules = \(modules.jsonText)::jsonb, match_threshold = \(Double(threshold)),
+                       liveness = \(liveness.jsonText)::jsonb, quotas = \(quotas.jsonText)::jsonb, updated_at = now()
+                WHERE id = \(app.id)
+                """)
+            draft.detail = ["modules": modules.jsonText]
+            guard let updated = try await apps.find(app.id) else { throw APIError(.notFound, "no such app") }
+            return .json(updated.publicView)
+        }
+    }
+
+    /// New secret now; the old one keeps working for the grace period so app servers can roll over.
+    func rotateSecret(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await requireAdmin(request)
+        let app = try await existingApp(request)
+        let secret = newSecret(prefix: "fgs_")
+        return try await recorded(request, kind: "app.secret.rotate", appId: app.id) { _ in
+            _ = try await database.query("""
+                UPDATE apps SET previous_secret_hash = secret_hash,
+                       previous_secret_valid_until = now() + make_interval(secs => \(configuration.secretGraceSeconds)),
+                       secret_hash = \(SHA256.hash(Array(secret.utf8))), updated_at = now()
+                WHERE id = \(app.id)
+                """)
+            struct Rotated: Encodable { var appId: UUID; var appSecret: String; var previousSecretValidForSeconds: Int }
+            return .json(Rotated(appId: app.id, appSecret: secret, previousSecretValidForSeconds: configuration.secretGraceSeconds), status: 201)
+        }
+    }
+
+    struct UserView: Codable, Sendable {
+        var userId: UUID
+        var employeeNumber: String
+        var name: String
+        var faces: Int
+        var createdAt: Date
+    }
+
+    func user(_ userId: UUID, app appId: UUID) async throws -> UserView {
+        let rows = try await database.query("""
+            SELECT u.id, u.employee_number, u.name, u.created_at, (SELECT count(*) FROM face_templates t WHERE t.user_id = u.id) AS faces
+            FROM users u WHERE u.id = \(userId) AND u.app_id = \(appId)
+            """)
+        guard let row = rows.first else { throw APIError(.notFound, "no such user in this app") }
+        return try Self.userView(row)
+    }
+
+    static func userView(_ row: PostgresRow) throws -> UserView {
+        UserView(userId: try row.decode("id"), employeeNumber: try row.decode("employee_number"), name: try row.decode("name"),
+                 faces: try row.decode("faces", as: Int.self), createdAt: try row.decode("created_at"))
+    }
+
+    struct CreateUserBody: Decodable { var employeeNumber: String; var name: String }
+
+    func createUser(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await requireAdmin(request)
+        let app = try await existingApp(request)
+        let body = try request.decodeJSON(CreateUserBody.self)
+        return try await recorded(request, kind: "user.create", appId: app.id) { draft in
+            let number = body.employeeNumber.trimmingCharacters(in: .whitespaces)
+            let name = body.name.trimmingCharacters(in: .whitespaces)
+            guard (1...64).contains(number.count), (1...200).contains(name.count) else {
+                throw APIError(.invalidRequest, "employeeNumber must be 1–64 and name 1–200 characters")
+            }
+            let userId = UUID()
+            do {
+                _ = try await database.query("INSERT INTO users (id, app_id, employee_number, name) VALUES (\(userId), \(app.id), \(number), \(name))")
+            } catch let error as PostgresError where error.isUniqueViolation {
+                throw APIError(.conflict, "employee number \(number) already exists in this app")
+            }
+            draft.userId = userId
+            struct Created: Encodable { var userId: UUID; var employeeNumber: String; var name: String }
+            return .json(Created(userId: userId, employeeNumber: number, name: name), status: 201)
+        }
+    }
+
+    /// Cursor pages ordered by creation; the cursor is opaque (base64url of the last row's position).
+    func listUsers(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await requireAdmin(request)
+        let app = try await existingApp(request)
+        let limit = min(max(Int(request.query["limit"] ?? "") ?? 50, 1), 500)
+        let after = try PageCursor.decode(request.query["cursor"])
+        let rows = try await database.query("""
+            SELECT u.id, u.employee_number, u.name, u.created_at, (SELECT count(*) FROM face_templates t WHERE t.user_id = u.id) AS faces
+            FROM users u
+            WHERE u.app_id = \(app.id) AND (\(after == nil) OR (u.created_at, u.id) > (\(after?.time ?? Date.distantPast), \(after?.id ?? UUID())))
+            ORDER BY u.created_at, u.id LIMIT \(limit + 1)
+            """)
+        var items = try rows.rows.map(Self.userView)
+        var next: String?
+        if items.count > limit {
+            items.removeLast()
+            next = PageCursor(time: items.last!.createdAt, id: items.last!.userId).encoded
+        }
+        struct Page: Encodable { var items: [UserView]; var nextCursor: String? }
+        return .json(Page(items: items, nextCursor: next))
+    }
+
+    /// Erases the user, their templates (tombstoned and broadcast so every matcher drops them) and devices.
+    func deleteUser(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await requireAdmin(request)
+        let app = try await existingApp(request)
+        let userId = try request.uuidParameter("userId")
+        return try await recorded(request, kind: "user.delete", appId: app.id) { draft in
+            draft.userId = userId
+            let removed: [GalleryChange]? = try await database.withTransaction { connection in
+                let tombstones = try await connection.query("""
+                    INSERT INTO gallery_tombstones (template_id, app_id, user_id)
+                    SELECT id, app_id, user_id FROM face_templates WHERE user_id = \(userId) AND app_id = \(app.id)
+                    RETURNING template_id, change_seq
+                    """)
+                let deleted = try await connection.query("DELETE FROM users WHERE id = \(userId) AND app_id = \(app.id)")
+                guard deleted.affectedRows == 1 else { return nil }
+                return try tombstones.rows.map {
+                    GalleryChange(operation: .delete, appId: app.id, userId: userId, templateId: try $0.decode("template_id"), changeSeq: try $0.decode("change_seq"))
+                }
+            }
+            guard let removed else { throw APIError(.notFound, "no such user in this app") }
+            for change in removed {
+                do {
+                    _ = try await producer.send(KafkaRecord(topic: runtime.topics.galleryChanges, key: Array(change.templateId.uuidString.lowercased().utf8),
+                                                            value: try FaceGateJSON.encode(change)))
+                } catch {
+                    logger.warning("erasure not broadcast; matchers drop it at their next reconciliation", ["error": "\(error)"])
+                }
+            }
+            draft.detail = ["templatesErased": String(removed.count)]
+            return .noContent
+        }
+    }
+
+    func enrollFace(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await requireAdmin(request)
+        let app = try await existingApp(request)
+        let userId = try request.uuidParameter("userId")
+        return try await recorded(request, kind: "face.enroll", appId: app.id) { draft in
+            draft.userId = userId
+            _ = try await user(userId, app: app.id)
+            let image = try image(request)
+            if app.modules.faceLogin == .trial {
+                let enrolled = try await database.query("SELECT count(DISTINCT user_id) AS n FROM face_templates WHERE app_id = \(app.id)")
+                if try enrolled.first?.decode("n", as: Int.self) ?? 0 >= app.quotas.gallerySize {
+                    throw APIError(.moduleNotFormal, "the trial gallery holds \(app.quotas.gallerySize) users; ask for the formal module")
+                }
+            }
+            let result = try await faceJob(FaceJob(kind: .enroll, appId: app.id, image: Data(image), userId: userId,
+                                                   threshold: app.matchThreshold, duplicateCheck: true))
+            if let code = result.outcome.errorCode {
+                throw APIError(code, result.message ?? Self.defaultMessage(code))
+            }
+            guard let templateId = result.templateId, let quality = result.quality else {
+                throw APIError(.internalError, "the matcher did not return a template")
+            }
+            draft.detail = ["templateId": templateId.uuidString.lowercased()]
+            struct Enrolled: Encodable { var templateId: UUID; var quality: FaceQualityReport }
+            return .json(Enrolled(templateId: templateId, quality: quality), status: 201)
+        }
+    }
+
+    func resetDevice(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await requireAdmin(request)
+        let app = try await existingApp(request)
+        guard let device = request.pathParameters["deviceId"], !device.isEmpty else { throw APIError(.notFound, "no such device").http(transactionId: nil) }
+        return try await recorded(request, kind: "device.reset", appId: app.id, deviceId: device) { _ in
+            _ = try await database.query("DELETE FROM attempt_counters WHERE app_id = \(app.id) AND subject = \(AttemptGuard.subject(device: device))")
+            return .noContent
+        }
+    }
+
+    struct CreateAuditorBody: Decodable { var name: String; var appIds: [UUID]? }
+
+    func createAuditor(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await requireAdmin(request)
+        let body = try request.decodeJSON(CreateAuditorBody.self)
+        guard (1...200).contains(body.name.count) else { throw APIError(.invalidRequest, "name must be 1–200 characters").http(transactionId: nil) }
+        let key = newSecret(prefix: "fga_")
+        let auditorId = UUID()
+        return try await recorded(request, kind: "auditor.create", appId: platformAppId) { draft in
+            let appList = body.appIds.map { "{" + $0.map { $0.uuidString.lowercased() }.joined(separator: ",") + "}" }
+            _ = try await database.query("""
+                INSERT INTO api_keys (id, role, name, key_hash, app_ids) VALUES (\(auditorId), 'auditor', \(body.name),
+                \(SHA256.hash(Array(key.utf8))), \(appList)::uuid[])
+                """)
+            draft.detail = ["auditorId": auditorId.uuidString.lowercased()]
+            struct Created: Encodable { var auditorId: UUID; var auditorKey: String; var appIds: [UUID]? }
+            return .json(Created(auditorId: auditorId, auditorKey: key, appIds: body.appIds), status: 201)
+        }
+    }
+
+    static func defaultMessage(_ code: ErrorCode) -> String {
+        switch code {
+        case .noFace: "no face was found in the image"
+        case .noMatchFace: "the face does not match anyone enrolled"
+        case .ambiguousMatch: "the face matches more than one person too closely"
+        case .imageFormatError: "the image could not be decoded"
+        case .lowQuality: "the face is too small, blurred or dark"
+        case .duplicateFace: "the face is already enrolled for another user"
+        case .spoofDetected: "the liveness check failed"
+        default: code.rawValue
+        }
+    }
+}
+
+/// Opaque cursor for keyset pagination: base64url of `<unix micros>:<uuid>`.
+struct PageCursor {
+    var time: Date
+    var id: UUID
+
+    var encoded: String {
+        Base64URL.encode(Array("\(Int64((time.timeIntervalSince1970 * 1_000_000).rounded())):\(id.uuidString.lowercased())".utf8))
+    }
+
+    static func decode(_ text: String?) throws -> PageCursor? {
+        guard let text, !text.isEmpty else { return nil }
+        guard let bytes = Base64URL.decode(text), let plain = String(bytes: bytes, encoding: .utf8),
+              let colon = plain.firstIndex(of: ":"), let micros = Int64(plain[..<colon]),
+              let id = UUID(uuidString: String(plain[plain.index(after: colon)...])) else {
+            throw APIError(.invalidRequest, "cursor is not one this API issued").http(transactionId: nil)
+        }
+        return PageCursor(time: Date(timeIntervalSince1970: Double(micros) / 1_000_000), id: id)
+    }
+}

@@ -1,0 +1,198 @@
+import Crypto
+import FaceGateCore
+import Foundation
+import HTTPServer
+import JWT
+import PostgresClient
+import ServiceKit
+
+/// An API error with its wire code; becomes the `{"error": {...}}` envelope.
+struct APIError: Error {
+    var code: ErrorCode
+    var message: String
+    var retryAfter: Int?
+
+    init(_ code: ErrorCode, _ message: String, retryAfter: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.retryAfter = retryAfter
+    }
+
+    func http(transactionId: UUID?) -> HTTPError {
+        var headers: [(String, String)] = []
+        if let retryAfter { headers.append(("Retry-After", String(retryAfter))) }
+        if code == .unauthorized || code == .accessTokenInvalid || code == .accessTokenExpired {
+            headers.append(("WWW-Authenticate", "Bearer"))
+        }
+        return HTTPError(status: code.httpStatus, code: code.rawValue, message: message,
+                         transactionId: transactionId?.uuidString.lowercased(), headers: headers)
+    }
+}
+
+/// The transaction an API call writes, filled in as the call proceeds.
+struct TransactionDraft {
+    let id = UUID()
+    var appId: UUID
+    var kind: String
+    var outcome = "SUCCESS"
+    var userId: UUID?
+    var deviceId: String?
+    var score: Float?
+    var detail: [String: String] = [:]
+}
+
+extension GatewayContext {
+    /// Runs a call that authenticates or verifies, and writes exactly one transaction for it, whatever
+    /// happens; errors carry the transaction id.
+    func recorded(_ request: HTTPRequest, kind: String, appId: UUID, deviceId: String? = nil,
+                  _ body: (inout TransactionDraft) async throws -> HTTPResponse) async throws -> HTTPResponse {
+        let started = ContinuousClock.now
+        var draft = TransactionDraft(appId: appId, kind: kind, deviceId: deviceId)
+        var response: HTTPResponse?
+        var failure: Error?
+        do {
+            response = try await body(&draft)
+        } catch let error as APIError {
+            draft.outcome = error.code.rawValue
+            failure = error
+        } catch let error as HTTPError {
+            draft.outcome = error.code
+            failure = error
+        } catch {
+            draft.outcome = ErrorCode.internalError.rawValue
+            failure = error
+            logger.error("call failed", ["request.id": request.requestId, "error": "\(error)"])
+        }
+        let record = TransactionRecord(id: draft.id, appId: draft.appId, kind: kind, outcome: draft.outcome, userId: draft.userId,
+                                       deviceId: draft.deviceId, clientIp: request.remoteAddress, score: draft.score,
+                                       latencyMs: Int((ContinuousClock.now - started).milliseconds.rounded()), detail: draft.detail)
+        do {
+            try await transactions.append(record)
+        } catch {
+            // No audit record, no answer: an unrecorded success would be a hole in the trail.
+            logger.error("transaction not recorded", ["request.id": request.requestId, "error": "\(error)"])
+            throw APIError(.serviceUnavailable, "the audit trail is unavailable; try again").http(transactionId: nil)
+        }
+        if let error = failure as? APIError { throw error.http(transactionId: draft.id) }
+        if let error = failure as? HTTPError {
+            throw HTTPError(status: error.status, code: error.code, message: error.message, transactionId: draft.id.uuidString.lowercased(), headers: error.headers)
+        }
+        if failure != nil { throw APIError(.internalError, "internal error").http(transactionId: draft.id) }
+        return response!
+    }
+
+    // MARK: - Callers
+
+    /// Operator: the bootstrap key or an admin API key.
+    func requireAdmin(_ request: HTTPRequest) async throws {
+        let key = try bearer(request, missing: .unauthorized)
+        let hash = SHA256.hash(Array(key.utf8))
+        if let bootstrap = configuration.bootstrapAdminKeyHash, constantTimeEquals(bootstrap, hash) { return }
+        let rows = try await database.query("SELECT role FROM api_keys WHERE key_hash = \(hash) AND revoked_at IS NULL")
+        guard let row = rows.first, try row.decode("role", as: String.self) == "admin" else {
+            throw APIError(.unauthorized, "an operator key is required")
+        }
+    }
+
+    /// Auditor (or operator): returns the apps the caller may read, nil meaning all.
+    func requireAuditor(_ request: HTTPRequest) async throws -> [UUID]? {
+        let key = try bearer(request, missing: .unauthorized)
+        let hash = SHA256.hash(Array(key.utf8))
+        if let bootstrap = configuration.bootstrapAdminKeyHash, constantTimeEquals(bootstrap, hash) { return nil }
+        let rows = try await database.query("SELECT role, app_ids::text AS app_ids FROM api_keys WHERE key_hash = \(hash) AND revoked_at IS NULL")
+        guard let row = rows.first else { throw APIError(.unauthorized, "an auditor key is required") }
+        guard let list = try row.decode("app_ids", as: String?.self) else { return nil }
+        return list.trimmingCharacters(in: CharacterSet(charactersIn: "{}")).split(separator: ",").compactMap { UUID(uuidString: String($0)) }
+    }
+
+    /// App server: HTTP Basic `appId:appSecret`; the previous secret is honoured during its grace period.
+    func requireAppServer(_ request: HTTPRequest) async throws -> AppRecord {
+        guard let header = request.headers["Authorization"], header.lowercased().hasPrefix("basic "),
+              let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+              let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":"),
+              let appId = UUID(uuidString: String(text[..<colon])) else {
+            throw APIError(.unauthorized, "app server credentials (HTTP Basic appId:appSecret) are required")
+        }
+        let secretHash = SHA256.hash(Array(text[text.index(after: colon)...].utf8))
+        guard let app = try await apps.find(appId),
+              constantTimeEquals(app.secretHash, secretHash)
+                || (app.previousSecretHash.map { constantTimeEquals($0, secretHash) } ?? false) && (app.previousSecretValidUntil ?? .distantPast) > Date()
+        else {
+            throw APIError(.unauthorized, "unknown app or wrong secret")
+        }
+        return app
+    }
+
+    /// Client app: a Bearer access token. Expired → `ACCESS_TOKEN_EXPIRED`, anything else wrong → `ACCESS_TOKEN_INVALID`.
+    func requireClient(_ request: HTTPRequest) async throws -> AppRecord {
+        let token = try bearer(request, missing: .accessTokenInvalid)
+        let claims: AccessTokenClaims
+        do {
+            claims = try JWT.verify(token, as: AccessTokenClaims.self, keys: keySet, type: TokenType.access,
+                                    issuer: configuration.issuer, audience: AccessTokenClaims.audience)
+        } catch .expired {
+            throw APIError(.accessTokenExpired, "the access token has expired; get a new one from your app server")
+        } catch {
+            throw APIError(.accessTokenInvalid, "the access token is not valid")
+        }
+        guard let appId = UUID(uuidString: claims.appId), let app = try await apps.find(appId) else {
+            throw APIError(.accessTokenInvalid, "the access token's app does not exist")
+        }
+        return app
+    }
+
+    func bearer(_ request: HTTPRequest, missing code: ErrorCode) throws -> String {
+        guard let header = request.headers["Authorization"], header.lowercased().hasPrefix("bearer ") else {
+            throw APIError(code, "an Authorization: Bearer credential is required")
+        }
+        let value = header.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        guard !value.isEmpty, value.count <= 4096 else { throw APIError(code, "the Bearer credential is malformed") }
+        return value
+    }
+
+    /// `X-Device-Id`: 1–128 printable ASCII characters.
+    func deviceId(_ request: HTTPRequest) throws -> String {
+        guard let value = request.headers["X-Device-Id"], (1...128).contains(value.utf8.count),
+              value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw APIError(.invalidRequest, "X-Device-Id is required: 1–128 printable ASCII characters")
+        }
+        return value
+    }
+
+    /// The image of a request: a raw `image/jpeg` / `image/png` body or the multipart field `image`,
+    /// checked by its magic bytes (the matcher decodes it under the pixel cap).
+    func image(_ request: HTTPRequest) throws -> [UInt8] {
+        let contentType = (request.headers["Content-Type"] ?? "").lowercased()
+        let bytes: [UInt8]
+        if contentType.hasPrefix("multipart/form-data") {
+            guard let part = try request.multipartParts().first(where: { $0.name == "image" }) else {
+                throw APIError(.invalidRequest, "the multipart body has no field named image")
+            }
+            bytes = part.body
+        } else if contentType.hasPrefix("image/jpeg") || contentType.hasPrefix("image/png") {
+            bytes = request.body
+        } else {
+            throw APIError(.imageFormatError, "send the photo as image/jpeg, image/png or multipart/form-data with a field named image")
+        }
+        guard Self.isJPEGOrPNG(bytes) else { throw APIError(.imageFormatError, "the image is not a JPEG or PNG file") }
+        return bytes
+    }
+
+    static func isJPEGOrPNG(_ bytes: [UInt8]) -> Bool {
+        bytes.starts(with: [0xFF, 0xD8, 0xFF]) || bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+    }
+}
+
+extension HTTPRequest {
+    func uuidParameter(_ name: String) throws -> UUID {
+        guard let text = pathParameters[name], let id = UUID(uuidString: text) else {
+            throw APIError(.notFound, "no such \(name)")
+        }
+        return id
+    }
+}
+
+/// Random secrets and keys: URL-safe text with a recognisable prefix, 256 bits of entropy.
+func newSecret(prefix: String) -> String {
+    prefix + Base64URL.encode(SecureRandom.bytes(32))
+}

@@ -1,0 +1,182 @@
+import Crypto
+import FaceGateCore
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import PostgresClient
+import ServiceKit
+
+/// `facegate`: operators and auditors at the command line. `migrate` and `keys` work on their own;
+/// everything else calls the gateway's HTTP API with the caller's key, so every action is recorded
+/// exactly as it would be from any other client.
+public enum FaceGateCLI {
+    public static let usage = """
+    usage: facegate <command> [arguments]
+
+    setup
+      migrate                                   apply database migrations (FACEGATE_DATABASE_URL)
+      keys                                      print fresh FACEGATE_SIGNING_KEY / FACEGATE_SEALING_KEY / CTID key pair lines
+    operators (FACEGATE_URL, FACEGATE_ADMIN_KEY)
+      app create NAME [--formal] [--threshold D]
+      app get APP_ID | app list
+      app modules APP_ID MODULE=STATE...        e.g. faceLogin=formal ctid=disabled
+      app rotate-secret APP_ID
+      user create APP_ID EMPLOYEE_NUMBER NAME
+      user list APP_ID
+      user delete APP_ID USER_ID
+      enroll APP_ID USER_ID PHOTO...            JPEG/PNG files
+      device reset APP_ID DEVICE_ID
+      auditor create NAME [APP_ID...]
+    auditors (FACEGATE_URL, FACEGATE_AUDITOR_KEY or FACEGATE_ADMIN_KEY)
+      audit query [key=value...]                appId kind outcome userId deviceId from to limit cursor
+      audit export [key=value...]               CSV on stdout
+      audit verify APP_ID
+    """
+
+    public static func run(_ arguments: [String], environment: Environment = Environment()) async -> Int32 {
+        do {
+            try await dispatch(arguments, environment: environment)
+            return 0
+        } catch let error as CLIError {
+            FileHandle.standardError.write(Data("facegate: \(error.message)\n".utf8))
+            return error.exitCode
+        } catch {
+            FileHandle.standardError.write(Data("facegate: \(error)\n".utf8))
+            return 1
+        }
+    }
+
+    static func dispatch(_ arguments: [String], environment: Environment) async throws {
+        guard let command = arguments.first else { throw CLIError(usage, exitCode: 2) }
+        let rest = Array(arguments.dropFirst())
+        switch (command, rest.first) {
+        case ("migrate", _):
+            let pool = PostgresPool(configuration: try PostgresConfiguration(url: try environment.required("FACEGATE_DATABASE_URL")))
+            let applied = try await ServiceRuntime.migrate(pool)
+            print(applied.isEmpty ? "schema up to date" : "applied migrations \(applied.map(String.init).joined(separator: ", "))")
+            await pool.close()
+        case ("keys", _):
+            let ctid = X25519PrivateKey()
+            print("FACEGATE_SIGNING_KEY=\(Data(SecureRandom.bytes(32)).base64EncodedString())")
+            print("FACEGATE_SEALING_KEY=\(Data(SecureRandom.bytes(32)).base64EncodedString())")
+            print("FACEGATE_CTID_PRIVATE_KEY=\(Data(ctid.rawRepresentation).base64EncodedString())")
+            print("FACEGATE_CTID_PUBLIC_KEY=\(Data(ctid.publicKey.rawRepresentation).base64EncodedString())")
+        case ("app", "create"):
+            guard rest.count >= 2 else { throw CLIError("usage: facegate app create NAME [--formal] [--threshold D]", exitCode: 2) }
+            var body: [String: Any] = ["name": rest[1]]
+            if rest.contains("--formal") {
+                body["modules"] = ["faceLogin": "formal", "ctid": "formal", "kiosk": "formal", "deviceAuth": "formal"]
+            }
+            if let index = rest.firstIndex(of: "--threshold"), index + 1 < rest.count, let value = Double(rest[index + 1]) {
+                body["matchThreshold"] = value
+            }
+            try await admin(environment).print("POST", "/v1/apps", json: body)
+        case ("app", "get"):
+            try await admin(environment).print("GET", "/v1/apps/\(try argument(rest, 1, "APP_ID"))")
+        case ("app", "list"):
+            try await admin(environment).print("GET", "/v1/apps")
+        case ("app", "modules"):
+            var modules: [String: String] = [:]
+            for pair in rest.dropFirst(2) {
+                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2 else { throw CLIError("expected MODULE=STATE, got \(pair)", exitCode: 2) }
+                modules[parts[0]] = parts[1]
+            }
+            try await admin(environment).print("PATCH", "/v1/apps/\(try argument(rest, 1, "APP_ID"))", json: ["modules": modules])
+        case ("app", "rotate-secret"):
+            try await admin(environment).print("POST", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/secret")
+        case ("user", "create"):
+            try await admin(environment).print("POST", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/users",
+                                               json: ["employeeNumber": try argument(rest, 2, "EMPLOYEE_NUMBER"), "name": try argument(rest, 3, "NAME")])
+        case ("user", "list"):
+            try await admin(environment).print("GET", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/users?limit=500")
+        case ("user", "delete"):
+            try await admin(environment).print("DELETE", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/users/\(try argument(rest, 2, "USER_ID"))")
+        case ("enroll", _):
+            let app = try argument(rest, 0, "APP_ID"), user = try argument(rest, 1, "USER_ID")
+            guard rest.count >= 3 else { throw CLIError("usage: facegate enroll APP_ID USER_ID PHOTO...", exitCode: 2) }
+            let client = try admin(environment)
+            for path in rest.dropFirst(2) {
+                guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read \(path)", exitCode: 1) }
+                let type = path.lowercased().hasSuffix(".png") ? "image/png" : "image/jpeg"
+                try await client.print("POST", "/v1/apps/\(app)/users/\(user)/faces", body: data, contentType: type)
+            }
+        case ("device", "reset"):
+            try await admin(environment).print("POST", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/devices/\(try argument(rest, 2, "DEVICE_ID"))/reset")
+        case ("auditor", "create"):
+            var body: [String: Any] = ["name": try argument(rest, 1, "NAME")]
+            if rest.count > 2 { body["appIds"] = Array(rest.dropFirst(2)) }
+            try await admin(environment).print("POST", "/v1/auditors", json: body)
+        case ("audit", "query"):
+            try await auditor(environment).print("GET", "/v1/audit/transactions" + (try queryString(rest.dropFirst())))
+        case ("audit", "export"):
+            try await auditor(environment).print("GET", "/v1/audit/transactions.csv" + (try queryString(rest.dropFirst())))
+        case ("audit", "verify"):
+            try await auditor(environment).print("GET", "/v1/audit/verify?appId=\(try argument(rest, 1, "APP_ID"))")
+        case ("help", _), ("--help", _), ("-h", _):
+            print(usage)
+        default:
+            throw CLIError(usage, exitCode: 2)
+        }
+    }
+
+    static func argument(_ list: [String], _ index: Int, _ name: String) throws -> String {
+        guard index < list.count, !list[index].isEmpty else { throw CLIError("missing \(name)", exitCode: 2) }
+        return list[index]
+    }
+
+    static func queryString(_ pairs: ArraySlice<String>) throws -> String {
+        var components = URLComponents()
+        components.queryItems = try pairs.map { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { throw CLIError("expected key=value, got \(pair)", exitCode: 2) }
+            return URLQueryItem(name: parts[0], value: parts[1])
+        }
+        return components.queryItems?.isEmpty == false ? "?" + (components.percentEncodedQuery ?? "") : ""
+    }
+
+    static func admin(_ environment: Environment) throws -> APIClient {
+        APIClient(base: environment.string("FACEGATE_URL", default: "http://127.0.0.1:8080"), key: try environment.required("FACEGATE_ADMIN_KEY"))
+    }
+
+    static func auditor(_ environment: Environment) throws -> APIClient {
+        let key = environment.optionalString("FACEGATE_AUDITOR_KEY") ?? environment.optionalString("FACEGATE_ADMIN_KEY")
+        guard let key else { throw CLIError("set FACEGATE_AUDITOR_KEY (or FACEGATE_ADMIN_KEY)", exitCode: 2) }
+        return APIClient(base: environment.string("FACEGATE_URL", default: "http://127.0.0.1:8080"), key: key)
+    }
+}
+
+struct CLIError: Error {
+    var message: String
+    var exitCode: Int32
+    init(_ message: String, exitCode: Int32) {
+        self.message = message
+        self.exitCode = exitCode
+    }
+}
+
+/// A minimal Bearer-authenticated client for the gateway's JSON API; prints answers to stdout.
+struct APIClient {
+    var base: String
+    var key: String
+
+    func print(_ method: String, _ path: String, json: [String: Any]? = nil, body: Data? = nil, contentType: String? = nil) async throws {
+        guard let url = URL(string: base + path) else { throw CLIError("bad URL \(base + path)", exitCode: 2) }
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+        if let json {
+            request.httpBody = try JSONSerialization.data(withJSONObject: json)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        } else if let body {
+            request.httpBody = body
+            request.setValue(contentType, forHTTPHeaderField: "Content-Type")
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        if !data.isEmpty { FileHandle.standardOutput.write(data) }
+        if !data.isEmpty, data.last != UInt8(ascii: "\n") { FileHandle.standardOutput.write(Data("\n".utf8)) }
+        guard (200..<300).contains(status) else { throw CLIError("\(method) \(path) answered \(status)", exitCode: 1) }
+    }
+}

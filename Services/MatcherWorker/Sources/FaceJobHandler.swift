@@ -1,0 +1,284 @@
+import FaceEngine
+import FaceGateCore
+import Foundation
+import KafkaClient
+import PostgresClient
+import ServiceKit
+
+/// Answers face jobs: decode the envelope, skip work past the deadline, run the engine, search or
+/// persist, reply on the requester's partition. Enrollment is idempotent by message id.
+final class FaceJobHandler: Sendable {
+    private let engines: FaceEnginePool
+    private let store: GalleryStore
+    private let database: PostgresPool
+    private let producer: KafkaProducer
+    private let sealer: Sealer
+    private let configuration: MatcherConfiguration
+    private let changesTopic: String
+    private let logger: Logger
+    private let stageSeconds: Histogram
+    private let outcomes: Counter
+
+    init(engines: FaceEnginePool, store: GalleryStore, database: PostgresPool, producer: KafkaProducer, sealer: Sealer,
+         configuration: MatcherConfiguration, changesTopic: String, runtime: ServiceRuntime) {
+        self.engines = engines
+        self.store = store
+        self.database = database
+        self.producer = producer
+        self.sealer = sealer
+        self.configuration = configuration
+        self.changesTopic = changesTopic
+        self.logger = runtime.logger
+        stageSeconds = runtime.metrics.histogram("facegate_matcher_stage_seconds", help: "Face pipeline time per stage")
+        outcomes = runtime.metrics.counter("facegate_matcher_outcomes_total", help: "Face job outcomes by kind and outcome")
+    }
+
+    func handle(_ message: KafkaMessage) async -> JobDisposition {
+        let envelope: MessageEnvelope<FaceJob>
+        do {
+            envelope = try MessageEnvelope<FaceJob>.decode(message.value)
+        } catch {
+            return .reject(error.description)
+        }
+        guard let replyTo = envelope.replyTo else { return .reject("face job without replyTo") }
+        let job = envelope.payload
+        let log = logger.with(["job.id": envelope.id, "app.id": job.appId.uuidString.lowercased(), "job.kind": job.kind.rawValue])
+        let started = ContinuousClock.now
+
+        var result: FaceJobResult
+        if envelope.isExpired() {
+            result = FaceJobResult(outcome: .timeout, message: "deadline passed before the job was taken")
+        } else {
+            do {
+                result = try await run(job, messageId: envelope.id)
+            } catch let error as FaceEngineError {
+                result = Self.result(for: error)
+            } catch {
+                // Database or broker trouble: worth another attempt.
+                log.warning("face job failed", ["error": "\(error)"])
+                return .retry("\(error)")
+            }
+        }
+        result.shardIndex = configuration.shardIndex
+        result.shardCount = configuration.shardCount
+        result.timings["total"] = (ContinuousClock.now - started).milliseconds
+        outcomes.increment(["kind": job.kind.rawValue, "outcome": result.outcome.rawValue])
+
+        do {
+            let reply = MessageEnvelope(type: "\(job.kind.messageType).result", correlationId: envelope.correlationId,
+                                        appId: envelope.appId, deadline: envelope.deadline, replyTo: nil, payload: result)
+            var headers: [KafkaHeader] = []
+            if let trace = message.header(MessageHeader.traceparent) { headers.append(KafkaHeader(key: MessageHeader.traceparent, value: trace)) }
+            _ = try await producer.send(replyRecord(to: ReplyAddress(topic: replyTo.topic, partition: replyTo.partition),
+                                                    correlationId: envelope.correlationId, value: try reply.encoded(), headers: headers))
+        } catch {
+            return .retry("reply not sent: \(error)")
+        }
+        log.debug("face job answered", ["outcome": result.outcome.rawValue])
+        return .completed
+    }
+
+    static func result(for error: FaceEngineError) -> FaceJobResult {
+        switch error {
+        case .imageFormat(let detail): FaceJobResult(outcome: .imageFormatError, message: detail)
+        case .imageTooLarge(let width, let height): FaceJobResult(outcome: .imageFormatError, message: "image of \(width)×\(height) pixels is above the pixel limit")
+        case .modelMissing(let detail), .internalError(let detail): FaceJobResult(outcome: .internalError, message: detail)
+        }
+    }
+
+    private func run(_ job: FaceJob, messageId: String) async throws -> FaceJobResult {
+        switch job.kind {
+        case .identify: try await identify(job)
+        case .verify: try await verify(job)
+        case .enroll: try await enroll(job, messageId: messageId)
+        case .detect: try await detect(job)
+        case .liveness: try await liveness(job)
+        }
+    }
+
+    private func rule(for job: FaceJob) -> MatchRule {
+        MatchRule(threshold: job.threshold ?? configuration.defaultThreshold, margin: job.margin ?? configuration.ambiguityMargin)
+    }
+
+    /// The largest face of an image with its embedding, or the outcome that stops the job.
+    private func probe(_ image: Data?, timings: inout [String: Double]) async throws -> Result<(DetectedFace, Int), FaceJobResult> {
+        guard let image else { return .failure(FaceJobResult(outcome: .imageFormatError, message: "no image in the job")) }
+        let analysis = try await engines.analyze(Array(image))
+        timings["decode"] = analysis.decodeMilliseconds
+        timings["detect"] = analysis.detectMilliseconds
+        timings["embed"] = analysis.embedMilliseconds
+        stageSeconds.observe(analysis.decodeMilliseconds / 1000, ["stage": "decode"])
+        stageSeconds.observe(analysis.detectMilliseconds / 1000, ["stage": "detect"])
+        stageSeconds.observe(analysis.embedMilliseconds / 1000, ["stage": "embed"])
+        guard let face = analysis.faces.first, face.embedding != nil else {
+            return .failure(FaceJobResult(outcome: .noFace, faceCount: 0, timings: timings))
+        }
+        return .success((face, analysis.faceCount))
+    }
+
+    private func identify(_ job: FaceJob) async throws -> FaceJobResult {
+        var timings: [String: Double] = [:]
+        let (face, faceCount): (DetectedFace, Int)
+        switch try await probe(job.image, timings: &timings) {
+        case .failure(let stop): return stop
+        case .success(let found): (face, faceCount) = found
+        }
+        let searchStart = ContinuousClock.now
+        let matches = store.registry.gallery(for: job.appId).search(face.embedding!, k: max(1, min(job.topK, 100)))
+        timings["search"] = (ContinuousClock.now - searchStart).milliseconds
+        stageSeconds.observe(timings["search"]! / 1000, ["stage": "search"])
+        let candidates = matches.map(Self.candidate)
+        return FaceJobResult(outcome: rule(for: job).decide(candidates).outcome, candidates: candidates, faceCount: faceCount,
+                             quality: Self.report(face.quality), timings: timings)
+    }
+
+    private func verify(_ job: FaceJob) async throws -> FaceJobResult {
+        var timings: [String: Double] = [:]
+        let (face, faceCount): (DetectedFace, Int)
+        switch try await probe(job.image, timings: &timings) {
+        case .failure(let stop): return stop
+        case .success(let found): (face, faceCount) = found
+        }
+        let probe = face.embedding!
+        var candidates: [FaceCandidate] = []
+        if let reference = job.referenceImage {
+            var referenceTimings: [String: Double] = [:]
+            switch try await self.probe(reference, timings: &referenceTimings) {
+            case .failure(var stop):
+                stop.message = "reference image: " + (stop.message ?? stop.outcome.rawValue)
+                return stop
+            case .success(let (referenceFace, _)):
+                candidates.append(FaceCandidate(userId: platformAppId, templateId: platformAppId,
+                                                distance: euclideanDistance(probe, referenceFace.embedding!)))
+            }
+        } else if let sealed = job.referenceSealedTemplate {
+            let reference = try sealer.openTemplate(Array(sealed), templateId: platformAppId)
+            candidates.append(FaceCandidate(userId: platformAppId, templateId: platformAppId, distance: euclideanDistance(probe, reference)))
+        } else if let userId = job.userId {
+            try await database.forEachRow("""
+                SELECT id, embedding_sealed FROM face_templates WHERE app_id = \(job.appId) AND user_id = \(userId)
+                """) { row in
+                let templateId: UUID = try row.decode("id")
+                let reference = try self.sealer.openTemplate(try row.decode("embedding_sealed"), templateId: templateId)
+                candidates.append(FaceCandidate(userId: userId, templateId: templateId, distance: euclideanDistance(probe, reference)))
+            }
+            guard !candidates.isEmpty else {
+                return FaceJobResult(outcome: .noMatchFace, message: "the user has no enrolled face", faceCount: faceCount, timings: timings)
+            }
+        } else {
+            return FaceJobResult(outcome: .internalError, message: "verify needs a reference image, template or user")
+        }
+        candidates.sort { $0.distance < $1.distance }
+        let threshold = job.threshold ?? configuration.defaultThreshold
+        return FaceJobResult(outcome: candidates[0].distance <= threshold ? .match : .noMatchFace, candidates: [candidates[0]],
+                             faceCount: faceCount, quality: Self.report(face.quality), timings: timings)
+    }
+
+    private func enroll(_ job: FaceJob, messageId: String) async throws -> FaceJobResult {
+        guard let userId = job.userId else { return FaceJobResult(outcome: .internalError, message: "enroll needs a user") }
+        // A redelivered enrollment answers what the first delivery answered.
+        if let previous = try await database.query("""
+            SELECT result FROM processed_messages WHERE consumer = 'matcher.enroll' AND message_id = \(messageId)
+            """).first, let bytes = try previous.decode("result", as: [UInt8]?.self) {
+            return try FaceGateJSON.decode(FaceJobResult.self, from: bytes)
+        }
+        var timings: [String: Double] = [:]
+        let (face, faceCount): (DetectedFace, Int)
+        switch try await probe(job.image, timings: &timings) {
+        case .failure(let stop): return stop
+        case .success(let found): (face, faceCount) = found
+        }
+        let quality = Self.report(face.quality)
+        if faceCount > 1 {
+            return FaceJobResult(outcome: .lowQuality, message: "\(faceCount) faces in the image; enroll a photo of one person",
+                                 faceCount: faceCount, quality: quality, timings: timings)
+        }
+        if face.quality.faceWidth < configuration.minimumFaceWidth {
+            return FaceJobResult(outcome: .lowQuality, message: "face is \(face.quality.faceWidth) px wide; at least \(configuration.minimumFaceWidth) px needed",
+                                 faceCount: faceCount, quality: quality, timings: timings)
+        }
+        if face.quality.sharpness < configuration.minimumSharpness {
+            return FaceJobResult(outcome: .lowQuality, message: "face is too blurred (sharpness \(Int(face.quality.sharpness)))",
+                                 faceCount: faceCount, quality: quality, timings: timings)
+        }
+        let embedding = face.embedding!
+        if job.duplicateCheck {
+            let threshold = job.threshold ?? configuration.defaultThreshold
+            let others = store.registry.gallery(for: job.appId).search(embedding, k: 10).filter { $0.userId != userId && $0.distance <= threshold }
+            if let duplicate = others.first {
+                return FaceJobResult(outcome: .duplicateFace, message: "the face is already enrolled for another user",
+                                     candidates: [Self.candidate(duplicate)], faceCount: faceCount, quality: quality, timings: timings)
+            }
+        }
+        let templateId = UUID()
+        let sealed = try sealer.sealTemplate(embedding, templateId: templateId)
+        let qualityJSON = String(decoding: try FaceGateJSON.encode(quality), as: UTF8.self)
+        var result = FaceJobResult(outcome: .enrolled, faceCount: faceCount, quality: quality, templateId: templateId, timings: timings)
+        let resultBytes = try FaceGateJSON.encode(result)
+        let seq: Int64? = try await database.withTransaction { connection in
+            // The user must still exist in this app: a deleted user gets no template.
+            let inserted = try await connection.query("""
+                INSERT INTO face_templates (id, app_id, user_id, embedding_sealed, model_id, quality)
+                SELECT \(templateId), \(job.appId), id, \(sealed), \(GalleryStore.modelId), \(qualityJSON)::jsonb
+                FROM users WHERE id = \(userId) AND app_id = \(job.appId)
+                RETURNING change_seq
+                """)
+            guard let row = inserted.first else { return nil }
+            _ = try await connection.query("""
+                INSERT INTO processed_messages (consumer, message_id, result) VALUES ('matcher.enroll', \(messageId), \(resultBytes))
+                """)
+            return try row.decode("change_seq", as: Int64.self)
+        }
+        guard let seq else {
+            result = FaceJobResult(outcome: .internalError, message: "user not found in this app", faceCount: faceCount, quality: quality, timings: timings)
+            return result
+        }
+        store.add(templateId: templateId, appId: job.appId, userId: userId, embedding: embedding)
+        store.noteSeq(seq)
+        let change = GalleryChange(operation: .upsert, appId: job.appId, userId: userId, templateId: templateId, changeSeq: seq)
+        do {
+            _ = try await producer.send(KafkaRecord(topic: changesTopic, key: Array(templateId.uuidString.lowercased().utf8),
+                                                    value: try FaceGateJSON.encode(change)))
+        } catch {
+            // Other matchers pick the template up at their next reconciliation.
+            logger.warning("gallery change not broadcast", ["error": "\(error)", "template.id": templateId.uuidString.lowercased()])
+        }
+        return result
+    }
+
+    private func detect(_ job: FaceJob) async throws -> FaceJobResult {
+        guard let image = job.image else { return FaceJobResult(outcome: .imageFormatError, message: "no image in the job") }
+        let analysis = try await engines.analyze(Array(image), options: FaceAnalysisOptions(embeddings: false, landmarks68: false, maxFaces: 1))
+        let timings = ["decode": analysis.decodeMilliseconds, "detect": analysis.detectMilliseconds]
+        guard let face = analysis.faces.first else { return FaceJobResult(outcome: .noFace, faceCount: 0, timings: timings) }
+        return FaceJobResult(outcome: .detected, faceCount: analysis.faceCount, quality: Self.report(face.quality), timings: timings)
+    }
+
+    private func liveness(_ job: FaceJob) async throws -> FaceJobResult {
+        guard let frames = job.frames, !frames.isEmpty else {
+            return FaceJobResult(outcome: .imageFormatError, message: "no frames in the liveness job")
+        }
+        var analyses: [FaceAnalysis] = []
+        for frame in frames {
+            analyses.append(try await engines.analyze(Array(frame), options: FaceAnalysisOptions(embeddings: true, landmarks68: true, maxFaces: 1)))
+        }
+        let verdict = LivenessAnalyzer.evaluate(frames: frames, analyses: analyses, actions: job.actions ?? [])
+        guard verdict.passed, let best = LivenessAnalyzer.mostFrontal(analyses) else {
+            return FaceJobResult(outcome: analyses.allSatisfy({ $0.faces.isEmpty }) ? .noFace : .spoofDetected,
+                                 faceCount: analyses.map(\.faceCount).max(), liveness: verdict)
+        }
+        var result = FaceJobResult(outcome: .live, faceCount: analyses.map(\.faceCount).max(), quality: Self.report(best.quality), liveness: verdict)
+        if job.topK > 0, let embedding = best.embedding {
+            result.candidates = store.registry.gallery(for: job.appId).search(embedding, k: min(job.topK, 100)).map(Self.candidate)
+        }
+        return result
+    }
+
+    static func candidate(_ match: GalleryMatch) -> FaceCandidate {
+        FaceCandidate(userId: match.userId, templateId: match.templateId, distance: match.distance)
+    }
+
+    static func report(_ quality: FaceQuality) -> FaceQualityReport {
+        FaceQualityReport(faceWidth: quality.faceWidth, sharpness: quality.sharpness, brightness: quality.brightness, yaw: quality.yaw)
+    }
+}

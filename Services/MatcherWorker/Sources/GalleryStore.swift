@@ -1,0 +1,111 @@
+import FaceEngine
+import FaceGateCore
+import Foundation
+import PostgresClient
+import ServiceKit
+import Synchronization
+
+/// The matcher's in-memory galleries, kept in step with PostgreSQL (the source of truth): a full load
+/// at start, then gallery-change broadcasts, then a periodic reconciliation by change sequence that
+/// bounds staleness even if a broadcast is lost. In a sharded deployment it holds only its shard.
+final class GalleryStore: Sendable {
+    static let modelId = "dlib_face_recognition_resnet_model_v1"
+
+    let registry: GalleryRegistry
+    private let database: PostgresPool
+    private let sealer: Sealer
+    private let shard: Int
+    private let shards: Int
+    private let logger: Logger
+    private let highestSeq = Atomic<Int64>(0)
+    /// Which app each template belongs to, so a delete finds its gallery.
+    private let owners = Mutex<[UUID: UUID]>([:])
+
+    init(database: PostgresPool, sealer: Sealer, storage: GalleryStorage, shardIndex: Int, shardCount: Int, logger: Logger) {
+        self.registry = GalleryRegistry(storage: storage)
+        self.database = database
+        self.sealer = sealer
+        self.shard = shardIndex
+        self.shards = shardCount
+        self.logger = logger
+    }
+
+    func owns(_ templateId: UUID) -> Bool {
+        shards == 1 || shardIndex(templateId: templateId, shardCount: shards) == shard
+    }
+
+    /// Loads every template of this shard. Returns how many.
+    @discardableResult
+    func loadAll() async throws -> Int {
+        try await load(query: """
+            SELECT id, app_id, user_id, embedding_sealed, change_seq FROM face_templates WHERE model_id = \(Self.modelId)
+            """)
+    }
+
+    /// Catches up on anything a broadcast may have missed. Sequence numbers can commit out of order,
+    /// so recent rows are re-read too (upserts are idempotent).
+    func reconcile() async throws {
+        let since = highestSeq.load(ordering: .relaxed)
+        try await load(query: """
+            SELECT id, app_id, user_id, embedding_sealed, change_seq FROM face_templates
+            WHERE model_id = \(Self.modelId) AND (change_seq > \(since) OR created_at > now() - interval '5 minutes')
+            """)
+        try await database.forEachRow("""
+            SELECT template_id, change_seq FROM gallery_tombstones WHERE change_seq > \(since) OR deleted_at > now() - interval '5 minutes'
+            """) { row in
+            self.remove(templateId: try row.decode("template_id"))
+            self.noteSeq(try row.decode("change_seq"))
+        }
+    }
+
+    @discardableResult
+    private func load(query: PostgresQuery) async throws -> Int {
+        var loaded = 0
+        try await database.forEachRow(query) { row in
+            let templateId: UUID = try row.decode("id")
+            self.noteSeq(try row.decode("change_seq"))
+            guard self.owns(templateId) else { return }
+            let embedding = try self.sealer.openTemplate(try row.decode("embedding_sealed"), templateId: templateId)
+            self.add(templateId: templateId, appId: try row.decode("app_id"), userId: try row.decode("user_id"), embedding: embedding)
+            loaded += 1
+        }
+        return loaded
+    }
+
+    func apply(_ change: GalleryChange) async throws {
+        noteSeq(change.changeSeq)
+        switch change.operation {
+        case .delete:
+            remove(templateId: change.templateId)
+        case .upsert:
+            guard owns(change.templateId) else { return }
+            let rows = try await database.query("""
+                SELECT embedding_sealed FROM face_templates WHERE id = \(change.templateId) AND app_id = \(change.appId)
+                """)
+            guard let row = rows.first else { return }  // erased since: the tombstone will follow
+            let embedding = try sealer.openTemplate(try row.decode("embedding_sealed"), templateId: change.templateId)
+            add(templateId: change.templateId, appId: change.appId, userId: change.userId, embedding: embedding)
+        }
+    }
+
+    func add(templateId: UUID, appId: UUID, userId: UUID, embedding: [Float]) {
+        registry.gallery(for: appId).upsert(templateId: templateId, userId: userId, embedding: embedding)
+        owners.withLock { $0[templateId] = appId }
+    }
+
+    func remove(templateId: UUID) {
+        guard let appId = owners.withLock({ $0.removeValue(forKey: templateId) }) else { return }
+        _ = registry.gallery(for: appId).remove(templateId: templateId)
+    }
+
+    func noteSeq(_ seq: Int64) {
+        var current = highestSeq.load(ordering: .relaxed)
+        while seq > current {
+            let (exchanged, original) = highestSeq.compareExchange(expected: current, desired: seq, ordering: .relaxed)
+            if exchanged { break }
+            current = original
+        }
+    }
+
+    var templateCount: Int { registry.totalCount }
+}

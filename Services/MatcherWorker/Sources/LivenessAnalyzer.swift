@@ -1,0 +1,95 @@
+import Crypto
+import FaceEngine
+import FaceGateCore
+import Foundation
+
+/// Active liveness over a burst of frames, from the 68-point landmarks:
+/// - every frame shows a face, and all of them the same person (embedding distance to the first frame);
+/// - the frames differ (byte-identical frames or frozen landmarks mean a replayed still);
+/// - each asked action happens, in order: BLINK = the eye aspect ratio dips below `closedEye` and recovers
+///   above `openEye`; TURN_LEFT / TURN_RIGHT = the yaw moves at least `turnDegrees` that way from the first frame.
+/// It does not detect a video replay of a live person doing the actions, a 3D mask, or a screen held up
+/// close enough to look like a face; it is a presentation-attack deterrent, not a certified PAD.
+enum LivenessAnalyzer {
+    static let closedEye = 0.19
+    static let openEye = 0.24
+    static let turnDegrees = 12.0
+    static let sameFaceDistance: Float = 0.55
+    static let frozenLandmarkPixels = 0.5
+
+    static func evaluate(frames: [Data], analyses: [FaceAnalysis], actions: [LivenessAction]) -> LivenessReport {
+        var reasons: [String] = []
+        let faces = analyses.compactMap { $0.faces.first }
+        if faces.count != analyses.count { reasons.append("a frame has no face") }
+        if frames.count < 2 { reasons.append("at least 2 frames are needed") }
+        if Set(frames.map { Hex.encode(SHA256.hash(Array($0))) }).count != frames.count { reasons.append("identical frames") }
+        if let first = faces.first?.embedding {
+            for face in faces.dropFirst() {
+                if let embedding = face.embedding, euclideanDistance(first, embedding) > sameFaceDistance {
+                    reasons.append("different faces across frames")
+                    break
+                }
+            }
+        }
+        if faces.count >= 2, landmarksFrozen(faces) { reasons.append("landmarks do not move (still image)") }
+
+        if reasons.isEmpty {
+            var cursor = 0
+            for action in actions {
+                guard let end = find(action, in: faces, from: cursor) else {
+                    reasons.append("\(action.rawValue) not seen")
+                    break
+                }
+                cursor = end
+            }
+        }
+        return LivenessReport(passed: reasons.isEmpty, reasons: reasons)
+    }
+
+    /// Index after the frames that show `action`, searching from `start`; nil if it never happens.
+    static func find(_ action: LivenessAction, in faces: [DetectedFace], from start: Int) -> Int? {
+        guard start < faces.count else { return nil }
+        switch action {
+        case .blink:
+            var closedAt: Int?
+            for index in start..<faces.count {
+                guard let ear = eyeAspectRatio(faces[index]) else { continue }
+                if closedAt == nil, ear < closedEye, index > 0 { closedAt = index }
+                if closedAt != nil, ear > openEye { return index }
+            }
+            return nil
+        case .turnLeft, .turnRight:
+            let baseline = faces[0].quality.yaw
+            let sign: Double = action == .turnLeft ? 1 : -1
+            for index in start..<faces.count where (faces[index].quality.yaw - baseline) * sign >= turnDegrees {
+                return index
+            }
+            return nil
+        }
+    }
+
+    /// Mean of both eyes' (|p2−p6| + |p3−p5|) / (2|p1−p4|) over the 68-point layout (eyes at 36–41, 42–47).
+    static func eyeAspectRatio(_ face: DetectedFace) -> Double? {
+        guard let points = face.landmarks68, points.count == 68 else { return nil }
+        func distance(_ a: Int, _ b: Int) -> Double { hypot(points[a].x - points[b].x, points[a].y - points[b].y) }
+        func eye(_ p: Int) -> Double {
+            let width = distance(p, p + 3)
+            return width > 0 ? (distance(p + 1, p + 5) + distance(p + 2, p + 4)) / (2 * width) : 0
+        }
+        return (eye(36) + eye(42)) / 2
+    }
+
+    static func landmarksFrozen(_ faces: [DetectedFace]) -> Bool {
+        guard let reference = faces.first?.landmarks68 else { return false }
+        for face in faces.dropFirst() {
+            guard let points = face.landmarks68, points.count == reference.count else { continue }
+            let moved = zip(reference, points).map { hypot($0.x - $1.x, $0.y - $1.y) }.max() ?? 0
+            if moved > frozenLandmarkPixels { return false }
+        }
+        return true
+    }
+
+    static func mostFrontal(_ analyses: [FaceAnalysis]) -> DetectedFace? {
+        analyses.compactMap { $0.faces.first }.min { abs($0.quality.yaw) < abs($1.quality.yaw) }
+    }
+}

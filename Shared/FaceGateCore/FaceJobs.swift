@@ -1,0 +1,178 @@
+import Foundation
+
+/// Jobs on `face.jobs.v1`, answered by a matcher-worker on the requester's reply partition.
+public enum FaceJobKind: String, Codable, Sendable, CaseIterable {
+    /// 1:N search of the probe image in the app's gallery.
+    case identify
+    /// 1:1: the probe image against a second image, a user's templates, or a sealed template.
+    case verify
+    /// Quality gate, duplicate check, then a sealed template persisted and broadcast.
+    case enroll
+    /// Faces, boxes and quality only.
+    case detect
+    /// Active liveness over a burst of frames against a challenge.
+    case liveness
+
+    public var messageType: String { "face.\(rawValue)" }
+}
+
+public struct FaceJob: Codable, Sendable {
+    public var kind: FaceJobKind
+    public var appId: UUID
+    /// Probe image bytes (JPEG/PNG), base64 in JSON.
+    public var image: Data?
+    /// `verify` against a second image.
+    public var referenceImage: Data?
+    /// `verify` against this user's templates; `enroll` target user.
+    public var userId: UUID?
+    /// `verify` against a template sealed with the platform key (e.g. a CTID registry portrait).
+    public var referenceSealedTemplate: Data?
+    public var topK: Int
+    /// Per-app decision rule; the matcher's defaults apply when nil.
+    public var threshold: Float?
+    public var margin: Float?
+    /// `enroll`: refuse a face that already matches another user of the app.
+    public var duplicateCheck: Bool
+    /// `liveness`: the frames and the actions the challenge asked for, in order.
+    public var frames: [Data]?
+    public var actions: [LivenessAction]?
+
+    public init(kind: FaceJobKind, appId: UUID, image: Data? = nil, referenceImage: Data? = nil, userId: UUID? = nil,
+                referenceSealedTemplate: Data? = nil, topK: Int = 5, threshold: Float? = nil, margin: Float? = nil,
+                duplicateCheck: Bool = true, frames: [Data]? = nil, actions: [LivenessAction]? = nil) {
+        self.kind = kind
+        self.appId = appId
+        self.image = image
+        self.referenceImage = referenceImage
+        self.userId = userId
+        self.referenceSealedTemplate = referenceSealedTemplate
+        self.topK = topK
+        self.threshold = threshold
+        self.margin = margin
+        self.duplicateCheck = duplicateCheck
+        self.frames = frames
+        self.actions = actions
+    }
+}
+
+public enum LivenessAction: String, Codable, Sendable, CaseIterable {
+    case blink = "BLINK"
+    case turnLeft = "TURN_LEFT"
+    case turnRight = "TURN_RIGHT"
+}
+
+/// What a matcher concluded. Raw values are the wire codes.
+public enum FaceOutcome: String, Codable, Sendable {
+    case match = "MATCH"
+    case noFace = "NO_FACE"
+    case noMatchFace = "NO_MATCH_FACE"
+    case ambiguousMatch = "AMBIGUOUS_MATCH"
+    case imageFormatError = "IMAGE_FORMAT_ERROR"
+    case lowQuality = "LOW_QUALITY"
+    case duplicateFace = "DUPLICATE_FACE"
+    case enrolled = "ENROLLED"
+    case detected = "DETECTED"
+    case live = "LIVE"
+    case spoofDetected = "SPOOF_DETECTED"
+    case timeout = "TIMEOUT"
+    case internalError = "INTERNAL"
+
+    /// The API error an unsuccessful outcome maps to.
+    public var errorCode: ErrorCode? {
+        switch self {
+        case .match, .enrolled, .detected, .live: nil
+        case .noFace: .noFace
+        case .noMatchFace: .noMatchFace
+        case .ambiguousMatch: .ambiguousMatch
+        case .imageFormatError: .imageFormatError
+        case .lowQuality: .lowQuality
+        case .duplicateFace: .duplicateFace
+        case .spoofDetected: .spoofDetected
+        case .timeout: .serviceUnavailable
+        case .internalError: .internalError
+        }
+    }
+}
+
+public struct FaceCandidate: Codable, Sendable, Equatable {
+    public var userId: UUID
+    public var templateId: UUID
+    public var distance: Float
+    public init(userId: UUID, templateId: UUID, distance: Float) {
+        self.userId = userId
+        self.templateId = templateId
+        self.distance = distance
+    }
+}
+
+public struct FaceQualityReport: Codable, Sendable, Equatable {
+    public var faceWidth: Int
+    public var sharpness: Double
+    public var brightness: Double
+    public var yaw: Double
+    public init(faceWidth: Int, sharpness: Double, brightness: Double, yaw: Double) {
+        self.faceWidth = faceWidth
+        self.sharpness = sharpness
+        self.brightness = brightness
+        self.yaw = yaw
+    }
+}
+
+public struct LivenessReport: Codable, Sendable, Equatable {
+    public var passed: Bool
+    /// Why it failed, e.g. `identical frames`, `no blink`, `different faces`.
+    public var reasons: [String]
+    public init(passed: Bool, reasons: [String]) {
+        self.passed = passed
+        self.reasons = reasons
+    }
+}
+
+public struct FaceJobResult: Codable, Sendable {
+    public var outcome: FaceOutcome
+    public var message: String?
+    /// Best candidates, ascending distance (identify: this shard's top-k; verify: the best reference).
+    public var candidates: [FaceCandidate]
+    public var faceCount: Int?
+    public var quality: FaceQualityReport?
+    /// `enroll`: the template created.
+    public var templateId: UUID?
+    public var liveness: LivenessReport?
+    public var shardIndex: Int
+    public var shardCount: Int
+    /// Milliseconds per stage: decode, detect, embed, search, total.
+    public var timings: [String: Double]
+
+    public init(outcome: FaceOutcome, message: String? = nil, candidates: [FaceCandidate] = [], faceCount: Int? = nil,
+                quality: FaceQualityReport? = nil, templateId: UUID? = nil, liveness: LivenessReport? = nil,
+                shardIndex: Int = 0, shardCount: Int = 1, timings: [String: Double] = [:]) {
+        self.outcome = outcome
+        self.message = message
+        self.candidates = candidates
+        self.faceCount = faceCount
+        self.quality = quality
+        self.templateId = templateId
+        self.liveness = liveness
+        self.shardIndex = shardIndex
+        self.shardCount = shardCount
+        self.timings = timings
+    }
+}
+
+/// A gallery change broadcast on `gallery.changes.v1` (key: template id). Carries no biometric data:
+/// a matcher reads the sealed template from PostgreSQL by id.
+public struct GalleryChange: Codable, Sendable, Equatable {
+    public enum Operation: String, Codable, Sendable { case upsert, delete }
+    public var operation: Operation
+    public var appId: UUID
+    public var userId: UUID
+    public var templateId: UUID
+    public var changeSeq: Int64
+    public init(operation: Operation, appId: UUID, userId: UUID, templateId: UUID, changeSeq: Int64) {
+        self.operation = operation
+        self.appId = appId
+        self.userId = userId
+        self.templateId = templateId
+        self.changeSeq = changeSeq
+    }
+}

@@ -1,0 +1,40 @@
+/// The identification decision, shared by the matcher (one shard) and the requester (merging shards):
+/// the best candidate must be within `threshold`, and the best candidate of any *other* user must not
+/// be within `margin` of it (a near tie between two people is refused, never guessed).
+public struct MatchRule: Sendable, Equatable {
+    public var threshold: Float
+    public var margin: Float
+
+    public init(threshold: Float = 0.5, margin: Float = 0.06) {
+        self.threshold = threshold
+        self.margin = margin
+    }
+
+    public enum Decision: Sendable, Equatable {
+        case match(FaceCandidate)
+        case noMatch(best: FaceCandidate?)
+        case ambiguous(FaceCandidate, FaceCandidate)
+
+        public var outcome: FaceOutcome {
+            switch self {
+            case .match: .match
+            case .noMatch: .noMatchFace
+            case .ambiguous: .ambiguousMatch
+            }
+        }
+    }
+
+    public func decide(_ candidates: [FaceCandidate]) -> Decision {
+        let sorted = candidates.sorted { $0.distance < $1.distance }
+        guard let best = sorted.first, best.distance <= threshold else { return .noMatch(best: sorted.first) }
+        if let rival = sorted.first(where: { $0.userId != best.userId }), rival.distance <= threshold, rival.distance - best.distance < margin {
+            return .ambiguous(best, rival)
+        }
+        return .match(best)
+    }
+
+    /// Merges the partial top-k lists of several shards into one top-k.
+    public static func merge(_ partials: [[FaceCandidate]], k: Int) -> [FaceCandidate] {
+        Array(partials.joined().sorted { $0.distance < $1.distance }.prefix(k))
+    }
+}

@@ -1,0 +1,275 @@
+/// Versioned SQL migrations, applied in order by `facegate migrate` under an advisory lock.
+/// Forward-only: a shipped migration is never edited (its checksum is recorded); changes go in a new one.
+public enum Schema {
+    public struct Step: Sendable {
+        public var version: Int
+        public var name: String
+        public var sql: String
+    }
+
+    /// The role services connect as (via `SET ROLE`): it owns nothing, and may only INSERT and SELECT transactions.
+    public static let serviceRole = "facegate_service"
+
+    public static let steps: [Step] = [
+        Step(version: 1, name: "core tables", sql: core),
+        Step(version: 2, name: "transactions hash chain", sql: transactions),
+        Step(version: 3, name: "service role and row-level security", sql: roles),
+    ]
+
+    static let core = """
+    CREATE TABLE apps (
+        id uuid PRIMARY KEY,
+        name text NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
+        secret_hash bytea NOT NULL,
+        previous_secret_hash bytea,
+        previous_secret_valid_until timestamptz,
+        ctid_key_sealed bytea,
+        modules jsonb NOT NULL,
+        match_threshold real NOT NULL DEFAULT 0.5 CHECK (match_threshold > 0 AND match_threshold < 2),
+        liveness jsonb NOT NULL,
+        quotas jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+    );
+
+    CREATE TABLE api_keys (
+        id uuid PRIMARY KEY,
+        role text NOT NULL CHECK (role IN ('admin', 'auditor')),
+        name text NOT NULL,
+        key_hash bytea NOT NULL UNIQUE,
+        app_ids uuid[],
+        created_at timestamptz NOT NULL DEFAULT now(),
+        revoked_at timestamptz
+    );
+
+    CREATE TABLE users (
+        id uuid PRIMARY KEY,
+        app_id uuid NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        employee_number text NOT NULL CHECK (length(employee_number) BETWEEN 1 AND 64),
+        name text NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
+        source text NOT NULL DEFAULT 'operator',
+        created_at timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (app_id, employee_number)
+    );
+    CREATE INDEX users_app_created ON users (app_id, created_at, id);
+
+    -- Every enrollment and erasure takes the next change sequence number; a matcher that missed a
+    -- broadcast catches up by asking for everything above the highest number it has seen.
+    CREATE SEQUENCE gallery_change_seq;
+
+    CREATE TABLE face_templates (
+        id uuid PRIMARY KEY,
+        app_id uuid NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        user_id uuid NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        embedding_sealed bytea NOT NULL,
+        model_id text NOT NULL,
+        quality jsonb NOT NULL,
+        change_seq bigint NOT NULL DEFAULT nextval('gallery_change_seq'),
+        created_at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE INDEX face_templates_app ON face_templates (app_id);
+    CREATE INDEX face_templates_user ON face_templates (user_id);
+    CREATE INDEX face_templates_seq ON face_templates (change_seq);
+
+    CREATE TABLE gallery_tombstones (
+        template_id uuid PRIMARY KEY,
+        app_id uuid NOT NULL,
+        user_id uuid NOT NULL,
+        change_seq bigint NOT NULL DEFAULT nextval('gallery_change_seq'),
+        deleted_at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE INDEX gallery_tombstones_seq ON gallery_tombstones (change_seq);
+
+    CREATE TABLE devices (
+        app_id uuid NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        device_id text NOT NULL,
+        user_id uuid NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        confirmed_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (app_id, device_id, user_id)
+    );
+
+    -- Brute-force counters per (app, subject): subject is a device id or a device credential.
+    CREATE TABLE attempt_counters (
+        app_id uuid NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        subject text NOT NULL,
+        consecutive_failures int NOT NULL DEFAULT 0,
+        total_failures int NOT NULL DEFAULT 0,
+        last_failure_at timestamptz,
+        locked_at timestamptz,
+        PRIMARY KEY (app_id, subject)
+    );
+
+    CREATE TABLE login_confirmations (
+        id uuid PRIMARY KEY,
+        app_id uuid NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        device_id text NOT NULL,
+        user_id uuid NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        transaction_id uuid NOT NULL,
+        score real,
+        attempts int NOT NULL DEFAULT 0,
+        expires_at timestamptz NOT NULL,
+        used_at timestamptz,
+        voided_at timestamptz
+    );
+
+    CREATE TABLE used_token_ids (
+        jti text PRIMARY KEY,
+        app_id uuid NOT NULL,
+        expires_at timestamptz NOT NULL,
+        used_at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE INDEX used_token_ids_expiry ON used_token_ids (expires_at);
+
+    CREATE TABLE usage_counters (
+        app_id uuid NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        module text NOT NULL,
+        day date NOT NULL,
+        calls bigint NOT NULL DEFAULT 0,
+        PRIMARY KEY (app_id, module, day)
+    );
+
+    CREATE TABLE ctid_serials (
+        serial text PRIMARY KEY,
+        app_id uuid NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        auth_mode int NOT NULL,
+        rand_num text NOT NULL,
+        expires_at timestamptz NOT NULL,
+        used_at timestamptz
+    );
+
+    CREATE TABLE ctid_registry (
+        app_id uuid NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        number_hash bytea NOT NULL,
+        name_sealed bytea NOT NULL,
+        valid_start text NOT NULL,
+        valid_end text NOT NULL,
+        template_sealed bytea,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (app_id, number_hash)
+    );
+
+    CREATE TABLE kiosk_sessions (
+        id uuid PRIMARY KEY,
+        app_id uuid NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        token_hash bytea NOT NULL,
+        device_id text,
+        state text NOT NULL,
+        data jsonb NOT NULL DEFAULT '{}',
+        customer_id uuid,
+        expires_at timestamptz NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+    );
+
+    CREATE TABLE kiosk_events (
+        session_id uuid NOT NULL REFERENCES kiosk_sessions(id) ON DELETE CASCADE,
+        seq int NOT NULL,
+        name text NOT NULL,
+        data jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (session_id, seq)
+    );
+
+    CREATE TABLE device_credentials (
+        id uuid PRIMARY KEY,
+        app_id uuid NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        user_id uuid NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        device_id text NOT NULL,
+        public_key bytea NOT NULL,
+        policy text NOT NULL,
+        counter bigint NOT NULL DEFAULT 0,
+        flagged_at timestamptz,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        revoked_at timestamptz
+    );
+
+    CREATE TABLE one_time_challenges (
+        id text PRIMARY KEY,
+        app_id uuid NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        purpose text NOT NULL,
+        subject text,
+        data jsonb NOT NULL DEFAULT '{}',
+        expires_at timestamptz NOT NULL,
+        used_at timestamptz
+    );
+
+    -- Consumer-side deduplication: a message id is processed once per consumer, whatever Kafka redelivers.
+    CREATE TABLE processed_messages (
+        consumer text NOT NULL,
+        message_id text NOT NULL,
+        result bytea,
+        processed_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (consumer, message_id)
+    );
+
+    CREATE TABLE reply_partition_leases (
+        topic text NOT NULL,
+        partition int NOT NULL,
+        owner text NOT NULL,
+        expires_at timestamptz NOT NULL,
+        PRIMARY KEY (topic, partition)
+    );
+    """
+
+    static let transactions = """
+    -- Append-only, hash-chained per app: row_hash = SHA-256(prev_hash || canonical row). The chain head
+    -- row serialises appends of one app; verification recomputes every hash in order.
+    CREATE TABLE transactions (
+        id uuid PRIMARY KEY,
+        app_id uuid NOT NULL,
+        chain_seq bigint NOT NULL,
+        kind text NOT NULL,
+        outcome text NOT NULL,
+        user_id uuid,
+        device_id text,
+        client_ip text,
+        score real,
+        latency_ms int NOT NULL,
+        detail jsonb NOT NULL DEFAULT '{}',
+        created_at timestamptz NOT NULL,
+        prev_hash bytea NOT NULL,
+        row_hash bytea NOT NULL,
+        UNIQUE (app_id, chain_seq)
+    );
+    CREATE INDEX transactions_app_time ON transactions (app_id, created_at DESC, id);
+    CREATE INDEX transactions_user ON transactions (app_id, user_id, created_at DESC);
+    CREATE INDEX transactions_device ON transactions (app_id, device_id, created_at DESC);
+
+    CREATE TABLE transaction_chain_heads (
+        app_id uuid PRIMARY KEY,
+        last_seq bigint NOT NULL,
+        last_hash bytea NOT NULL
+    );
+    """
+
+    static let roles = """
+    DO $$ BEGIN
+        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'facegate_service') THEN
+            CREATE ROLE facegate_service NOLOGIN;
+        END IF;
+        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'facegate_auditor') THEN
+            CREATE ROLE facegate_auditor NOLOGIN;
+        END IF;
+    END $$;
+    GRANT USAGE ON SCHEMA public TO facegate_service, facegate_auditor;
+    GRANT SELECT, INSERT, UPDATE, DELETE ON apps, api_keys, users, face_templates, gallery_tombstones, devices,
+        attempt_counters, login_confirmations, used_token_ids, usage_counters, ctid_serials, ctid_registry,
+        kiosk_sessions, kiosk_events, device_credentials, one_time_challenges, processed_messages,
+        reply_partition_leases, transaction_chain_heads TO facegate_service;
+    GRANT USAGE, SELECT ON SEQUENCE gallery_change_seq TO facegate_service;
+    -- The audit trail: insert and read, never change.
+    GRANT SELECT, INSERT ON transactions TO facegate_service;
+    GRANT SELECT ON transactions, transaction_chain_heads TO facegate_auditor;
+
+    -- Row-level security as a second wall behind the app-scoped queries: a session that set
+    -- facegate.app_id sees only that app's rows; the services' own sessions leave it unset.
+    ALTER TABLE users ENABLE ROW LEVEL SECURITY;
+    ALTER TABLE face_templates ENABLE ROW LEVEL SECURITY;
+    ALTER TABLE devices ENABLE ROW LEVEL SECURITY;
+    ALTER TABLE transactions ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY tenant_users ON users USING (coalesce(current_setting('facegate.app_id', true), '') = '' OR app_id::text = current_setting('facegate.app_id', true));
+    CREATE POLICY tenant_templates ON face_templates USING (coalesce(current_setting('facegate.app_id', true), '') = '' OR app_id::text = current_setting('facegate.app_id', true));
+    CREATE POLICY tenant_devices ON devices USING (coalesce(current_setting('facegate.app_id', true), '') = '' OR app_id::text = current_setting('facegate.app_id', true));
+    CREATE POLICY tenant_transactions ON transactions USING (coalesce(current_setting('facegate.app_id', true), '') = '' OR app_id::text = current_setting('facegate.app_id', true));
+    """
+}

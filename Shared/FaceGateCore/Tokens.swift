@@ -1,0 +1,62 @@
+import Foundation
+
+/// JWT `typ` values and claim sets of the tokens the gateway issues (EdDSA, verifiable offline with the JWKS).
+public enum TokenType {
+    public static let access = "at+jwt"
+    public static let identity = "facegate-id+jwt"
+}
+
+/// Access token: lets a client app of `appId` call the client API. `aud` is the API itself.
+public struct AccessTokenClaims: Codable, Sendable {
+    public static let audience = "facegate-api"
+    public var iss: String
+    public var aud: String
+    public var sub: String
+    public var exp: Int64
+    public var nbf: Int64?
+    public var iat: Int64
+    public var jti: String
+    public var appId: String
+
+    public init(issuer: String, appId: UUID, issuedAt: Date, ttl: TimeInterval, jti: String = UUID().uuidString.lowercased()) {
+        self.iss = issuer
+        self.aud = Self.audience
+        self.sub = appId.uuidString.lowercased()
+        self.iat = Int64(issuedAt.timeIntervalSince1970)
+        self.nbf = iat
+        self.exp = iat + Int64(ttl)
+        self.jti = jti
+        self.appId = sub
+    }
+}
+
+/// Identity token: proof that `userId` of `appId` was verified on `deviceId` by `method`. `aud` is the app,
+/// so only that app's server can exchange it; single use at `/v1/identity/exchange`.
+public struct IdentityTokenClaims: Codable, Sendable {
+    public var iss: String
+    public var aud: String
+    public var sub: String
+    public var exp: Int64
+    public var nbf: Int64?
+    public var iat: Int64
+    public var jti: String
+    public var appId: String
+    public var deviceId: String
+    public var method: String
+    public var transactionId: String
+
+    public init(issuer: String, appId: UUID, userId: UUID, deviceId: String, method: String, transactionId: UUID,
+                issuedAt: Date, ttl: TimeInterval, jti: String = UUID().uuidString.lowercased()) {
+        self.iss = issuer
+        self.aud = appId.uuidString.lowercased()
+        self.sub = userId.uuidString.lowercased()
+        self.iat = Int64(issuedAt.timeIntervalSince1970)
+        self.nbf = iat
+        self.exp = iat + Int64(ttl)
+        self.jti = jti
+        self.appId = aud
+        self.deviceId = deviceId
+        self.method = method
+        self.transactionId = transactionId.uuidString.lowercased()
+    }
+}

@@ -1,0 +1,30 @@
+/// Kafka topic names, optionally prefixed (`FACEGATE_TOPIC_PREFIX`) so tests and tenants of a shared
+/// broker stay apart. Partition counts are the defaults the local stack and deploy/ create.
+public struct Topics: Sendable {
+    public var prefix: String
+    public init(prefix: String = "") { self.prefix = prefix }
+
+    public var faceJobs: String { prefix + "face.jobs.v1" }
+    public var ctidJobs: String { prefix + "ctid.jobs.v1" }
+    public var kioskCommands: String { prefix + "kiosk.commands.v1" }
+    public var galleryChanges: String { prefix + "gallery.changes.v1" }
+    public var kioskEvents: String { prefix + "kiosk.events.v1" }
+    public var auditTransactions: String { prefix + "audit.transactions.v1" }
+    public func replies(service: String) -> String { prefix + "replies.\(service).v1" }
+    public func deadLetter(of topic: String) -> String { topic + ".dlq" }
+
+    /// Every topic with its partition count and config, for `KafkaAdmin.ensureTopics`.
+    public var all: [(name: String, partitions: Int, config: [String: String])] {
+        var topics: [(String, Int, [String: String])] = [
+            (faceJobs, 12, [:]), (ctidJobs, 6, [:]), (kioskCommands, 6, [:]),
+            (galleryChanges, 6, ["cleanup.policy": "compact"]), (kioskEvents, 6, [:]), (auditTransactions, 6, [:]),
+        ]
+        for service in ["auth-gateway", "ctid-verifier", "kiosk-orchestrator"] {
+            topics.append((replies(service: service), 16, [:]))
+        }
+        for topic in [faceJobs, ctidJobs, kioskCommands] {
+            topics.append((deadLetter(of: topic), 1, [:]))
+        }
+        return topics
+    }
+}

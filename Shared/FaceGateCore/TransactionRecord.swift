@@ -1,0 +1,61 @@
+import Crypto
+import Foundation
+
+/// One audit record: what an API call authenticated or verified, never biometric data or secrets.
+public struct TransactionRecord: Codable, Sendable, Equatable {
+    public var id: UUID
+    public var appId: UUID
+    public var kind: String
+    public var outcome: String
+    public var userId: UUID?
+    public var deviceId: String?
+    public var clientIp: String?
+    public var score: Float?
+    public var latencyMs: Int
+    public var createdAt: Date
+    /// Small, non-sensitive context (e.g. a masked ID number, the module state); values are strings.
+    public var detail: [String: String]
+
+    public init(id: UUID = UUID(), appId: UUID, kind: String, outcome: String, userId: UUID? = nil, deviceId: String? = nil,
+                clientIp: String? = nil, score: Float? = nil, latencyMs: Int, createdAt: Date = Date(), detail: [String: String] = [:]) {
+        self.id = id
+        self.appId = appId
+        self.kind = kind
+        self.outcome = outcome
+        self.userId = userId
+        self.deviceId = deviceId
+        self.clientIp = clientIp
+        self.score = score
+        self.latencyMs = latencyMs
+        // PostgreSQL keeps microseconds; the chain hashes milliseconds, so both sides agree after a round trip.
+        self.createdAt = Date(timeIntervalSince1970: (createdAt.timeIntervalSince1970 * 1000).rounded(.down) / 1000)
+        self.detail = detail
+    }
+
+    /// The exact bytes hashed into the chain: length-prefixed fields, so no value can imitate a separator.
+    public func canonicalBytes(chainSeq: Int64) -> [UInt8] {
+        let detailText = detail.keys.sorted().map { "\($0.count):\($0)\(detail[$0]!.count):\(detail[$0]!)" }.joined()
+        let fields: [String] = [
+            "facegate.transaction.v1", id.uuidString.lowercased(), appId.uuidString.lowercased(), String(chainSeq), kind, outcome,
+            userId?.uuidString.lowercased() ?? "", deviceId ?? "", clientIp ?? "", score.map { String($0) } ?? "",
+            String(latencyMs), RFC3339.string(from: createdAt), detailText,
+        ]
+        var bytes: [UInt8] = []
+        for field in fields {
+            let utf8 = Array(field.utf8)
+            bytes += Array(String(utf8.count).utf8) + [0x3A] + utf8
+        }
+        return bytes
+    }
+
+    /// `row_hash = SHA-256(prev_hash ‖ canonical row)`.
+    public func rowHash(previousHash: [UInt8], chainSeq: Int64) -> [UInt8] {
+        SHA256.hash(previousHash + canonicalBytes(chainSeq: chainSeq))
+    }
+
+    /// The hash the first row of every chain links to.
+    public static let genesisHash = [UInt8](repeating: 0, count: 32)
+}
+
+/// The chain that records calls not owned by any app (operator actions such as creating an app).
+public let platformAppId = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!

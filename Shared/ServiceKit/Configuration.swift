@@ -1,0 +1,105 @@
+import Foundation
+
+/// Typed reads of environment variables. A missing or malformed variable is a `ConfigurationError`
+/// naming it; `main` prints that one line and exits.
+public struct Environment: Sendable {
+    public var values: [String: String]
+
+    public init(_ values: [String: String] = ProcessInfo.processInfo.environment) {
+        self.values = values
+    }
+
+    public func string(_ name: String, default fallback: String) -> String {
+        values[name].flatMap { $0.isEmpty ? nil : $0 } ?? fallback
+    }
+
+    public func optionalString(_ name: String) -> String? {
+        values[name].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    public func required(_ name: String) throws(ConfigurationError) -> String {
+        guard let value = optionalString(name) else { throw ConfigurationError(variable: name, problem: "is required but not set") }
+        return value
+    }
+
+    public func int(_ name: String, default fallback: Int, range: ClosedRange<Int> = Int.min...Int.max) throws(ConfigurationError) -> Int {
+        guard let text = optionalString(name) else { return fallback }
+        guard let value = Int(text), range.contains(value) else {
+            throw ConfigurationError(variable: name, problem: "must be a whole number in \(range.lowerBound)...\(range.upperBound), got '\(text)'")
+        }
+        return value
+    }
+
+    public func double(_ name: String, default fallback: Double) throws(ConfigurationError) -> Double {
+        guard let text = optionalString(name) else { return fallback }
+        guard let value = Double(text), value.isFinite else {
+            throw ConfigurationError(variable: name, problem: "must be a number, got '\(text)'")
+        }
+        return value
+    }
+
+    /// Base64 of exactly `count` bytes (keys).
+    public func base64Key(_ name: String, bytes count: Int) throws(ConfigurationError) -> [UInt8] {
+        let text = try required(name)
+        guard let data = Data(base64Encoded: text), data.count == count else {
+            throw ConfigurationError(variable: name, problem: "must be base64 of exactly \(count) bytes")
+        }
+        return Array(data)
+    }
+
+    public func choice<T: RawRepresentable>(_ name: String, default fallback: T) throws(ConfigurationError) -> T where T.RawValue == String {
+        guard let text = optionalString(name) else { return fallback }
+        guard let value = T(rawValue: text) else { throw ConfigurationError(variable: name, problem: "has an unknown value '\(text)'") }
+        return value
+    }
+}
+
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    public var variable: String
+    public var problem: String
+    public var description: String { "configuration error: \(variable) \(problem)" }
+}
+
+/// What every FaceGate service reads from its environment.
+public struct CommonConfiguration: Sendable {
+    public var serviceName: String
+    public var databaseURL: String
+    public var kafkaBrokers: String
+    public var adminHost: String
+    public var adminPort: Int
+    public var logLevel: LogLevel
+    public var instanceId: String
+    public var topicPrefix: String
+    public var shutdownSeconds: Int
+    /// `SET ROLE` after connecting (the least-privilege role the migrations create); empty keeps the login role.
+    public var databaseRole: String
+
+    public init(serviceName: String, defaultAdminPort: Int, environment env: Environment) throws(ConfigurationError) {
+        self.serviceName = serviceName
+        databaseURL = try env.required("FACEGATE_DATABASE_URL")
+        kafkaBrokers = try env.required("FACEGATE_KAFKA_BROKERS")
+        adminHost = env.string("FACEGATE_ADMIN_HOST", default: "127.0.0.1")
+        adminPort = try env.int("FACEGATE_ADMIN_PORT", default: defaultAdminPort, range: 0...65535)
+        logLevel = try env.choice("FACEGATE_LOG_LEVEL", default: .info)
+        instanceId = env.string("FACEGATE_INSTANCE_ID", default: "\(ProcessInfo.processInfo.hostName)-\(getpid())")
+        topicPrefix = env.string("FACEGATE_TOPIC_PREFIX", default: "")
+        shutdownSeconds = try env.int("FACEGATE_SHUTDOWN_SECONDS", default: 20, range: 1...600)
+        databaseRole = env.string("FACEGATE_DATABASE_ROLE", default: "")
+    }
+
+    /// For tests and tools that assemble a configuration directly.
+    public init(serviceName: String, databaseURL: String, kafkaBrokers: String, adminHost: String = "127.0.0.1",
+                adminPort: Int = 0, logLevel: LogLevel = .info, instanceId: String = UUID().uuidString.lowercased(),
+                topicPrefix: String = "", shutdownSeconds: Int = 20, databaseRole: String = "") {
+        self.serviceName = serviceName
+        self.databaseURL = databaseURL
+        self.kafkaBrokers = kafkaBrokers
+        self.adminHost = adminHost
+        self.adminPort = adminPort
+        self.logLevel = logLevel
+        self.instanceId = instanceId
+        self.topicPrefix = topicPrefix
+        self.shutdownSeconds = shutdownSeconds
+        self.databaseRole = databaseRole
+    }
+}

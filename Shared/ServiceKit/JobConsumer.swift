@@ -1,0 +1,157 @@
+import FaceGateCore
+import Foundation
+import KafkaClient
+import Synchronization
+
+/// What a job handler tells the consumer loop.
+public enum JobDisposition: Sendable {
+    /// Done (answered, effects committed): the offset may be stored.
+    case completed
+    /// A fault that may pass (database or broker hiccup): try again, then dead-letter.
+    case retry(String)
+    /// The message can never succeed (broken envelope): dead-letter now.
+    case reject(String)
+}
+
+/// A consumer-group member that runs a handler per message with bounded concurrency and at-least-once
+/// delivery: a partition's offset is stored only up to the oldest message whose handling finished, so
+/// a crash re-delivers, never skips. A message that keeps failing goes to `<topic>.dlq` after
+/// `maxAttempts` and the partition moves on. On shutdown it stops fetching, lets in-flight jobs finish,
+/// commits, and leaves the group.
+public final class JobConsumer: Service {
+    public let name: String
+    private let consumer: KafkaConsumer
+    private let producer: KafkaProducer
+    private let topic: String
+    private let concurrency: Int
+    private let maxAttempts: Int
+    private let logger: Logger
+    private let handler: @Sendable (KafkaMessage) async -> JobDisposition
+    private let loop = Mutex<Task<Void, Never>?>(nil)
+    private let tracker = OffsetTracker()
+    private let processed: Counter
+    private let duration: Histogram
+
+    public init(name: String, runtime: ServiceRuntime, topic: String, groupId: String, producer: KafkaProducer,
+                concurrency: Int, maxAttempts: Int = 3, handler: @escaping @Sendable (KafkaMessage) async -> JobDisposition) throws {
+        self.name = name
+        var configuration = runtime.kafka
+        configuration.properties["max.poll.interval.ms"] = "300000"
+        consumer = try KafkaConsumer(configuration: configuration, groupId: groupId, autoOffsetReset: .beginning)
+        self.producer = producer
+        self.topic = topic
+        self.concurrency = max(1, concurrency)
+        self.maxAttempts = maxAttempts
+        self.logger = runtime.logger.with(["consumer": name])
+        self.handler = handler
+        processed = runtime.metrics.counter("facegate_jobs_total", help: "Jobs handled, by topic and disposition")
+        duration = runtime.metrics.histogram("facegate_job_seconds", help: "Job handling time, by topic")
+    }
+
+    public func start() async throws {
+        try consumer.subscribe([topic])
+        let task = Task { [self] in await run() }
+        loop.withLock { $0 = task }
+    }
+
+    /// Waits until the group has given this member partitions (tests; joins take seconds).
+    public func waitUntilAssigned(timeout: Duration = .seconds(30)) async throws {
+        try await consumer.waitForAssignment(timeout: timeout)
+    }
+
+    private func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            var inFlight = 0
+            do {
+                for try await message in consumer.messages() {
+                    if inFlight >= concurrency {
+                        await group.next()
+                        inFlight -= 1
+                    }
+                    tracker.begin(message)
+                    inFlight += 1
+                    group.addTask { [self] in await process(message) }
+                }
+            } catch {
+                logger.error("consumer stopped", ["error": "\(error)"])
+            }
+            await group.waitForAll()
+        }
+    }
+
+    private func process(_ message: KafkaMessage) async {
+        let started = ContinuousClock.now
+        var attempt = 0
+        var outcome = "completed"
+        while true {
+            attempt += 1
+            switch await handler(message) {
+            case .completed:
+                break
+            case .retry(let reason) where attempt < maxAttempts:
+                logger.warning("job failed, retrying", ["attempt": String(attempt), "error": reason, "kafka.offset": String(message.offset)])
+                try? await Task.sleep(for: .milliseconds(200 * attempt))
+                continue
+            case .retry(let reason), .reject(let reason):
+                outcome = "dead_lettered"
+                await deadLetter(message, reason: reason, attempts: attempt)
+            }
+            break
+        }
+        processed.increment(["topic": topic, "disposition": outcome])
+        duration.observe(ContinuousClock.now - started, ["topic": topic])
+        if let storable = tracker.finish(message) {
+            do { try consumer.storeOffset(storable) } catch { logger.warning("offset not stored", ["error": "\(error)"]) }
+        }
+    }
+
+    private func deadLetter(_ message: KafkaMessage, reason: String, attempts: Int) async {
+        logger.error("job dead-lettered", ["error": reason, "kafka.topic": message.topic, "kafka.offset": String(message.offset)])
+        // Keep trying: moving on without the dead letter would lose the message.
+        while true {
+            do {
+                _ = try await producer.send(deadLetterRecord(for: message, error: reason, attempts: attempts))
+                return
+            } catch {
+                logger.error("dead letter not written yet", ["error": "\(error)"])
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+
+    public func shutdown() async {
+        consumer.close()
+        let task = loop.withLock { $0 }
+        await task?.value
+    }
+}
+
+/// Per partition, the offsets in flight; returns the message whose offset may be stored once every
+/// earlier message of that partition has finished.
+final class OffsetTracker: Sendable {
+    private struct PartitionState {
+        var inFlight: [Int64] = []
+        var finished: [Int64: KafkaMessage] = [:]
+    }
+    private let state = Mutex<[KafkaTopicPartition: PartitionState]>([:])
+
+    func begin(_ message: KafkaMessage) {
+        let key = KafkaTopicPartition(topic: message.topic, partition: message.partition)
+        state.withLock { $0[key, default: PartitionState()].inFlight.append(message.offset) }
+    }
+
+    func finish(_ message: KafkaMessage) -> KafkaMessage? {
+        let key = KafkaTopicPartition(topic: message.topic, partition: message.partition)
+        return state.withLock { all -> KafkaMessage? in
+            guard var partition = all[key] else { return nil }
+            partition.finished[message.offset] = message
+            var storable: KafkaMessage?
+            while let first = partition.inFlight.first, let done = partition.finished.removeValue(forKey: first) {
+                partition.inFlight.removeFirst()
+                storable = done
+            }
+            all[key] = partition
+            return storable
+        }
+    }
+}

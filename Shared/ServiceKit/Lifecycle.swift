@@ -1,0 +1,136 @@
+import Foundation
+import Synchronization
+
+/// A long-running part of a process. `start` returns once the part is serving (its loops run in
+/// tasks it owns); `shutdown` stops taking work, finishes or hands back what is in flight, and returns.
+public protocol Service: AnyObject, Sendable {
+    var name: String { get }
+    func start() async throws
+    func shutdown() async
+}
+
+/// Starts services in order and stops them in reverse, modelled on swift-service-lifecycle:
+/// SIGTERM → graceful shutdown bounded by `shutdownTimeout`; SIGINT (Ctrl-C) → the same, and a
+/// second signal exits at once. A service reporting a fatal error through `fail` also stops the group.
+public final class ServiceGroup: Sendable {
+    private let services: [any Service]
+    private let logger: Logger
+    private let shutdownTimeout: Duration
+    private let stopRequest = Mutex<CheckedContinuation<String, Never>?>(nil)
+    private let stopReason = Mutex<String?>(nil)
+
+    public init(services: [any Service], logger: Logger, shutdownTimeout: Duration) {
+        self.services = services
+        self.logger = logger
+        self.shutdownTimeout = shutdownTimeout
+    }
+
+    /// Asks the group to stop (tests, fatal errors). Safe to call from any thread, any number of times.
+    public func requestStop(reason: String) {
+        let continuation = stopRequest.withLock { pending -> CheckedContinuation<String, Never>? in
+            let taken = pending
+            pending = nil
+            return taken
+        }
+        if let continuation {
+            continuation.resume(returning: reason)
+        } else {
+            stopReason.withLock { if $0 == nil { $0 = reason } }
+        }
+    }
+
+    /// Runs until a signal or `requestStop`; returns the reason. Throws if a service fails to start
+    /// (after stopping the ones already started).
+    @discardableResult
+    public func run(handleSignals: Bool = true) async throws -> String {
+        var started: [any Service] = []
+        do {
+            for service in services {
+                logger.info("starting \(service.name)")
+                try await service.start()
+                started.append(service)
+            }
+        } catch {
+            logger.error("\(started.count < services.count ? services[started.count].name : "service") failed to start", ["error": "\(error)"])
+            await stop(started)
+            throw error
+        }
+        logger.info("all services started")
+        let signals = handleSignals ? SignalWatcher(group: self, logger: logger) : nil
+        let reason = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+            let early = stopReason.withLock { $0 }
+            if let early {
+                continuation.resume(returning: early)
+            } else {
+                stopRequest.withLock { $0 = continuation }
+            }
+        }
+        logger.info("stopping", ["reason": reason])
+        await stop(started)
+        signals?.cancel()
+        logger.info("stopped")
+        return reason
+    }
+
+    private func stop(_ started: [any Service]) async {
+        let timeout = shutdownTimeout
+        let logger = self.logger
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for service in started.reversed() {
+                    logger.info("stopping \(service.name)")
+                    await service.shutdown()
+                }
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            if let finished = await group.next(), !finished {
+                logger.error("shutdown took longer than \(timeout); exiting with work in flight")
+            }
+            group.cancelAll()
+        }
+    }
+}
+
+/// Turns SIGTERM and SIGINT into a graceful stop; a second signal ends the process at once.
+final class SignalWatcher: Sendable {
+    private let sources: [any DispatchSourceSignal]
+
+    init(group: ServiceGroup, logger: Logger) {
+        let count = Atomic<Int>(0)
+        sources = [SIGTERM, SIGINT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                let seen = count.add(1, ordering: .relaxed).newValue
+                if seen > 1 {
+                    logger.warning("second signal: exiting now")
+                    exit(130)
+                }
+                group.requestStop(reason: number == SIGTERM ? "SIGTERM" : "SIGINT")
+            }
+            source.resume()
+            return source
+        }
+    }
+
+    func cancel() { sources.forEach { $0.cancel() } }
+}
+
+/// The shape of every `main.swift`: read configuration, build, run; a configuration error is one line and exit 2.
+public enum ServiceMain {
+    public static func run(_ body: @Sendable (Environment) async throws -> Void) async {
+        do {
+            try await body(Environment())
+        } catch let error as ConfigurationError {
+            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            exit(2)
+        } catch {
+            FileHandle.standardError.write(Data("fatal: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import Synchronization
+
+public enum LogLevel: String, Sendable, Comparable, CaseIterable {
+    case debug, info, warning, error
+
+    private var rank: Int { LogLevel.allCases.firstIndex(of: self)! }
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rank < b.rank }
+}
+
+/// One JSON object per line on stdout: `ts`, `level`, `label`, `msg`, then dot-keyed metadata
+/// (`request.id`, `job.id`, `app.id`). Metadata values must be safe to log: no secrets, no PII.
+public struct Logger: Sendable {
+    public var label: String
+    public var level: LogLevel
+    public var metadata: [String: String]
+
+    public init(label: String, level: LogLevel = .info, metadata: [String: String] = [:]) {
+        self.label = label
+        self.level = level
+        self.metadata = metadata
+    }
+
+    public func with(_ extra: [String: String]) -> Logger {
+        var copy = self
+        copy.metadata.merge(extra) { _, new in new }
+        return copy
+    }
+
+    public func debug(_ message: @autoclosure () -> String, _ extra: [String: String] = [:]) { log(.debug, message(), extra) }
+    public func info(_ message: @autoclosure () -> String, _ extra: [String: String] = [:]) { log(.info, message(), extra) }
+    public func warning(_ message: @autoclosure () -> String, _ extra: [String: String] = [:]) { log(.warning, message(), extra) }
+    public func error(_ message: @autoclosure () -> String, _ extra: [String: String] = [:]) { log(.error, message(), extra) }
+
+    public func log(_ level: LogLevel, _ message: String, _ extra: [String: String] = [:]) {
+        guard level >= self.level else { return }
+        var fields = metadata.merging(extra) { _, new in new }
+        fields["ts"] = RFC3339Now.string()
+        fields["level"] = level.rawValue
+        fields["label"] = label
+        fields["msg"] = message
+        let line = fields.keys.sorted { Logger.order($0) < Logger.order($1) }
+            .map { "\(Logger.quote($0)):\(Logger.quote(fields[$0]!))" }
+            .joined(separator: ",")
+        LogSink.write("{\(line)}\n")
+    }
+
+    private static func order(_ key: String) -> String {
+        switch key {
+        case "ts": "0"
+        case "level": "1"
+        case "label": "2"
+        case "msg": "3"
+        default: "4" + key
+        }
+    }
+
+    static func quote(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case let s where s.value < 0x20: out += String(format: "\\u%04x", s.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
+
+private enum RFC3339Now {
+    static func string() -> String {
+        var tv = timeval()
+        gettimeofday(&tv, nil)
+        var seconds = time_t(tv.tv_sec)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+                      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(tv.tv_usec / 1000))
+    }
+}
+
+/// Serialises whole lines onto stdout so concurrent loggers never interleave within a line.
+enum LogSink {
+    static let lock = Mutex(())
+    static func write(_ line: String) {
+        lock.withLock { _ in
+            var line = line
+            line.withUTF8 { buffer in _ = fwrite(buffer.baseAddress, 1, buffer.count, stdout) }
+            fflush(stdout)
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import FaceGateCore
+import Foundation
+import KafkaClient
+import PostgresClient
+
+/// What every service process shares: its configuration, logger, metrics, readiness checks, a
+/// PostgreSQL pool, the Kafka settings and topic names.
+public final class ServiceRuntime: Sendable {
+    public let configuration: CommonConfiguration
+    public let logger: Logger
+    public let metrics: MetricsRegistry
+    public let readiness: Readiness
+    public let database: PostgresPool
+    public let kafka: KafkaConfiguration
+    public let topics: Topics
+
+    public init(configuration: CommonConfiguration) throws {
+        self.configuration = configuration
+        logger = Logger(label: configuration.serviceName, level: configuration.logLevel,
+                        metadata: ["instance": configuration.instanceId])
+        metrics = MetricsRegistry()
+        readiness = Readiness()
+        var databaseConfiguration = try PostgresConfiguration(url: configuration.databaseURL)
+        databaseConfiguration.applicationName = configuration.serviceName
+        database = PostgresPool(configuration: databaseConfiguration)
+        var kafka = KafkaConfiguration(brokers: configuration.kafkaBrokers, clientId: "\(configuration.serviceName)-\(configuration.instanceId)")
+        kafka.properties["socket.connection.setup.timeout.ms"] = "5000"
+        self.kafka = kafka
+        topics = Topics(prefix: configuration.topicPrefix)
+
+        let database = self.database
+        readiness.add("postgres") { await database.isHealthy() }
+        let kafkaConfiguration = kafka
+        let probeTopic = topics.faceJobs
+        readiness.add("kafka") {
+            (try? KafkaAdmin.partitionCount(topic: probeTopic, configuration: kafkaConfiguration)) != nil
+        }
+    }
+
+    /// The admin endpoints for this process.
+    public func adminServer() -> AdminServer {
+        AdminServer(host: configuration.adminHost, port: configuration.adminPort, readiness: readiness, metrics: metrics, logger: logger)
+    }
+
+    /// Creates the topics this deployment uses if they are missing (idempotent).
+    public func ensureTopics() async throws {
+        try await KafkaAdmin.ensureTopics(topics.all.map { KafkaTopicSpec(name: $0.name, partitions: $0.partitions, config: $0.config) },
+                                          configuration: kafka)
+    }
+
+    /// Applies the schema migrations (the CLI's `migrate`, and tests).
+    @discardableResult
+    public static func migrate(_ pool: PostgresPool) async throws -> [Int] {
+        try await Migrator.migrate(pool: pool, migrations: Schema.steps.map { Migration(version: $0.version, name: $0.name, sql: $0.sql) })
+    }
+}

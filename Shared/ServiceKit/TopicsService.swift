@@ -1,0 +1,36 @@
+import Synchronization
+
+/// Makes sure the deployment's topics exist, retrying in the background while the broker is away
+/// (readiness reports the broker meanwhile).
+public final class TopicsService: Service {
+    public let name = "topics"
+    private let runtime: ServiceRuntime
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    public init(runtime: ServiceRuntime) { self.runtime = runtime }
+
+    public func start() async throws {
+        let runtime = self.runtime
+        task.withLock {
+            $0 = Task {
+                var attempt = 0
+                while !Task.isCancelled {
+                    attempt += 1
+                    do {
+                        try await runtime.ensureTopics()
+                        return
+                    } catch {
+                        runtime.logger.error("broker not reachable; retrying", ["attempt": String(attempt), "error": "\(error)"])
+                        try? await Task.sleep(for: .seconds(min(attempt, 5)))
+                    }
+                }
+            }
+        }
+    }
+
+    public func shutdown() async {
+        let running = task.withLock { $0 }
+        running?.cancel()
+        await running?.value
+    }
+}
