@@ -34,7 +34,7 @@ struct IdentityClaims: Codable, Equatable {
                        issuer: "https://auth.facegate.test", audience: audience, now: Self.now, leeway: leeway)
     }
 
-    /// A token with any header and payload text, correctly signed by `key`.
+    /// A token with any header and payload text, correctly signed by the suite's key.
     func forge(header: String, payload: String) throws -> String {
         let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(payload.utf8))
         let signature = try privateKey.signature(for: Array(input.utf8))
@@ -148,10 +148,10 @@ struct IdentityClaims: Codable, Equatable {
     @Test func acceptsAudienceArrays() throws {
         let listed = #"{"iss":"https://auth.facegate.test","aud":["a","facegate"],"exp":\#(Self.nowSeconds + 60)}"#
         let token = try forge(header: header, payload: listed)
-        #expect(try JWT.verify(token, as: [String: AnyCodableValue].self, keys: keys, type: "identity+jwt",
+        #expect(try JWT.verify(token, as: [String: JSONScalar].self, keys: keys, type: "identity+jwt",
                                issuer: "https://auth.facegate.test", audience: "facegate", now: Self.now)["aud"] != nil)
         #expect(throws: JWTError.audience) {
-            try JWT.verify(token, as: [String: AnyCodableValue].self, keys: keys, type: "identity+jwt",
+            try JWT.verify(token, as: [String: JSONScalar].self, keys: keys, type: "identity+jwt",
                            issuer: "https://auth.facegate.test", audience: "b", now: Self.now)
         }
     }
@@ -215,7 +215,7 @@ struct IdentityClaims: Codable, Equatable {
 }
 
 /// Any JSON scalar or array of strings, for payloads without a fixed shape.
-enum AnyCodableValue: Decodable {
+enum JSONScalar: Decodable {
     case string(String), number(Double), strings([String])
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
