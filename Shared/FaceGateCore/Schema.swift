@@ -243,13 +243,14 @@ public enum Schema {
     """
 
     static let roles = """
+    -- Roles are shared by every database of the cluster: create them once, tolerating a concurrent creator.
     DO $$ BEGIN
-        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'facegate_service') THEN
-            CREATE ROLE facegate_service NOLOGIN;
-        END IF;
-        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'facegate_auditor') THEN
-            CREATE ROLE facegate_auditor NOLOGIN;
-        END IF;
+        CREATE ROLE facegate_service NOLOGIN;
+    EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+    END $$;
+    DO $$ BEGIN
+        CREATE ROLE facegate_auditor NOLOGIN;
+    EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
     END $$;
     GRANT USAGE ON SCHEMA public TO facegate_service, facegate_auditor;
     GRANT SELECT, INSERT, UPDATE, DELETE ON apps, api_keys, users, face_templates, gallery_tombstones, devices,

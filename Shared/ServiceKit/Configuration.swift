@@ -71,8 +71,6 @@ public struct CommonConfiguration: Sendable {
     public var instanceId: String
     public var topicPrefix: String
     public var shutdownSeconds: Int
-    /// `SET ROLE` after connecting (the least-privilege role the migrations create); empty keeps the login role.
-    public var databaseRole: String
 
     public init(serviceName: String, defaultAdminPort: Int, environment env: Environment) throws(ConfigurationError) {
         self.serviceName = serviceName
@@ -84,13 +82,12 @@ public struct CommonConfiguration: Sendable {
         instanceId = env.string("FACEGATE_INSTANCE_ID", default: "\(ProcessInfo.processInfo.hostName)-\(getpid())")
         topicPrefix = env.string("FACEGATE_TOPIC_PREFIX", default: "")
         shutdownSeconds = try env.int("FACEGATE_SHUTDOWN_SECONDS", default: 20, range: 1...600)
-        databaseRole = env.string("FACEGATE_DATABASE_ROLE", default: "")
     }
 
     /// For tests and tools that assemble a configuration directly.
     public init(serviceName: String, databaseURL: String, kafkaBrokers: String, adminHost: String = "127.0.0.1",
                 adminPort: Int = 0, logLevel: LogLevel = .info, instanceId: String = UUID().uuidString.lowercased(),
-                topicPrefix: String = "", shutdownSeconds: Int = 20, databaseRole: String = "") {
+                topicPrefix: String = "", shutdownSeconds: Int = 20) {
         self.serviceName = serviceName
         self.databaseURL = databaseURL
         self.kafkaBrokers = kafkaBrokers
@@ -100,6 +97,5 @@ public struct CommonConfiguration: Sendable {
         self.instanceId = instanceId
         self.topicPrefix = topicPrefix
         self.shutdownSeconds = shutdownSeconds
-        self.databaseRole = databaseRole
     }
 }

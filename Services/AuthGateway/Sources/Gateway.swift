@@ -40,6 +40,9 @@ public final class AuthGateway: Sendable {
                              shutdownTimeout: .seconds(configuration.common.shutdownSeconds))
     }
 
+    /// Every route the public API serves, for checking the OpenAPI document against.
+    public var routes: [(method: String, pattern: String)] { http.routes }
+
     /// The public port actually bound (tests bind port 0).
     public var httpPort: Int { http.port }
 
@@ -133,6 +136,7 @@ final class PublicHTTPService: Service {
     private let server: HTTPServer
     private let logger: Logger
     private let readiness: Readiness
+    let routes: [(method: String, pattern: String)]
 
     init(configuration: GatewayConfiguration, router: Router, runtime: ServiceRuntime) {
         var http = HTTPServerConfiguration(host: configuration.httpHost, port: configuration.httpPort)
@@ -149,6 +153,7 @@ final class PublicHTTPService: Service {
         }
         self.logger = runtime.logger
         self.readiness = runtime.readiness
+        routes = router.routes
     }
 
     var port: Int { server.port }

@@ -1,0 +1,143 @@
+import Crypto
+import FaceGateCore
+import Foundation
+import Testing
+
+@Suite struct EnvelopeTests {
+    @Test func roundTripsAJobWithItsReplyAddress() throws {
+        let job = FaceJob(kind: .identify, appId: UUID(), image: Data([0xFF, 0xD8, 0xFF, 0x00]), threshold: 0.45)
+        let envelope = MessageEnvelope(type: job.kind.messageType, correlationId: "c-1", appId: "app", deadline: Date().addingTimeInterval(5),
+                                       replyTo: ReplyTo(topic: "replies.auth-gateway.v1", partition: 3), payload: job)
+        let decoded = try MessageEnvelope<FaceJob>.decode(try envelope.encoded(), expectingType: "face.identify")
+        #expect(decoded.id == envelope.id)
+        #expect(decoded.replyTo == ReplyTo(topic: "replies.auth-gateway.v1", partition: 3))
+        #expect(decoded.payload.image == Data([0xFF, 0xD8, 0xFF, 0x00]))
+        #expect(decoded.payload.threshold == 0.45)
+        #expect(!decoded.isExpired())
+    }
+
+    @Test func refusesBrokenVersionedAndMistypedEnvelopes() throws {
+        #expect(throws: EnvelopeError.self) { try MessageEnvelope<FaceJob>.decode(Array("{not json".utf8)) }
+        let envelope = MessageEnvelope(type: "face.detect", correlationId: "c", appId: nil, deadline: Date(), replyTo: nil,
+                                       payload: FaceJob(kind: .detect, appId: UUID()))
+        var text = String(decoding: try envelope.encoded(), as: UTF8.self)
+        #expect(throws: EnvelopeError.unexpectedType("face.detect")) {
+            try MessageEnvelope<FaceJob>.decode(Array(text.utf8), expectingType: "face.identify")
+        }
+        text = text.replacingOccurrences(of: "\"version\":1", with: "\"version\":2")
+        #expect(throws: EnvelopeError.unsupportedVersion(2)) { try MessageEnvelope<FaceJob>.decode(Array(text.utf8)) }
+    }
+
+    @Test func timestampsAreRFC3339UTCWithMilliseconds() {
+        let date = Date(timeIntervalSince1970: 1_764_674_709.5)
+        let text = RFC3339.string(from: date)
+        #expect(text == "2025-12-02T11:25:09.500Z")
+        #expect(RFC3339.date(from: text) == date)
+        #expect(RFC3339.date(from: "2025-12-02T11:25:09Z") != nil)
+        #expect(RFC3339.date(from: "yesterday") == nil)
+    }
+}
+
+@Suite struct TransactionChainTests {
+    func record(outcome: String = "SUCCESS", detail: [String: String] = [:]) -> TransactionRecord {
+        TransactionRecord(id: UUID(uuidString: "6f1d4c1e-8a55-4b36-9d2b-0f6c2a7b9e10")!, appId: UUID(uuidString: "0b8f7a2e-1111-4c3d-8e9f-aaaaaaaaaaaa")!,
+                          kind: "face.login", outcome: outcome, userId: nil, deviceId: "phone-1", clientIp: "127.0.0.1", score: 0.31,
+                          latencyMs: 42, createdAt: Date(timeIntervalSince1970: 1_764_674_709.123), detail: detail)
+    }
+
+    @Test func anyChangedFieldChangesTheHash() {
+        let base = record().rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1)
+        #expect(base.count == 32)
+        #expect(record(outcome: "NO_MATCH_FACE").rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1) != base)
+        #expect(record().rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 2) != base)
+        #expect(record().rowHash(previousHash: [UInt8](repeating: 1, count: 32), chainSeq: 1) != base)
+        #expect(record(detail: ["a": "b"]).rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1) != base)
+    }
+
+    @Test func lengthPrefixesStopFieldsImitatingEachOther() {
+        // "ab"+"c" and "a"+"bc" must not hash alike.
+        let one = record(detail: ["ab": "c"]).canonicalBytes(chainSeq: 1)
+        let two = record(detail: ["a": "bc"]).canonicalBytes(chainSeq: 1)
+        #expect(one != two)
+    }
+
+    @Test func createdAtIsKeptToTheMillisecond() {
+        #expect(record().createdAt.timeIntervalSince1970 == 1_764_674_709.123)
+    }
+}
+
+@Suite struct MatchRuleTests {
+    let alice = UUID(), bob = UUID()
+
+    func candidate(_ user: UUID, _ distance: Float) -> FaceCandidate { FaceCandidate(userId: user, templateId: UUID(), distance: distance) }
+
+    @Test func matchesWithinThresholdAndRefusesBeyondIt() {
+        let rule = MatchRule(threshold: 0.5, margin: 0.06)
+        #expect(rule.decide([candidate(alice, 0.3), candidate(bob, 0.8)]).outcome == .match)
+        #expect(rule.decide([candidate(alice, 0.55)]).outcome == .noMatchFace)
+        #expect(rule.decide([]).outcome == .noMatchFace)
+    }
+
+    @Test func nearTieBetweenTwoPeopleIsAmbiguousButNotBetweenTwoTemplatesOfOne() {
+        let rule = MatchRule(threshold: 0.5, margin: 0.06)
+        #expect(rule.decide([candidate(alice, 0.30), candidate(bob, 0.33)]).outcome == .ambiguousMatch)
+        #expect(rule.decide([candidate(alice, 0.30), candidate(alice, 0.31), candidate(bob, 0.45)]).outcome == .match)
+    }
+
+    @Test func mergesShardTopKLists() {
+        let merged = MatchRule.merge([[candidate(alice, 0.4), candidate(bob, 0.9)], [candidate(bob, 0.2)]], k: 2)
+        #expect(merged.map(\.distance) == [0.2, 0.4])
+    }
+}
+
+@Suite struct SealingTests {
+    @Test func templatesOpenOnlyForTheirOwnRowAndKey() throws {
+        let sealer = try Sealer(key: SecureRandom.bytes(32))
+        let embedding: [Float] = (0..<128).map { Float($0) / 128 - 0.5 }
+        let id = UUID()
+        let sealed = try sealer.sealTemplate(embedding, templateId: id)
+        #expect(try sealer.openTemplate(sealed, templateId: id) == embedding)
+        #expect(throws: SealingError.openFailed) { try sealer.openTemplate(sealed, templateId: UUID()) }
+        #expect(throws: SealingError.openFailed) { try Sealer(key: SecureRandom.bytes(32)).openTemplate(sealed, templateId: id) }
+        var tampered = sealed
+        tampered[20] ^= 1
+        #expect(throws: SealingError.openFailed) { try sealer.openTemplate(tampered, templateId: id) }
+    }
+
+    @Test func refusesAKeyOfTheWrongSize() {
+        #expect(throws: SealingError.badKey) { try Sealer(base64Key: Data(repeating: 1, count: 16).base64EncodedString()) }
+        #expect(throws: SealingError.badKey) { try Sealer(base64Key: "not base64!") }
+    }
+
+    @Test func institutionKeysOpenOnlyWithTheVerifierKeyAndTheirApp() throws {
+        let verifier = X25519PrivateKey()
+        let appId = UUID()
+        let key = SecureRandom.bytes(16)
+        let box = try CTIDKeyBox.seal(key, appId: appId, to: verifier.publicKey.rawRepresentation)
+        #expect(try CTIDKeyBox.open(box, appId: appId, with: verifier.rawRepresentation) == key)
+        #expect(throws: (any Error).self) { try CTIDKeyBox.open(box, appId: UUID(), with: verifier.rawRepresentation) }
+        #expect(throws: (any Error).self) { try CTIDKeyBox.open(box, appId: appId, with: X25519PrivateKey().rawRepresentation) }
+    }
+}
+
+@Suite struct TopicsTests {
+    @Test func prefixesEveryTopicAndListsDeadLetters() {
+        let topics = Topics(prefix: "t1.")
+        #expect(topics.faceJobs == "t1.face.jobs.v1")
+        #expect(topics.replies(service: "auth-gateway") == "t1.replies.auth-gateway.v1")
+        let names = topics.all.map(\.name)
+        #expect(names.contains("t1.face.jobs.v1.dlq"))
+        #expect(names.allSatisfy { $0.hasPrefix("t1.") })
+        #expect(topics.all.first { $0.name == topics.galleryChanges }?.config["cleanup.policy"] == "compact")
+    }
+}
+
+@Suite struct ErrorCodeTests {
+    @Test func seedEventCodesKeepTheirWireNamesAndStatuses() {
+        #expect(ErrorCode.moduleDisabled.httpStatus == 403)
+        #expect(ErrorCode.accessTokenExpired.httpStatus == 401)
+        #expect(ErrorCode.noMatchFace.rawValue == "NO_MATCH_FACE")
+        #expect(ErrorCode.rateLimited.httpStatus == 429)
+        #expect(FaceOutcome.timeout.errorCode == .serviceUnavailable)
+    }
+}

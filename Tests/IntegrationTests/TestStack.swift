@@ -1,0 +1,224 @@
+import AuthGateway
+import Crypto
+import FaceGateCore
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import MatcherWorker
+import PostgresClient
+import ServiceKit
+import Testing
+
+/// What `make test` provides: a PostgreSQL superuser URL, a broker, the dlib models and real photos.
+enum TestEnvironment {
+    static func value(_ name: String) throws -> String {
+        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
+            throw TestSetupError("\(name) is not set: run the tests with `make test`, which starts PostgreSQL and the broker")
+        }
+        return value
+    }
+
+    static func image(_ name: String) throws -> Data {
+        let path = try value("FACEGATE_TEST_IMAGES") + "/" + name
+        guard let data = FileManager.default.contents(atPath: path) else { throw TestSetupError("missing test photo \(path)") }
+        return data
+    }
+}
+
+struct TestSetupError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A fresh database with the schema applied, dropped by `drop()`.
+struct TestDatabase {
+    let name: String
+    let url: String
+    let pool: PostgresPool
+    let admin: PostgresPool
+
+    static func create() async throws -> TestDatabase {
+        let base = try TestEnvironment.value("FACEGATE_TEST_DATABASE_URL")
+        let admin = PostgresPool(configuration: try PostgresConfiguration(url: base))
+        let name = "fg_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
+        _ = try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+        guard let slash = base.lastIndex(of: "/") else { throw TestSetupError("FACEGATE_TEST_DATABASE_URL has no database part") }
+        let url = base[..<slash] + "/" + name
+        let pool = PostgresPool(configuration: try PostgresConfiguration(url: String(url)))
+        try await ServiceRuntime.migrate(pool)
+        return TestDatabase(name: String(name), url: String(url), pool: pool, admin: admin)
+    }
+
+    func drop() async {
+        await pool.close()
+        _ = try? await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"))
+        await admin.close()
+    }
+}
+
+/// A whole FaceGate in this process: a fresh database, a private topic prefix, a matcher-worker and an
+/// auth-gateway on ephemeral ports, with the real broker, PostgreSQL and dlib model.
+final class TestStack: @unchecked Sendable {  // fields are set once in start() before any test reads them
+    let database: TestDatabase
+    let environment: [String: String]
+    let adminKey: String
+    let signingSeed: [UInt8]
+    var gateway: AuthGateway!
+    var matcher: MatcherWorker?
+    private var runs: [Task<Void, Never>] = []
+
+    init(database: TestDatabase, extra: [String: String] = [:]) throws {
+        self.database = database
+        adminKey = "fgk_test_" + Base64URL.encode(SecureRandom.bytes(18))
+        signingSeed = SecureRandom.bytes(32)
+        let ctid = X25519PrivateKey()
+        var environment = [
+            "FACEGATE_DATABASE_URL": database.url,
+            "FACEGATE_KAFKA_BROKERS": try TestEnvironment.value("FACEGATE_TEST_KAFKA_BROKERS"),
+            "FACEGATE_MODEL_DIR": try TestEnvironment.value("FACEGATE_MODEL_DIR"),
+            "FACEGATE_TOPIC_PREFIX": "t\(UUID().uuidString.prefix(8).lowercased()).",
+            "FACEGATE_ADMIN_PORT": "0",
+            "FACEGATE_HTTP_PORT": "0",
+            "FACEGATE_LOG_LEVEL": "warning",
+            "FACEGATE_ADMIN_KEY": adminKey,
+            "FACEGATE_SIGNING_KEY": Data(signingSeed).base64EncodedString(),
+            "FACEGATE_SEALING_KEY": Data(SecureRandom.bytes(32)).base64EncodedString(),
+            "FACEGATE_CTID_PUBLIC_KEY": Data(ctid.publicKey.rawRepresentation).base64EncodedString(),
+            "FACEGATE_CTID_PRIVATE_KEY": Data(ctid.rawRepresentation).base64EncodedString(),
+            "MATCHER_ENGINES": "1",
+            "MATCHER_RECONCILE_SECONDS": "2",
+        ]
+        environment.merge(extra) { _, new in new }
+        self.environment = environment
+    }
+
+    /// Starts the services (the matcher unless `withMatcher` is false) and waits until they serve.
+    static func start(withMatcher: Bool = true, extra: [String: String] = [:]) async throws -> TestStack {
+        let stack = try TestStack(database: try await TestDatabase.create(), extra: extra)
+        let env = Environment(stack.environment)
+        if withMatcher {
+            let matcher = try MatcherWorker(configuration: try MatcherConfiguration(environment: env))
+            stack.matcher = matcher
+            stack.runs.append(Task { _ = try? await matcher.group.run(handleSignals: false) })
+        }
+        let gateway = try AuthGateway(configuration: try GatewayConfiguration(environment: env))
+        stack.gateway = gateway
+        stack.runs.append(Task { _ = try? await gateway.group.run(handleSignals: false) })
+        try await stack.waitUntilReady()
+        if let matcher = stack.matcher { try await matcher.jobs.waitUntilAssigned(timeout: .seconds(60)) }
+        return stack
+    }
+
+    func waitUntilReady() async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            let gatewayReady = await gateway.runtime.readiness.evaluate().ready && gateway.httpPort > 0
+            let matcherReady = await matcher?.runtime.readiness.evaluate().ready ?? true
+            if gatewayReady && matcherReady { return }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        throw TestSetupError("the stack did not become ready within 60 s")
+    }
+
+    func stop() async {
+        gateway?.group.requestStop(reason: "test finished")
+        matcher?.group.requestStop(reason: "test finished")
+        for run in runs { await run.value }
+        await database.drop()
+    }
+
+    var baseURL: String { "http://127.0.0.1:\(gateway.httpPort)" }
+
+    // MARK: - HTTP
+
+    struct Reply {
+        var status: Int
+        var headers: [String: String]
+        var body: Data
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
+        var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+        func string(_ key: String) -> String? { json[key] as? String }
+    }
+
+    func call(_ method: String, _ path: String, bearer: String? = nil, basic: (String, String)? = nil, json: [String: Any]? = nil,
+              body: Data? = nil, contentType: String? = nil, headers: [String: String] = [:]) async throws -> Reply {
+        var request = URLRequest(url: URL(string: baseURL + path)!)
+        request.httpMethod = method
+        request.timeoutInterval = 30
+        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+        if let (user, password) = basic {
+            request.setValue("Basic " + Data("\(user):\(password)".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+        }
+        if let json {
+            request.httpBody = try JSONSerialization.data(withJSONObject: json)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        } else if let body {
+            request.httpBody = body
+            if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
+        }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = response as! HTTPURLResponse
+        var headerMap: [String: String] = [:]
+        for (key, value) in http.allHeaderFields { headerMap[String(describing: key).lowercased()] = String(describing: value) }
+        return Reply(status: http.statusCode, headers: headerMap, body: data)
+    }
+
+    // MARK: - Scenario helpers
+
+    struct App {
+        var id: String
+        var secret: String
+    }
+
+    func createApp(formal: Bool = true, extra: [String: Any] = [:]) async throws -> App {
+        var body: [String: Any] = ["name": "app \(UUID().uuidString.prefix(6))"]
+        if formal { body["modules"] = ["faceLogin": "formal", "ctid": "formal", "kiosk": "formal", "deviceAuth": "formal"] }
+        body.merge(extra) { _, new in new }
+        let reply = try await call("POST", "/v1/apps", bearer: adminKey, json: body)
+        guard reply.status == 201, let id = reply.string("appId"), let secret = reply.string("appSecret") else {
+            throw TestSetupError("app not created: \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+        }
+        return App(id: id, secret: secret)
+    }
+
+    func createUser(_ app: App, employeeNumber: String, name: String) async throws -> String {
+        let reply = try await call("POST", "/v1/apps/\(app.id)/users", bearer: adminKey, json: ["employeeNumber": employeeNumber, "name": name])
+        guard reply.status == 201, let id = reply.string("userId") else { throw TestSetupError("user not created: \(reply.status)") }
+        return id
+    }
+
+    func enroll(_ app: App, user: String, photo: String) async throws -> Reply {
+        try await call("POST", "/v1/apps/\(app.id)/users/\(user)/faces", bearer: adminKey, body: try TestEnvironment.image(photo),
+                       contentType: photo.hasSuffix(".png") ? "image/png" : "image/jpeg")
+    }
+
+    func accessToken(_ app: App) async throws -> String {
+        let reply = try await call("POST", "/v1/access-tokens", basic: (app.id, app.secret))
+        guard reply.status == 200, let token = reply.string("accessToken") else { throw TestSetupError("no access token: \(reply.status)") }
+        return token
+    }
+
+    func faceLogin(_ token: String, device: String, photo: String) async throws -> Reply {
+        try await faceLogin(token, device: device, image: try TestEnvironment.image(photo), contentType: photo.hasSuffix(".png") ? "image/png" : "image/jpeg")
+    }
+
+    func faceLogin(_ token: String, device: String, image: Data, contentType: String = "image/jpeg") async throws -> Reply {
+        try await call("POST", "/v1/face-login", bearer: token, body: image, contentType: contentType, headers: ["X-Device-Id": device])
+    }
+}
+
+extension TestStack {
+    /// Runs `body` against a fresh stack and always stops it afterwards.
+    static func with(withMatcher: Bool = true, extra: [String: String] = [:], _ body: (TestStack) async throws -> Void) async throws {
+        let stack = try await start(withMatcher: withMatcher, extra: extra)
+        do {
+            try await body(stack)
+        } catch {
+            await stack.stop()
+            throw error
+        }
+        await stack.stop()
+    }
+}
