@@ -37,6 +37,9 @@ public final class JobConsumer: Service {
         self.name = name
         var configuration = runtime.kafka
         configuration.properties["max.poll.interval.ms"] = "300000"
+        // A member that dies is noticed within seconds, so its partitions (and unfinished jobs) move on.
+        configuration.properties["session.timeout.ms"] = "10000"
+        configuration.properties["heartbeat.interval.ms"] = "1000"
         consumer = try KafkaConsumer(configuration: configuration, groupId: groupId, autoOffsetReset: .beginning)
         self.producer = producer
         self.topic = topic

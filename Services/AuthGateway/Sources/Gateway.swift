@@ -142,6 +142,8 @@ final class PublicHTTPService: Service {
         var http = HTTPServerConfiguration(host: configuration.httpHost, port: configuration.httpPort)
         http.maxBodyBytes = configuration.maxBodyBytes
         http.threadCount = configuration.httpThreads
+        http.maxConnections = configuration.httpMaxConnections
+        http.perIPConnectionLimit = configuration.httpPerIPLimit
         let requests = runtime.metrics.counter("facegate_http_requests_total", help: "HTTP requests by route template and status")
         let seconds = runtime.metrics.histogram("facegate_http_request_seconds", help: "HTTP request time by route template")
         let logger = runtime.logger

@@ -7,6 +7,9 @@ public struct GatewayConfiguration: Sendable {
     public var httpHost: String
     public var httpPort: Int
     public var httpThreads: Int
+    public var httpMaxConnections: Int
+    /// 0 = no per-address limit (the right setting behind a load balancer).
+    public var httpPerIPLimit: Int
     /// Hash of the bootstrap operator key (`FACEGATE_ADMIN_KEY`), if set.
     public var bootstrapAdminKeyHash: [UInt8]?
     public var signingKey: [UInt8]
@@ -32,6 +35,8 @@ public struct GatewayConfiguration: Sendable {
         httpHost = env.string("FACEGATE_HTTP_HOST", default: "127.0.0.1")
         httpPort = try env.int("FACEGATE_HTTP_PORT", default: 8080, range: 0...65535)
         httpThreads = try env.int("FACEGATE_HTTP_THREADS", default: 2, range: 1...64)
+        httpMaxConnections = try env.int("FACEGATE_HTTP_MAX_CONNECTIONS", default: 8192, range: 1...1_000_000)
+        httpPerIPLimit = try env.int("FACEGATE_HTTP_PER_IP_LIMIT", default: 0, range: 0...1_000_000)
         bootstrapAdminKeyHash = env.optionalString("FACEGATE_ADMIN_KEY").map { SHA256.hash(Array($0.utf8)) }
         signingKey = try env.base64Key("FACEGATE_SIGNING_KEY", bytes: 32)
         ctidPublicKey = try env.base64Key("FACEGATE_CTID_PUBLIC_KEY", bytes: 32)

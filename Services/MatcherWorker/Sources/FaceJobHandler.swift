@@ -44,6 +44,7 @@ final class FaceJobHandler: Sendable {
         let job = envelope.payload
         let log = logger.with(["job.id": envelope.id, "app.id": job.appId.uuidString.lowercased(), "job.kind": job.kind.rawValue])
         let started = ContinuousClock.now
+        log.debug("face job started")
 
         var result: FaceJobResult
         if envelope.isExpired() {

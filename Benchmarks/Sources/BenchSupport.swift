@@ -1,0 +1,117 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Shared pieces of the benchmarks: the machine line, percentiles, appending to RESULTS.md, and
+/// running the services as real processes.
+enum Bench {
+    static var resultsPath: String {
+        ProcessInfo.processInfo.environment["FACEGATE_BENCH_RESULTS"] ?? "Benchmarks/RESULTS.md"
+    }
+
+    static func machine() -> String {
+        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }?
+            .split(separator: ":", maxSplits: 1).last?.trimmingCharacters(in: .whitespaces) ?? "unknown CPU"
+        let memory = (try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8))?.split(separator: "\n").first?
+            .split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Double($0) }.map { String(format: "%.0f GiB", $0 / 1_048_576) } ?? "?"
+        return "\(model), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(memory) RAM, Linux"
+    }
+
+    static func percentile(_ sorted: [Double], _ p: Double) -> Double {
+        guard !sorted.isEmpty else { return .nan }
+        let rank = min(sorted.count - 1, max(0, Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1))
+        return sorted[rank]
+    }
+
+    /// Appends a section to RESULTS.md: heading, date, machine, then the body.
+    static func record(_ title: String, _ body: String) throws {
+        let date = ISO8601DateFormatter().string(from: Date())
+        let section = "\n## \(title)\n\n_\(date) · \(machine())_\n\n\(body.trimmingCharacters(in: .whitespacesAndNewlines))\n"
+        if !FileManager.default.fileExists(atPath: resultsPath) {
+            FileManager.default.createFile(atPath: resultsPath, contents: Data("# Benchmark results\n".utf8))
+        }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: resultsPath))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(section.utf8))
+        try handle.close()
+        print(section)
+    }
+
+    static func environment(_ name: String) throws -> String {
+        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
+            throw BenchError("\(name) is not set: run benchmarks with `make bench`")
+        }
+        return value
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A service binary running as a child process, stopped with SIGTERM.
+final class ServiceProcess {
+    let process = Process()
+    let name: String
+
+    init(_ binary: String, name: String, environment: [String: String]) throws {
+        self.name = name
+        process.executableURL = URL(fileURLWithPath: binary)
+        var env = ProcessInfo.processInfo.environment
+        env.merge(environment) { _, new in new }
+        process.environment = env
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("facegate-bench-\(name).log")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+
+    /// `Threads` and `VmRSS` (kB) from /proc.
+    func threadsAndRSS() -> (threads: Int, rssKB: Int) {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        func field(_ name: String) -> Int {
+            status.split(separator: "\n").first { $0.hasPrefix(name) }?.split(separator: " ", omittingEmptySubsequences: true)
+                .dropFirst().first.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? -1
+        }
+        return (field("Threads:"), field("VmRSS:"))
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
+
+/// Blocking HTTP calls for benchmark set-up (not timed).
+enum HTTP {
+    static func call(_ method: String, _ url: String, headers: [String: String] = [:], body: Data? = nil) async throws -> (Int, Data) {
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = method
+        request.timeoutInterval = 120
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        request.httpBody = body
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+    }
+
+    static func json(_ data: Data) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+    }
+
+    static func waitUntilOK(_ url: String, timeout: Duration) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let (status, _) = try? await call("GET", url), status == 200 { return }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        throw BenchError("\(url) not ready within \(timeout)")
+    }
+}

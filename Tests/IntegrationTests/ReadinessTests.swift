@@ -1,0 +1,87 @@
+import AuthGateway
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import ServiceKit
+import Testing
+
+/// Admin endpoints tell the truth: not ready while a dependency is away, ready once it is back.
+@Suite(.serialized) struct ReadinessTests {
+    /// A private broker on a port of our own, stopped by its pid.
+    final class PrivateBroker {
+        let process = Process()
+        init(port: Int) throws {
+            process.executableURL = URL(fileURLWithPath: try TestEnvironment.value("FACEGATE_TANSU"))
+            process.arguments = ["broker", "--listener-url", "tcp://127.0.0.1:\(port)", "--advertised-listener-url", "tcp://127.0.0.1:\(port)"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+        }
+        func stop() {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func get(_ url: String) async throws -> (Int, String) {
+        let (data, response) = try await URLSession.shared.data(from: URL(string: url)!)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+    }
+
+    @Test func gatewayIsNotReadyUntilTheBrokerAppearsThenRecovers() async throws {
+        let database = try await TestDatabase.create()
+        let brokerPort = Self.freePort()
+        var broker: PrivateBroker?
+        do {
+            let stack = try TestStack(database: database, extra: ["FACEGATE_KAFKA_BROKERS": "127.0.0.1:\(brokerPort)"])
+            let gateway = try AuthGateway(configuration: try GatewayConfiguration(environment: Environment(stack.environment)))
+            let run = Task { _ = try? await gateway.group.run(handleSignals: false) }
+            // The process serves its admin endpoints and says why it is not ready.
+            var port = 0
+            for _ in 0..<100 where port == 0 {
+                port = gateway.admin.port
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let admin = "http://127.0.0.1:\(port)"
+            #expect(try await Self.get(admin + "/healthz").0 == 200)
+            try await Task.sleep(for: .seconds(2))
+            let (status, body) = try await Self.get(admin + "/readyz")
+            #expect(status == 503)
+            #expect(body.contains("\"kafka\":false"))
+            #expect(body.contains("\"postgres\":true"))
+
+            broker = try PrivateBroker(port: brokerPort)
+            var ready = false
+            let deadline = ContinuousClock.now + .seconds(60)
+            while !ready, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(500))
+                ready = try await Self.get(admin + "/readyz").0 == 200
+            }
+            #expect(ready, "the gateway became ready once the broker was up")
+            let metrics = try await Self.get(admin + "/metrics").1
+            #expect(metrics.contains("# TYPE facegate_http_requests_total counter"))
+            gateway.group.requestStop(reason: "test")
+            await run.value
+        } catch {
+            broker?.stop()
+            await database.drop()
+            throw error
+        }
+        broker?.stop()
+        await database.drop()
+    }
+}
