@@ -86,3 +86,8 @@ public struct KafkaTopicPartition: Sendable, Hashable {
         self.partition = partition
     }
 }
+
+/// The librdkafka loaded at run time (which may be newer than the headers built against).
+public enum KafkaLibrary {
+    public static var version: String { librdkafkaVersionString() }
+}

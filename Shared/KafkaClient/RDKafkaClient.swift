@@ -167,3 +167,7 @@ func runOnDedicatedThread<T: Sendable, E: Error>(
     }
     return try result.get()
 }
+
+func librdkafkaVersionString() -> String {
+    String(cString: rd_kafka_version_str())
+}
