@@ -131,7 +131,7 @@ def append_results(path, rows, args):
     block = [
         "",
         f"### {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')} — {machine()}",
-        f"confluent-kafka {confluent_kafka.version()[0]}, librdkafka {confluent_kafka.libversion()[0]}; broker {args.brokers} "
+        f"confluent-kafka {confluent_kafka.version()[0] if isinstance(confluent_kafka.version(), tuple) else confluent_kafka.version()}, librdkafka {confluent_kafka.libversion()[0]}; broker {args.brokers} "
         f"(tansu, in-memory, same machine); payload {args.payload_bytes} B; load average before the run {' '.join(load)}; "
         "same topology and settings as the Swift run (fetch.wait.max.ms=5, linger.ms=0, idempotent, nagle off); "
         "concurrency with Python threads.",

@@ -2,18 +2,28 @@ import CKafka
 import Foundation
 import Synchronization
 
-/// One in-flight send: resumed exactly once, by the delivery report, a synchronous produce failure,
-/// or cancellation of the waiting task (whichever comes first).
+/// One in-flight record: completed exactly once, by the delivery report, a synchronous produce failure,
+/// or cancellation of the waiting task (whichever comes first). Either resumes a continuation
+/// (`send`) or calls a handler (`enqueue`).
 final class DeliveryCompletion: Sendable {
     typealias Outcome = Result<(partition: Int32, offset: Int64), KafkaError>
 
     private enum State {
         case idle
         case waiting(CheckedContinuation<Outcome, Never>)
-        case done(Outcome?)  // nil once handed to a continuation
+        case handler(@Sendable (Outcome) -> Void)
+        case done(Outcome?)  // nil once handed over
     }
 
-    private let state = Mutex<State>(.idle)
+    private let state: Mutex<State>
+
+    init() {
+        state = Mutex(.idle)
+    }
+
+    init(handler: @escaping @Sendable (Outcome) -> Void) {
+        state = Mutex(.handler(handler))
+    }
 
     /// Installs the continuation; returns false (and resumes it at once) if already completed.
     func install(_ continuation: CheckedContinuation<Outcome, Never>) -> Bool {
@@ -25,7 +35,7 @@ final class DeliveryCompletion: Sendable {
             case .done(let outcome):
                 state = .done(nil)
                 return outcome ?? .failure(.cancelled)
-            case .waiting:
+            case .waiting, .handler:
                 preconditionFailure("continuation installed twice")
             }
         }
@@ -37,19 +47,31 @@ final class DeliveryCompletion: Sendable {
     }
 
     func complete(_ outcome: Outcome) {
-        let continuation: CheckedContinuation<Outcome, Never>? = state.withLock { state in
+        enum Delivery {
+            case none
+            case resume(CheckedContinuation<Outcome, Never>)
+            case call(@Sendable (Outcome) -> Void)
+        }
+        let delivery: Delivery = state.withLock { state in
             switch state {
             case .idle:
                 state = .done(outcome)
-                return nil
+                return .none
             case .waiting(let continuation):
                 state = .done(nil)
-                return continuation
+                return .resume(continuation)
+            case .handler(let handler):
+                state = .done(nil)
+                return .call(handler)
             case .done:
-                return nil
+                return .none
             }
         }
-        continuation?.resume(returning: outcome)
+        switch delivery {
+        case .none: break
+        case .resume(let continuation): continuation.resume(returning: outcome)
+        case .call(let handler): handler(outcome)
+        }
     }
 }
 
@@ -129,6 +151,21 @@ public final class KafkaProducer: Sendable {
             completion.complete(.failure(.cancelled))
         }
         return try outcome.get()
+    }
+
+    /// Produces `record` without waiting: `onDelivery` runs on the delivery-report thread once the broker
+    /// acknowledged it or it failed. Throws (without calling `onDelivery`) when librdkafka refuses it at once.
+    func enqueue(
+        _ record: KafkaRecord, onDelivery: @escaping @Sendable (DeliveryCompletion.Outcome) -> Void
+    ) throws(KafkaError) {
+        let opaque = Unmanaged.passRetained(DeliveryCompletion(handler: onDelivery)).toOpaque()
+        let failure = closed.withLock { closed in
+            closed ? KafkaError.closed : Self.produce(record, client: client, opaque: opaque)
+        }
+        if let failure {
+            Unmanaged<DeliveryCompletion>.fromOpaque(opaque).release()
+            throw failure
+        }
     }
 
     /// Waits for every outstanding record to be delivered or to fail; false on timeout.

@@ -149,13 +149,9 @@ public final class KafkaRequester: Sendable {
             waiter.finish(.failure(KafkaError.requestDeadlinePassed))
         }
         defer { timer.cancel() }
-        // The send runs on its own so the deadline bounds the whole request, even a stalled send.
-        Task { [producer] in
-            do {
-                _ = try await producer.send(record)
-            } catch {
-                waiter.finish(.failure(error))
-            }
+        // Not awaiting the delivery report: the deadline bounds the whole request, even a stalled send.
+        try producer.enqueue(record) { outcome in
+            if case .failure(let error) = outcome { waiter.finish(.failure(error)) }
         }
         return try await waiter.wait()
     }
