@@ -98,7 +98,8 @@ public final class KafkaConsumer: Sendable {
     }
 
     /// A stream that polls on its own thread, one message per demand, until `close()`, cancellation
-    /// of the iterating task, or a fatal error.
+    /// of the iterating task, or a fatal error. Use one stream (or one polling thread) per consumer:
+    /// concurrent pollers would split the messages between them.
     public func messages() -> AsyncThrowingStream<KafkaMessage, any Error> {
         let feeder = ConsumerFeeder(consumer: self)
         let lifetime = ConsumerFeeder.Lifetime(feeder: feeder)
