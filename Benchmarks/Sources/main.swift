@@ -1,6 +1,22 @@
-// facegate-bench <benchmark> [options]: one subcommand per benchmark.
+// facegate-bench <benchmark> [options]: one subcommand per benchmark; `all` runs every one in turn.
+import Foundation
+
+let benchmarks: [(name: String, summary: String, run: ([String]) async throws -> Void)] = [
+    ("kafka", "request→reply round trip through the broker", runKafkaBenchmark),
+    ("e2e", "face login over HTTP through the whole stack, 1 and 2 matcher replicas; requests in flight", runEndToEndBenchmark),
+    ("accuracy", "rank-1 and FNIR/FPIR on a folder identity/image.jpg (not part of all)", runAccuracyTool),
+]
+
 let arguments = Array(CommandLine.arguments.dropFirst())
-switch arguments.first {
-case "kafka": try await runKafkaBenchmark(arguments: Array(arguments.dropFirst()))
-default: print("usage: facegate-bench <benchmark> [options]; benchmarks: kafka")
+let selected = arguments.first ?? "help"
+if selected == "all" {
+    for benchmark in benchmarks where benchmark.name != "accuracy" {
+        print("== \(benchmark.name)")
+        try await benchmark.run([])
+    }
+} else if let benchmark = benchmarks.first(where: { $0.name == selected }) {
+    try await benchmark.run(Array(arguments.dropFirst()))
+} else {
+    print("usage: facegate-bench <benchmark> [options] | all")
+    for benchmark in benchmarks { print("  \(benchmark.name.padding(toLength: 10, withPad: " ", startingAt: 0)) \(benchmark.summary)") }
 }
