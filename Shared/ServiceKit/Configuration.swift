@@ -57,6 +57,10 @@ public struct Environment: Sendable {
 public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     public var variable: String
     public var problem: String
+    public init(variable: String, problem: String) {
+        self.variable = variable
+        self.problem = problem
+    }
     public var description: String { "configuration error: \(variable) \(problem)" }
 }
 

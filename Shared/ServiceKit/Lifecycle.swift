@@ -96,7 +96,7 @@ public final class ServiceGroup: Sendable {
 }
 
 /// Turns SIGTERM and SIGINT into a graceful stop; a second signal ends the process at once.
-final class SignalWatcher: Sendable {
+final class SignalWatcher: @unchecked Sendable {  // `sources` is set once in init; dispatch sources are thread-safe
     private let sources: [any DispatchSourceSignal]
 
     init(group: ServiceGroup, logger: Logger) {

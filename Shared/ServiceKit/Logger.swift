@@ -90,8 +90,14 @@ enum LogSink {
     static func write(_ line: String) {
         lock.withLock { _ in
             var line = line
-            line.withUTF8 { buffer in _ = fwrite(buffer.baseAddress, 1, buffer.count, stdout) }
-            fflush(stdout)
+            line.withUTF8 { buffer in
+                var offset = 0
+                while offset < buffer.count {
+                    let written = Foundation.write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+                    if written <= 0 { break }
+                    offset += written
+                }
+            }
         }
     }
 }

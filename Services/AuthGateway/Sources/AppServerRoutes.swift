@@ -42,7 +42,7 @@ extension GatewayContext {
             do {
                 claims = try JWT.verify(body.identityToken, as: IdentityTokenClaims.self, keys: keySet, type: TokenType.identity,
                                         issuer: configuration.issuer, audience: app.id.uuidString.lowercased())
-            } catch .expired {
+            } catch JWTError.expired {
                 throw APIError(.identityTokenExpired, "the identity token has expired")
             } catch {
                 throw APIError(.identityTokenInvalid, "the identity token is not valid for this app")

@@ -130,7 +130,7 @@ extension GatewayContext {
         do {
             claims = try JWT.verify(token, as: AccessTokenClaims.self, keys: keySet, type: TokenType.access,
                                     issuer: configuration.issuer, audience: AccessTokenClaims.audience)
-        } catch .expired {
+        } catch JWTError.expired {
             throw APIError(.accessTokenExpired, "the access token has expired; get a new one from your app server")
         } catch {
             throw APIError(.accessTokenInvalid, "the access token is not valid")

@@ -101,9 +101,14 @@ final class FaceJobHandler: Sendable {
         MatchRule(threshold: job.threshold ?? configuration.defaultThreshold, margin: job.margin ?? configuration.ambiguityMargin)
     }
 
-    /// The largest face of an image with its embedding, or the outcome that stops the job.
-    private func probe(_ image: Data?, timings: inout [String: Double]) async throws -> Result<(DetectedFace, Int), FaceJobResult> {
-        guard let image else { return .failure(FaceJobResult(outcome: .imageFormatError, message: "no image in the job")) }
+    /// The largest face of an image with its embedding and the number of faces, or the outcome that stops the job.
+    enum Probe {
+        case face(DetectedFace, Int)
+        case stop(FaceJobResult)
+    }
+
+    private func probe(_ image: Data?, timings: inout [String: Double]) async throws -> Probe {
+        guard let image else { return .stop(FaceJobResult(outcome: .imageFormatError, message: "no image in the job")) }
         let analysis = try await engines.analyze(Array(image))
         timings["decode"] = analysis.decodeMilliseconds
         timings["detect"] = analysis.detectMilliseconds
@@ -112,17 +117,17 @@ final class FaceJobHandler: Sendable {
         stageSeconds.observe(analysis.detectMilliseconds / 1000, ["stage": "detect"])
         stageSeconds.observe(analysis.embedMilliseconds / 1000, ["stage": "embed"])
         guard let face = analysis.faces.first, face.embedding != nil else {
-            return .failure(FaceJobResult(outcome: .noFace, faceCount: 0, timings: timings))
+            return .stop(FaceJobResult(outcome: .noFace, faceCount: 0, timings: timings))
         }
-        return .success((face, analysis.faceCount))
+        return .face(face, analysis.faceCount)
     }
 
     private func identify(_ job: FaceJob) async throws -> FaceJobResult {
         var timings: [String: Double] = [:]
         let (face, faceCount): (DetectedFace, Int)
         switch try await probe(job.image, timings: &timings) {
-        case .failure(let stop): return stop
-        case .success(let found): (face, faceCount) = found
+        case .stop(let stop): return stop
+        case .face(let found, let count): (face, faceCount) = (found, count)
         }
         let searchStart = ContinuousClock.now
         let matches = store.registry.gallery(for: job.appId).search(face.embedding!, k: max(1, min(job.topK, 100)))
@@ -137,18 +142,18 @@ final class FaceJobHandler: Sendable {
         var timings: [String: Double] = [:]
         let (face, faceCount): (DetectedFace, Int)
         switch try await probe(job.image, timings: &timings) {
-        case .failure(let stop): return stop
-        case .success(let found): (face, faceCount) = found
+        case .stop(let stop): return stop
+        case .face(let found, let count): (face, faceCount) = (found, count)
         }
         let probe = face.embedding!
         var candidates: [FaceCandidate] = []
         if let reference = job.referenceImage {
             var referenceTimings: [String: Double] = [:]
             switch try await self.probe(reference, timings: &referenceTimings) {
-            case .failure(var stop):
+            case .stop(var stop):
                 stop.message = "reference image: " + (stop.message ?? stop.outcome.rawValue)
                 return stop
-            case .success(let (referenceFace, _)):
+            case .face(let referenceFace, _):
                 candidates.append(FaceCandidate(userId: platformAppId, templateId: platformAppId,
                                                 distance: euclideanDistance(probe, referenceFace.embedding!)))
             }
@@ -186,8 +191,8 @@ final class FaceJobHandler: Sendable {
         var timings: [String: Double] = [:]
         let (face, faceCount): (DetectedFace, Int)
         switch try await probe(job.image, timings: &timings) {
-        case .failure(let stop): return stop
-        case .success(let found): (face, faceCount) = found
+        case .stop(let stop): return stop
+        case .face(let found, let count): (face, faceCount) = (found, count)
         }
         let quality = Self.report(face.quality)
         if faceCount > 1 {
