@@ -122,7 +122,7 @@ class FileReport:
     problems: list[str] = field(default_factory=list)
 
     def fail(self, message: str) -> None:
-        self.problems.append(message)
+        self.problems.append(" ".join(message.split()))
 
 
 class Reporter:
