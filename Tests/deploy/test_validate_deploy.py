@@ -85,6 +85,11 @@ class ValidatorTests(unittest.TestCase):
         self.edit("deploy/k8s/base/kiosk-orchestrator.yaml", "path: /readyz", "path: /ready")
         self.assert_rejected("deploy/k8s (kubectl kustomize)", "readinessProbe must GET /readyz on the admin port")
 
+    def test_malformed_object_is_reported_without_crashing(self) -> None:
+        self.edit("deploy/k8s/base/ctid-verifier.yaml", "      containers:", "      containerz:")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)", "contract checks skipped until the objects match their schemas")
+        self.assertNotIn("Traceback", self.run_validator().stderr)
+
     def test_missing_kustomize_resource_is_rejected(self) -> None:
         self.edit("deploy/k8s/base/kustomization.yaml", "  - migrate-job.yaml", "  - migration-job.yaml")
         self.assert_rejected("deploy/k8s/base/kustomization.yaml", "resource migration-job.yaml does not exist")

@@ -528,9 +528,17 @@ def check_compose(root: Path, reporter: Reporter, image_env: dict[str, str],
     compose = documents[0]
     for problem in schema_errors(compose_schema(), compose):
         report.fail(problem)
+    try:
+        check_compose_contract(root, path, report, compose, image_env, topics)
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as error:
+        report.fail(f"contract checks could not read the file: {type(error).__name__}: {error}")
+    check_compose_env_example(root, path, reporter)
+
+
+def check_compose_contract(root: Path, path: Path, report: FileReport, compose: dict[str, Any],
+                           image_env: dict[str, str], topics: dict[str, tuple[int, dict[str, str]]]) -> None:
 
     services: dict[str, Any] = compose.get("services") or {}
-    required_vars: set[str] = set(re.findall(r"\$\{(\w+):\?", path.read_text()))
     seen_services: set[str] = set()
     for name, service in services.items():
         if not isinstance(service, dict):
@@ -590,6 +598,10 @@ def check_compose(root: Path, reporter: Reporter, image_env: dict[str, str],
             if source.startswith("./") and not (root / source).exists():
                 report.fail(f"services.{name}: mounted file {source} does not exist")
 
+
+
+def check_compose_env_example(root: Path, path: Path, reporter: Reporter) -> None:
+    required_vars: set[str] = set(re.findall(r"\$\{(\w+):\?", path.read_text()))
     example = root / ROOT_FILES["compose_env"]
     report = reporter.file(ROOT_FILES["compose_env"], "keys known, every required compose variable present")
     if not example.exists():
@@ -658,7 +670,17 @@ def check_rendered_layout(report: FileReport, documents: list[dict[str, Any]], i
     for document in documents:
         for error in kubernetes_errors(document, keda_schema):
             report.fail(error)
+    if report.problems:
+        report.fail("contract checks skipped until the objects match their schemas")
+        return
+    try:
+        check_layout_contract(report, documents, image_env, secret_keys, topics)
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as error:
+        report.fail(f"contract checks could not read the objects: {type(error).__name__}: {error}")
 
+
+def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], image_env: dict[str, str],
+                          secret_keys: set[str], topics: dict[str, tuple[int, dict[str, str]]]) -> None:
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for document in documents:
         by_kind.setdefault(document.get("kind", "?"), []).append(document)
@@ -843,6 +865,9 @@ def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
             except (yaml.YAMLError, IndexError) as error:
                 report.fail(f"YAML: {error}")
                 continue
+            if not isinstance(kustomization, dict):
+                report.fail("not a mapping")
+                continue
             for entry in kustomization.get("resources", []):
                 if not (path.parent / entry).exists():
                     report.fail(f"resource {entry} does not exist")
@@ -855,13 +880,16 @@ def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
             report.fail(f"YAML: {error}")
             continue
         for document in documents:
+            if not isinstance(document, dict):
+                report.fail("a YAML document is not a mapping")
+                continue
             if document.get("kind") == "ScaledObject" and not keda_schema:
                 report.fail("ScaledObject not checked: the KEDA schema is unusable")
                 continue
             for error in kubernetes_errors(document, keda_schema):
                 report.fail(error)
         if path == secret_path:
-            for document in documents:
+            for document in filter(lambda d: isinstance(d, dict), documents):
                 secret_keys |= set((document.get("stringData") or {}).keys()) | set((document.get("data") or {}).keys())
             # Optional keys are documented in the comment table ("#   key   who reads it").
             secret_keys |= set(re.findall(r"^#   ([a-z][a-z-]+)\s{2,}FACEGATE_", path.read_text(), re.M))
