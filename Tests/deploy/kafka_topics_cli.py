@@ -1,0 +1,62 @@
+"""The subset of Apache Kafka's kafka-topics.sh that create-topics.sh uses, over the Kafka admin
+API (librdkafka through confluent-kafka), so the script can run against the test broker without
+a JVM. Same arguments; --describe prints the first line the way kafka-topics.sh does
+("Topic: <name>\tTopicId: ...\tPartitionCount: <n>\tReplicationFactor: <r>\tConfigs: ...").
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="kafka-topics.sh")
+    parser.add_argument("--bootstrap-server", required=True)
+    parser.add_argument("--command-config")
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--create", action="store_true")
+    action.add_argument("--describe", action="store_true")
+    parser.add_argument("--if-not-exists", action="store_true")
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--partitions", type=int)
+    parser.add_argument("--replication-factor", type=int, default=1)
+    parser.add_argument("--config", action="append", default=[])
+    arguments = parser.parse_args()
+    if arguments.command_config:
+        print("kafka-topics: --command-config is not supported here", file=sys.stderr)
+        return 1
+    admin = AdminClient({"bootstrap.servers": arguments.bootstrap_server})
+
+    if arguments.create:
+        configs = dict(item.split("=", 1) for item in arguments.config)
+        topic = NewTopic(arguments.topic, num_partitions=arguments.partitions,
+                         replication_factor=arguments.replication_factor, config=configs)
+        try:
+            admin.create_topics([topic], request_timeout=30)[arguments.topic].result()
+        except KafkaException as error:
+            if error.args[0].name() == "TOPIC_ALREADY_EXISTS" and arguments.if_not_exists:
+                return 0
+            print(f"Error while executing topic command : {error}", file=sys.stderr)
+            return 1
+        print(f"Created topic {arguments.topic}.")
+        return 0
+
+    metadata = admin.list_topics(arguments.topic, timeout=30).topics.get(arguments.topic)
+    if metadata is None or metadata.error is not None:
+        print(f"Error while executing topic command : Topic '{arguments.topic}' does not exist", file=sys.stderr)
+        return 1
+    partitions = metadata.partitions
+    replication = len(next(iter(partitions.values())).replicas) if partitions else 0
+    print(f"Topic: {arguments.topic}\tTopicId: -\tPartitionCount: {len(partitions)}\t"
+          f"ReplicationFactor: {replication}\tConfigs: ")
+    for number, partition in sorted(partitions.items()):
+        print(f"\tTopic: {arguments.topic}\tPartition: {number}\tLeader: {partition.leader}\t"
+              f"Replicas: {','.join(map(str, partition.replicas))}\tIsr: {','.join(map(str, partition.isrs))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,929 @@
+#!/usr/bin/env python3
+"""Offline validation of FaceGate's deployment files.
+
+Checks, without a Docker engine or a Kubernetes cluster:
+  docker-compose.yml           Compose Specification JSON schema (as shipped by check-jsonschema)
+                               + the runtime contract (env names per service, secrets, ports)
+  deploy/docker/Dockerfile     hadolint + non-root USER, HEALTHCHECK, pinned base images,
+                               every executable built, COPY sources not excluded by the ignore file
+  deploy/k8s/**                every manifest against the Kubernetes JSON schemas (strict,
+                               kubernetes-validate), ScaledObjects against deploy/schemas/,
+                               and both kustomize layouts rendered (kubectl kustomize) and checked
+                               as a whole: env names, probes, resources, selectors, autoscaler limits
+  scripts and env examples     bash syntax, topic table and admin ports equal to the contract
+
+Prints one line per file checked ("ok" or "FAIL", problems indented below) and exits 1 when
+anything is wrong. The contract below mirrors the runtime contract the services implement
+(environment variables, admin ports, topics); keep the two in step.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import functools
+
+import jsonschema
+import kubernetes_validate.utils
+import yaml
+
+# The schema package re-reads its (large) definition files for every object; they never
+# change during a run.
+kubernetes_validate.utils.schema_contents = functools.lru_cache(maxsize=None)(kubernetes_validate.utils.schema_contents)
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+# --------------------------------------------------------------------------------------------
+# The runtime contract.
+
+EXECUTABLES = ["auth-gateway", "matcher-worker", "ctid-verifier", "kiosk-orchestrator", "facegate"]
+SERVICES = EXECUTABLES[:4]
+ADMIN_PORTS = {"auth-gateway": 9100, "matcher-worker": 9101, "ctid-verifier": 9102, "kiosk-orchestrator": 9103}
+HTTP_PORT = 8080
+
+COMMON_ENV = {
+    "FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", "FACEGATE_ADMIN_HOST", "FACEGATE_ADMIN_PORT",
+    "FACEGATE_LOG_LEVEL", "FACEGATE_INSTANCE_ID", "FACEGATE_TOPIC_PREFIX", "FACEGATE_SHUTDOWN_SECONDS",
+}
+SEALING_KEY = "FACEGATE_SEALING_KEY"
+SERVICE_ENV = {
+    # auth-gateway never gets the sealing key: it handles no sealed data (least privilege).
+    "auth-gateway": {
+        "FACEGATE_HTTP_HOST", "FACEGATE_HTTP_PORT", "FACEGATE_ADMIN_KEY", "FACEGATE_SIGNING_KEY",
+        "FACEGATE_PREVIOUS_SIGNING_KEYS", "FACEGATE_ISSUER", "FACEGATE_ACCESS_TOKEN_TTL_SECONDS",
+        "FACEGATE_IDENTITY_TOKEN_TTL_SECONDS", "FACEGATE_REQUEST_TIMEOUT_SECONDS", "FACEGATE_MAX_BODY_BYTES",
+        "FACEGATE_MAX_PIXELS",
+    },
+    "matcher-worker": {
+        SEALING_KEY, "FACEGATE_MODEL_DIR", "MATCHER_ENGINES", "MATCHER_SHARD_INDEX", "MATCHER_SHARD_COUNT",
+        "MATCHER_GALLERY_STORAGE", "MATCHER_RECONCILE_SECONDS",
+    },
+    "ctid-verifier": {SEALING_KEY, "FACEGATE_CTID_SERIAL_TTL_SECONDS"},
+    "kiosk-orchestrator": {SEALING_KEY, "FACEGATE_TESSDATA_PREFIX", "FACEGATE_KIOSK_SESSION_TTL_SECONDS"},
+    "facegate": {SEALING_KEY},
+}
+REQUIRED_ENV = {
+    "auth-gateway": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", "FACEGATE_SIGNING_KEY"},
+    "matcher-worker": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", SEALING_KEY, "FACEGATE_MODEL_DIR"},
+    "ctid-verifier": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", SEALING_KEY},
+    "kiosk-orchestrator": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", SEALING_KEY},
+    "facegate": {"FACEGATE_DATABASE_URL", SEALING_KEY},
+}
+# Every name of the contract; any other FACEGATE_* / MATCHER_* name is a typo.
+CONTRACT_ENV = COMMON_ENV.union(*SERVICE_ENV.values())
+CONTRACT_PREFIXES = ("FACEGATE_", "MATCHER_")
+ALL_SERVICES_ENV = COMMON_ENV.union(*(SERVICE_ENV[s] for s in EXECUTABLES))
+
+TOPICS = {
+    "face.jobs.v1": (12, {}), "ctid.jobs.v1": (6, {}), "kiosk.commands.v1": (6, {}),
+    "replies.auth-gateway.v1": (16, {}), "replies.ctid-verifier.v1": (16, {}),
+    "replies.kiosk-orchestrator.v1": (16, {}),
+    "gallery.changes.v1": (6, {"cleanup.policy": "compact"}),
+    "kiosk.events.v1": (6, {}), "audit.transactions.v1": (6, {}),
+    "face.jobs.v1.dlq": (1, {}), "ctid.jobs.v1.dlq": (1, {}), "kiosk.commands.v1.dlq": (1, {}),
+}
+MATCHER_GROUP = "matcher-worker"
+MATCHER_TOPIC = "face.jobs.v1"
+
+# Kubernetes releases the manifests must validate against: the oldest still in common
+# support and the newest the schema package knows.
+KUBERNETES_VERSIONS = ["1.30.0", None]
+
+ROOT_FILES = {
+    "compose": "docker-compose.yml",
+    "compose_env": "deploy/compose.env.example",
+    "dockerfile": "deploy/docker/Dockerfile",
+    "dockerignore": "deploy/docker/Dockerfile.dockerignore",
+    "hadolint": "deploy/docker/hadolint.yaml",
+    "entrypoint": "deploy/docker/entrypoint.sh",
+    "healthcheck": "deploy/docker/healthcheck.sh",
+    "topics": "deploy/k8s/base/files/create-topics.sh",
+    "secret_example": "deploy/k8s/secret.example.yaml",
+    "keda_schema": "deploy/schemas/keda-scaledobject.schema.json",
+    "package": "Package.swift",
+}
+KUSTOMIZE_LAYOUTS = ["deploy/k8s", "deploy/k8s/sharded"]
+
+
+# --------------------------------------------------------------------------------------------
+# Reporting.
+
+@dataclass
+class FileReport:
+    path: str
+    what: str
+    problems: list[str] = field(default_factory=list)
+
+    def fail(self, message: str) -> None:
+        self.problems.append(" ".join(message.split()))
+
+
+class Reporter:
+    def __init__(self) -> None:
+        self.reports: list[FileReport] = []
+
+    def file(self, path: str, what: str) -> FileReport:
+        report = FileReport(path, what)
+        self.reports.append(report)
+        return report
+
+    def print(self) -> int:
+        failed = 0
+        for report in self.reports:
+            if report.problems:
+                failed += 1
+                print(f"FAIL  {report.path}  ({report.what})")
+                for problem in report.problems:
+                    print(f"      - {problem}")
+            else:
+                print(f"ok    {report.path}  ({report.what})")
+        print(f"validate-deploy: {len(self.reports)} files checked, {failed} with problems")
+        return 1 if failed else 0
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers.
+
+def tool(name: str) -> str:
+    """A console script installed beside this interpreter (the validation venv)."""
+    candidate = Path(sys.executable).parent / name
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which(name)
+    if not found:
+        raise SystemExit(f"validate-deploy: {name} not found (run scripts/validate-deploy.sh)")
+    return found
+
+
+def load_yaml_documents(path: Path) -> list[Any]:
+    with path.open() as stream:
+        return [doc for doc in yaml.load_all(stream, Loader=YAML_LOADER) if doc is not None]
+
+
+def env_names(environment: Any) -> dict[str, Any]:
+    """Compose environment (mapping or KEY=VALUE list) as a dict."""
+    if environment is None:
+        return {}
+    if isinstance(environment, dict):
+        return dict(environment)
+    result = {}
+    for item in environment:
+        key, _, value = str(item).partition("=")
+        result[key] = value
+    return result
+
+
+def resolve_default_interpolation(text: str) -> str:
+    """${VAR:-default} / ${VAR-default} -> default; ${VAR} -> empty (as compose would without .env)."""
+    def substitute(match: re.Match[str]) -> str:
+        body = match.group(1)
+        for separator in (":-", "-"):
+            if separator in body:
+                return body.split(separator, 1)[1]
+        return ""
+    return re.sub(r"\$\{([^}]*)\}", substitute, text)
+
+
+def image_problem(image: str) -> str | None:
+    """Images must name a tag (or digest) that is not 'latest'."""
+    if "@sha256:" in image:
+        return None
+    last = image.rsplit("/", 1)[-1]
+    if ":" not in last:
+        return f"image '{image}' has no tag (implicitly latest)"
+    tag = last.split(":", 1)[1]
+    if not tag or tag == "latest":
+        return f"image '{image}' uses the latest tag"
+    return None
+
+
+def check_env_for_service(report: FileReport, where: str, service: str, names: Iterable[str],
+                          provided: set[str]) -> None:
+    names = set(names)
+    allowed = COMMON_ENV | SERVICE_ENV.get(service, set())
+    for name in sorted(names):
+        if name.startswith(CONTRACT_PREFIXES):
+            if name not in CONTRACT_ENV:
+                report.fail(f"{where}: {name} is not a variable of the runtime contract")
+            elif name not in allowed:
+                report.fail(f"{where}: {name} does not belong to {service}")
+    for name in sorted(REQUIRED_ENV.get(service, set()) - names - provided):
+        report.fail(f"{where}: required {name} is not set")
+
+
+# --------------------------------------------------------------------------------------------
+# Dockerfile.
+
+@dataclass
+class Instruction:
+    keyword: str
+    arguments: str
+    line: int
+
+
+def parse_dockerfile(text: str) -> list[Instruction]:
+    instructions: list[Instruction] = []
+    buffer, start = "", 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.strip()
+        if not buffer and (not stripped or stripped.startswith("#")):
+            continue
+        if buffer and stripped.startswith("#"):
+            continue  # comment lines inside a continued instruction
+        if not buffer:
+            start = number
+        if stripped.endswith("\\"):
+            buffer += stripped[:-1] + " "
+            continue
+        buffer += stripped
+        keyword, _, arguments = buffer.partition(" ")
+        instructions.append(Instruction(keyword.upper(), arguments.strip(), start))
+        buffer = ""
+    return instructions
+
+
+def dockerfile_stages(instructions: list[Instruction]) -> tuple[dict[str, str], list[list[Instruction]]]:
+    """Global ARG defaults and the instructions of each stage (stage[0] is its FROM)."""
+    global_args: dict[str, str] = {}
+    stages: list[list[Instruction]] = []
+    for instruction in instructions:
+        if instruction.keyword == "FROM":
+            stages.append([instruction])
+        elif not stages and instruction.keyword == "ARG":
+            name, _, default = instruction.arguments.partition("=")
+            global_args[name.strip()] = default.strip().strip('"')
+        elif stages:
+            stages[-1].append(instruction)
+    return global_args, stages
+
+
+class DockerIgnore:
+    """The ignore-file rules as BuildKit applies them: last matching pattern wins, '!' re-includes,
+    a pattern matching a parent directory matches everything below it."""
+
+    def __init__(self, text: str) -> None:
+        self.rules: list[tuple[bool, re.Pattern[str]]] = []
+        for line in text.splitlines():
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            exclude = not line.startswith("!")
+            pattern = line.lstrip("!").strip().lstrip("/")
+            if pattern.startswith("./"):
+                pattern = pattern[2:]
+            self.rules.append((exclude, re.compile(self._regex(pattern.rstrip("/")))))
+
+    @staticmethod
+    def _regex(pattern: str) -> str:
+        out, i = "", 0
+        while i < len(pattern):
+            if pattern.startswith("**/", i):
+                out += "(?:.*/)?"
+                i += 3
+            elif pattern.startswith("**", i):
+                out += ".*"
+                i += 2
+            elif pattern[i] == "*":
+                out += "[^/]*"
+                i += 1
+            elif pattern[i] == "?":
+                out += "[^/]"
+                i += 1
+            else:
+                out += re.escape(pattern[i])
+                i += 1
+        return "^" + out + "$"
+
+    def excluded(self, path: str) -> bool:
+        parts = path.strip("/").split("/")
+        candidates = ["/".join(parts[: n + 1]) for n in range(len(parts))]
+        result = False
+        for exclude, regex in self.rules:
+            if any(regex.match(candidate) for candidate in candidates):
+                result = exclude
+        return result
+
+
+def check_dockerfile(root: Path, reporter: Reporter) -> dict[str, str]:
+    """Returns the runtime stage's ENV (image defaults the services inherit)."""
+    path = root / ROOT_FILES["dockerfile"]
+    report = reporter.file(ROOT_FILES["dockerfile"], "hadolint, non-root USER, HEALTHCHECK, pinned bases, executables, context")
+    if not path.exists():
+        report.fail("missing")
+        return {}
+    text = path.read_text()
+
+    hadolint = subprocess.run(
+        [tool("hadolint"), "--no-color", "--config", str(root / ROOT_FILES["hadolint"]), str(path)],
+        capture_output=True, text=True)
+    if hadolint.returncode != 0:
+        for line in (hadolint.stdout + hadolint.stderr).strip().splitlines():
+            report.fail(f"hadolint: {line.replace(str(path), 'Dockerfile')}")
+
+    instructions = parse_dockerfile(text)
+    global_args, stages = dockerfile_stages(instructions)
+    if not stages:
+        report.fail("no FROM instruction")
+        return {}
+    stage_names = set()
+    for stage in stages:
+        words = stage[0].arguments.split()
+        words = [w for w in words if not w.startswith("--")]
+        image = re.sub(r"\$\{?(\w+)\}?", lambda m: global_args.get(m.group(1), m.group(0)), words[0])
+        if len(words) >= 3 and words[1].upper() == "AS":
+            stage_names.add(words[2])
+        if image in stage_names or image == "scratch":
+            continue
+        if "$" in image:
+            report.fail(f"line {stage[0].line}: FROM {words[0]} uses an ARG without a default")
+            continue
+        problem = image_problem(image)
+        if problem:
+            report.fail(f"line {stage[0].line}: {problem}")
+
+    final = stages[-1]
+    users = [i for i in final if i.keyword == "USER"]
+    if not users:
+        report.fail("final stage has no USER: the container would run as root")
+    else:
+        user = users[-1].arguments.split(":")[0].strip()
+        if user in ("root", "0", ""):
+            report.fail(f"line {users[-1].line}: final USER is root")
+    healthchecks = [i for i in final if i.keyword == "HEALTHCHECK"]
+    if not healthchecks:
+        report.fail("final stage has no HEALTHCHECK")
+    elif healthchecks[-1].arguments.strip().upper() == "NONE":
+        report.fail(f"line {healthchecks[-1].line}: HEALTHCHECK NONE")
+    entrypoints = [i for i in final if i.keyword == "ENTRYPOINT"]
+    if not entrypoints or "facegate-entrypoint" not in entrypoints[-1].arguments:
+        report.fail("final stage's ENTRYPOINT is not the SERVICE-selecting facegate-entrypoint")
+
+    build_text = " ".join(i.arguments for stage in stages for i in stage if i.keyword == "RUN")
+    for executable in EXECUTABLES:
+        if not re.search(rf"(?<![\w-]){re.escape(executable)}(?![\w-])", build_text):
+            report.fail(f"executable {executable} is never built or checked")
+    if "--static-swift-stdlib" not in build_text or "-c release" not in build_text:
+        report.fail("the Swift build is not `swift build -c release --static-swift-stdlib`")
+
+    # COPY/ADD sources from the build context must survive the ignore file.
+    ignore_path = root / ROOT_FILES["dockerignore"]
+    ignore = DockerIgnore(ignore_path.read_text() if ignore_path.exists() else "")
+    if not ignore_path.exists():
+        report.fail(f"{ROOT_FILES['dockerignore']} is missing")
+    for stage in stages:
+        for instruction in stage:
+            if instruction.keyword not in ("COPY", "ADD"):
+                continue
+            words = instruction.arguments.split()
+            if any(w.startswith("--from") for w in words):
+                continue
+            sources = [w for w in words if not w.startswith("--")][:-1]
+            for source in sources:
+                if "://" in source or source == ".":
+                    continue
+                if not (root / source).exists():
+                    report.fail(f"line {instruction.line}: COPY source {source} does not exist")
+                elif ignore.excluded(source):
+                    report.fail(f"line {instruction.line}: COPY source {source} is excluded by the ignore file")
+    package = root / ROOT_FILES["package"]
+    if package.exists():
+        for target_path in re.findall(r'path:\s*"([^"]+)"', package.read_text()):
+            if ignore.excluded(target_path):
+                report.fail(f"Package.swift target path {target_path} is excluded from the build context")
+        if ignore.excluded("Package.swift"):
+            report.fail("Package.swift is excluded from the build context")
+    for heavy in (".build", ".git", ".run"):
+        if not ignore.excluded(heavy):
+            report.fail(f"{heavy} is not excluded from the build context")
+
+    runtime_env: dict[str, str] = {}
+    for instruction in final:
+        if instruction.keyword == "ENV":
+            for key, value in re.findall(r'(\w+)=("[^"]*"|\S+)', instruction.arguments):
+                runtime_env[key] = value.strip('"')
+    for name in runtime_env:
+        if name.startswith(CONTRACT_PREFIXES) and name not in CONTRACT_ENV:
+            report.fail(f"ENV {name} is not a variable of the runtime contract")
+    if runtime_env.get("FACEGATE_ADMIN_HOST") != "0.0.0.0":
+        report.fail("runtime ENV must set FACEGATE_ADMIN_HOST=0.0.0.0 (probes reach the pod IP)")
+    return runtime_env
+
+
+# --------------------------------------------------------------------------------------------
+# Scripts.
+
+def check_bash_syntax(report: FileReport, path: Path) -> bool:
+    if not path.exists():
+        report.fail("missing")
+        return False
+    result = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
+    if result.returncode != 0:
+        report.fail(f"bash syntax: {result.stderr.strip()}")
+        return False
+    if not os.access(path, os.X_OK):
+        report.fail("not executable")
+    return True
+
+
+def parse_topic_table(text: str) -> dict[str, tuple[int, dict[str, str]]]:
+    match = re.search(r'^topics="\n(.*?)^"', text, re.S | re.M)
+    if not match:
+        return {}
+    table: dict[str, tuple[int, dict[str, str]]] = {}
+    for line in match.group(1).splitlines():
+        words = line.split()
+        if not words:
+            continue
+        name, partitions = words[0], int(words[1])
+        configs: dict[str, str] = {}
+        if len(words) > 2 and words[2] != "-":
+            for item in words[2].split(","):
+                key, _, value = item.partition("=")
+                configs[key] = value
+        table[name] = (partitions, configs)
+    return table
+
+
+def check_scripts(root: Path, reporter: Reporter) -> dict[str, tuple[int, dict[str, str]]]:
+    report = reporter.file(ROOT_FILES["entrypoint"], "bash syntax, SERVICE choices = executables")
+    path = root / ROOT_FILES["entrypoint"]
+    if check_bash_syntax(report, path):
+        case = re.search(r"^\s*([\w|-]+)\)\s*;;", path.read_text(), re.M)
+        choices = case.group(1).split("|") if case else []
+        if sorted(choices) != sorted(EXECUTABLES):
+            report.fail(f"SERVICE choices {choices} differ from the executables {EXECUTABLES}")
+
+    report = reporter.file(ROOT_FILES["healthcheck"], "bash syntax, admin ports = contract")
+    path = root / ROOT_FILES["healthcheck"]
+    if check_bash_syntax(report, path):
+        ports = {name: int(port) for name, port in
+                 re.findall(r"^\s*([\w-]+)\)\s*default_port=(\d+)", path.read_text(), re.M)}
+        if ports != ADMIN_PORTS:
+            report.fail(f"admin ports {ports} differ from the contract {ADMIN_PORTS}")
+        if "/healthz" not in path.read_text():
+            report.fail("does not ask /healthz")
+
+    report = reporter.file(ROOT_FILES["topics"], "bash syntax, topics and partitions = contract")
+    path = root / ROOT_FILES["topics"]
+    table: dict[str, tuple[int, dict[str, str]]] = {}
+    if check_bash_syntax(report, path):
+        table = parse_topic_table(path.read_text())
+        if not table:
+            report.fail("no topic table (topics=\"...\") found")
+        for name, (partitions, configs) in TOPICS.items():
+            if name not in table:
+                report.fail(f"topic {name} is missing")
+                continue
+            if table[name][0] != partitions:
+                report.fail(f"topic {name} has {table[name][0]} partitions, the contract says {partitions}")
+            for key, value in configs.items():
+                if table[name][1].get(key) != value:
+                    report.fail(f"topic {name} lacks {key}={value}")
+        for name in sorted(set(table) - set(TOPICS)):
+            report.fail(f"topic {name} is not in the contract")
+    return table
+
+
+# --------------------------------------------------------------------------------------------
+# docker-compose.yml.
+
+def compose_schema() -> dict[str, Any]:
+    from importlib import resources
+    schema_file = resources.files("check_jsonschema.builtin_schemas.vendor").joinpath("compose-spec.json")
+    return json.loads(schema_file.read_text())
+
+
+def schema_errors(schema: dict[str, Any], document: Any) -> list[str]:
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
+    errors = []
+    for error in sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path)):
+        location = "/".join(str(p) for p in error.absolute_path) or "(root)"
+        errors.append(f"schema: {location}: {error.message}")
+    return errors
+
+
+def check_compose(root: Path, reporter: Reporter, image_env: dict[str, str],
+                  topics: dict[str, tuple[int, dict[str, str]]]) -> None:
+    report = reporter.file(ROOT_FILES["compose"], "Compose Specification schema, runtime contract, dependencies")
+    path = root / ROOT_FILES["compose"]
+    if not path.exists():
+        report.fail("missing")
+        return
+    try:
+        documents = load_yaml_documents(path)
+    except yaml.YAMLError as error:
+        report.fail(f"YAML: {error}")
+        return
+    if len(documents) != 1 or not isinstance(documents[0], dict):
+        report.fail("expected one YAML mapping")
+        return
+    compose = documents[0]
+    for problem in schema_errors(compose_schema(), compose):
+        report.fail(problem)
+    try:
+        check_compose_contract(root, path, report, compose, image_env, topics)
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as error:
+        report.fail(f"contract checks could not read the file: {type(error).__name__}: {error}")
+    check_compose_env_example(root, path, reporter)
+
+
+def check_compose_contract(root: Path, path: Path, report: FileReport, compose: dict[str, Any],
+                           image_env: dict[str, str], topics: dict[str, tuple[int, dict[str, str]]]) -> None:
+
+    services: dict[str, Any] = compose.get("services") or {}
+    seen_services: set[str] = set()
+    for name, service in services.items():
+        if not isinstance(service, dict):
+            continue
+        image = resolve_default_interpolation(str(service.get("image", "")))
+        if image:
+            problem = image_problem(image)
+            if problem:
+                report.fail(f"services.{name}: {problem}")
+        depends = service.get("depends_on") or {}
+        for dependency in (depends if isinstance(depends, (list, dict)) else []):
+            if dependency not in services:
+                report.fail(f"services.{name}: depends on unknown service {dependency}")
+        environment = env_names(service.get("environment"))
+        selected = environment.get("SERVICE")
+        if selected is None:
+            continue
+        if selected not in EXECUTABLES:
+            report.fail(f"services.{name}: SERVICE={selected} is not an executable")
+            continue
+        seen_services.add(selected)
+        where = f"services.{name}"
+        check_env_for_service(report, where, selected, environment, set(image_env))
+        if selected in ADMIN_PORTS:
+            port = str(environment.get("FACEGATE_ADMIN_PORT", ADMIN_PORTS[selected]))
+            if port != str(ADMIN_PORTS[selected]):
+                report.fail(f"{where}: FACEGATE_ADMIN_PORT {port} is not the contract's {ADMIN_PORTS[selected]}")
+            healthcheck = service.get("healthcheck") or {}
+            if healthcheck.get("disable"):
+                report.fail(f"{where}: healthcheck disabled for a long-running service")
+            for dependency, condition in (depends.items() if isinstance(depends, dict) else []):
+                wanted = "service_completed_successfully" if dependency in ("init", "init-topics") else None
+                if wanted and (condition or {}).get("condition") != wanted:
+                    report.fail(f"{where}: depends_on {dependency} must wait for {wanted}")
+            if not any(d in depends for d in ("init",)):
+                report.fail(f"{where}: does not wait for the migrations (depends_on init)")
+        if selected == "auth-gateway":
+            published = [str(p) for p in service.get("ports", [])]
+            if not any(p.endswith(f":{HTTP_PORT}") for p in published):
+                report.fail(f"{where}: HTTP port {HTTP_PORT} is not published")
+        if selected == "matcher-worker":
+            replicas = (service.get("deploy") or {}).get("replicas", 1)
+            partitions = topics.get(MATCHER_TOPIC, (TOPICS[MATCHER_TOPIC][0], {}))[0]
+            if not (2 <= int(replicas) <= partitions):
+                report.fail(f"{where}: deploy.replicas {replicas} not within 2..{partitions} ({MATCHER_TOPIC} partitions)")
+        if selected == "facegate":
+            command = service.get("command")
+            if command not in (["migrate"], "migrate"):
+                report.fail(f"{where}: the one-shot CLI service must run `migrate`")
+    for missing in sorted(set(EXECUTABLES) - seen_services):
+        report.fail(f"no service runs {missing}")
+
+    # Volumes that mount repository files must point at files that exist.
+    for name, service in services.items():
+        for volume in (service or {}).get("volumes", []) if isinstance(service, dict) else []:
+            source = volume.split(":", 1)[0] if isinstance(volume, str) else (volume or {}).get("source", "")
+            if source.startswith("./") and not (root / source).exists():
+                report.fail(f"services.{name}: mounted file {source} does not exist")
+
+
+
+def check_compose_env_example(root: Path, path: Path, reporter: Reporter) -> None:
+    required_vars: set[str] = set(re.findall(r"\$\{(\w+):\?", path.read_text()))
+    example = root / ROOT_FILES["compose_env"]
+    report = reporter.file(ROOT_FILES["compose_env"], "keys known, every required compose variable present")
+    if not example.exists():
+        report.fail("missing")
+        return
+    keys = set()
+    for line in example.read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            key = line.split("=", 1)[0].strip()
+            keys.add(key)
+    interpolated = set(re.findall(r"\$\{(\w+)", path.read_text()))
+    for key in sorted(keys - interpolated):
+        report.fail(f"{key} is not used by docker-compose.yml")
+    for key in sorted(required_vars - keys):
+        report.fail(f"{key} is required by docker-compose.yml but missing here")
+
+
+# --------------------------------------------------------------------------------------------
+# Kubernetes.
+
+def kubernetes_errors(document: dict[str, Any], keda_schema: dict[str, Any]) -> list[str]:
+    from kubernetes_validate.utils import SchemaNotFoundError, ValidationError, latest_version, validate
+
+    if not isinstance(document, dict) or "kind" not in document or "apiVersion" not in document:
+        return ["not a Kubernetes object (no kind/apiVersion)"]
+    name = f"{document['kind']}/{(document.get('metadata') or {}).get('name', '?')}"
+    if document["kind"] == "ScaledObject":
+        return [f"{name}: {e}" for e in schema_errors(keda_schema, document)]
+    errors = []
+    for version in KUBERNETES_VERSIONS:
+        version = version or latest_version()
+        try:
+            validate(document, version, strict=True)
+        except ValidationError as error:
+            location = "/".join(str(p) for p in error.absolute_path) or "(root)"
+            errors.append(f"{name}: Kubernetes {version}: {location}: {error.message}")
+        except SchemaNotFoundError as error:
+            errors.append(f"{name}: {error.message}")
+    return errors
+
+
+def container_env(container: dict[str, Any], config_maps: dict[str, dict[str, str]]) -> tuple[dict[str, Any], list[str]]:
+    env: dict[str, Any] = {}
+    unknown_refs: list[str] = []
+    for source in container.get("envFrom", []) or []:
+        ref = (source.get("configMapRef") or {}).get("name")
+        if ref is not None:
+            if ref in config_maps:
+                env.update({k: v for k, v in config_maps[ref].items()})
+            else:
+                unknown_refs.append(f"envFrom ConfigMap {ref} is not part of the layout")
+        if source.get("secretRef"):
+            unknown_refs.append("envFrom secretRef hands every secret to the container; map keys one by one")
+    for variable in container.get("env", []) or []:
+        env[variable["name"]] = variable.get("value", variable.get("valueFrom"))
+    return env, unknown_refs
+
+
+def pod_labels_match(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def check_rendered_layout(report: FileReport, documents: list[dict[str, Any]], image_env: dict[str, str],
+                          secret_keys: set[str], topics: dict[str, tuple[int, dict[str, str]]],
+                          keda_schema: dict[str, Any]) -> None:
+    for document in documents:
+        for error in kubernetes_errors(document, keda_schema):
+            report.fail(error)
+    if report.problems:
+        report.fail("contract checks skipped until the objects match their schemas")
+        return
+    try:
+        check_layout_contract(report, documents, image_env, secret_keys, topics)
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as error:
+        report.fail(f"contract checks could not read the objects: {type(error).__name__}: {error}")
+
+
+def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], image_env: dict[str, str],
+                          secret_keys: set[str], topics: dict[str, tuple[int, dict[str, str]]]) -> None:
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for document in documents:
+        by_kind.setdefault(document.get("kind", "?"), []).append(document)
+    config_maps = {d["metadata"]["name"]: d.get("data", {}) for d in by_kind.get("ConfigMap", [])}
+    namespaces = {(d.get("metadata") or {}).get("namespace") for d in documents if d.get("kind") != "Namespace"}
+    if len(namespaces) != 1 or None in namespaces:
+        report.fail(f"resources are not all in one namespace: {sorted(map(str, namespaces))}")
+    for config_map in by_kind.get("ConfigMap", []):
+        for key in config_map.get("data", {}):
+            if key.startswith(CONTRACT_PREFIXES) and key not in ALL_SERVICES_ENV:
+                report.fail(f"ConfigMap/{config_map['metadata']['name']}: {key} is not a variable of the runtime contract")
+
+    workloads = by_kind.get("Deployment", []) + by_kind.get("Job", [])
+    deployments = {d["metadata"]["name"]: d for d in by_kind.get("Deployment", [])}
+    services_running: set[str] = set()
+    for workload in workloads:
+        kind, name = workload["kind"], workload["metadata"]["name"]
+        pod = workload["spec"]["template"]["spec"]
+        security = pod.get("securityContext") or {}
+        if not security.get("runAsNonRoot"):
+            report.fail(f"{kind}/{name}: pod securityContext.runAsNonRoot is not true")
+        if kind == "Deployment" and pod.get("enableServiceLinks", True):
+            report.fail(f"{kind}/{name}: enableServiceLinks must be false (service links inject *_PORT variables)")
+        for container in pod.get("containers", []):
+            where = f"{kind}/{name}/{container['name']}"
+            problem = image_problem(container.get("image", ""))
+            if problem:
+                report.fail(f"{where}: {problem}")
+            resources = container.get("resources") or {}
+            for section in ("requests", "limits"):
+                for resource in ("cpu", "memory"):
+                    if resource not in (resources.get(section) or {}):
+                        report.fail(f"{where}: resources.{section}.{resource} is not set")
+            if not (container.get("securityContext") or {}).get("readOnlyRootFilesystem"):
+                report.fail(f"{where}: readOnlyRootFilesystem is not true")
+            env, ref_problems = container_env(container, config_maps)
+            for problem in ref_problems:
+                report.fail(f"{where}: {problem}")
+            for variable in container.get("env", []) or []:
+                secret = ((variable.get("valueFrom") or {}).get("secretKeyRef") or {})
+                if secret and secret.get("name") == "facegate-secrets" and secret.get("key") not in secret_keys:
+                    report.fail(f"{where}: secret key {secret.get('key')} is not documented in secret.example.yaml")
+            selected = env.get("SERVICE")
+            if selected is None:
+                continue
+            if selected not in EXECUTABLES:
+                report.fail(f"{where}: SERVICE={selected} is not an executable")
+                continue
+            services_running.add(selected)
+            check_env_for_service(report, where, selected, env, set(image_env))
+            if selected == "facegate":
+                if container.get("args") != ["migrate"]:
+                    report.fail(f"{where}: the CLI Job must run `migrate`")
+                continue
+            if kind != "Deployment":
+                report.fail(f"{where}: services run as Deployments")
+            admin = ADMIN_PORTS[selected]
+            if str(env.get("FACEGATE_ADMIN_PORT", admin)) != str(admin):
+                report.fail(f"{where}: FACEGATE_ADMIN_PORT is not the contract's {admin}")
+            ports = {p.get("name"): p.get("containerPort") for p in container.get("ports", [])}
+            if ports.get("admin") != admin:
+                report.fail(f"{where}: container port 'admin' is not {admin}")
+            if selected == "auth-gateway" and ports.get("http") != HTTP_PORT:
+                report.fail(f"{where}: container port 'http' is not {HTTP_PORT}")
+            for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz"), ("startupProbe", "/healthz")):
+                http = ((container.get(probe) or {}).get("httpGet") or {})
+                if http.get("path") != path or http.get("port") not in ("admin", admin):
+                    report.fail(f"{where}: {probe} must GET {path} on the admin port")
+            shard_count = int(str(env.get("MATCHER_SHARD_COUNT", "1")))
+            shard_index = int(str(env.get("MATCHER_SHARD_INDEX", "0")))
+            if selected == "matcher-worker" and not 0 <= shard_index < shard_count:
+                report.fail(f"{where}: MATCHER_SHARD_INDEX {shard_index} not in 0..{shard_count - 1}")
+        grace = pod.get("terminationGracePeriodSeconds", 30)
+        if kind == "Deployment" and grace <= 20:
+            report.fail(f"{kind}/{name}: terminationGracePeriodSeconds {grace} must exceed FACEGATE_SHUTDOWN_SECONDS (20)")
+    for missing in sorted(set(EXECUTABLES) - services_running):
+        report.fail(f"nothing runs {missing}")
+    facegate_images = {c.get("image") for w in workloads for c in w["spec"]["template"]["spec"]["containers"]
+                       if any(v.get("name") == "SERVICE" for v in c.get("env", []) or [])}
+    if len(facegate_images) > 1:
+        report.fail(f"FaceGate workloads run different images: {sorted(map(str, facegate_images))}")
+
+    def pods_selected(selector: dict[str, str]) -> list[str]:
+        return [n for n, d in deployments.items()
+                if pod_labels_match(selector, d["spec"]["template"]["metadata"].get("labels", {}))]
+
+    for service in by_kind.get("Service", []):
+        selected = pods_selected(service["spec"].get("selector", {}))
+        if not selected:
+            report.fail(f"Service/{service['metadata']['name']}: selects no Deployment's pods")
+        for port in service["spec"].get("ports", []):
+            target = port.get("targetPort")
+            for deployment in selected:
+                names = {p.get("name") for c in deployments[deployment]["spec"]["template"]["spec"]["containers"]
+                         for p in c.get("ports", [])}
+                if isinstance(target, str) and target not in names:
+                    report.fail(f"Service/{service['metadata']['name']}: targetPort {target} is not a port of {deployment}")
+    for budget in by_kind.get("PodDisruptionBudget", []):
+        if not pods_selected(budget["spec"].get("selector", {}).get("matchLabels", {})):
+            report.fail(f"PodDisruptionBudget/{budget['metadata']['name']}: selects no Deployment's pods")
+    for deployment in deployments.values():
+        selector = deployment["spec"]["selector"].get("matchLabels", {})
+        if not pod_labels_match(selector, deployment["spec"]["template"]["metadata"].get("labels", {})):
+            report.fail(f"Deployment/{deployment['metadata']['name']}: selector does not match its pod labels")
+
+    matcher_deployments = set()
+    for name, deployment in deployments.items():
+        for container in deployment["spec"]["template"]["spec"]["containers"]:
+            env, _ = container_env(container, config_maps)
+            if env.get("SERVICE") == "matcher-worker":
+                matcher_deployments.add(name)
+    scaled_targets = set()
+    for scaled in by_kind.get("ScaledObject", []):
+        name = scaled["metadata"]["name"]
+        spec = scaled.get("spec", {})
+        target = (spec.get("scaleTargetRef") or {}).get("name")
+        if target not in deployments:
+            report.fail(f"ScaledObject/{name}: target {target} is not a Deployment of this layout")
+            continue
+        scaled_targets.add(target)
+        if "replicas" in deployments[target]["spec"]:
+            report.fail(f"Deployment/{target}: spec.replicas is set although ScaledObject/{name} owns it")
+        container = deployments[target]["spec"]["template"]["spec"]["containers"][0]
+        env, _ = container_env(container, config_maps)
+        count = int(str(env.get("MATCHER_SHARD_COUNT", "1")))
+        index = int(str(env.get("MATCHER_SHARD_INDEX", "0")))
+        expected_group = MATCHER_GROUP if count == 1 else f"{MATCHER_GROUP}-shard-{index}-of-{count}"
+        for trigger in spec.get("triggers", []):
+            metadata = trigger.get("metadata", {})
+            if metadata.get("consumerGroup") != expected_group:
+                report.fail(f"ScaledObject/{name}: consumerGroup {metadata.get('consumerGroup')} but {target} consumes as {expected_group}")
+            topic = metadata.get("topic")
+            if topic != MATCHER_TOPIC:
+                report.fail(f"ScaledObject/{name}: topic {topic} is not {MATCHER_TOPIC}")
+            partitions = topics.get(topic, TOPICS.get(topic, (0, {})))[0]
+            maximum = spec.get("maxReplicaCount", 100)
+            if maximum > partitions:
+                report.fail(f"ScaledObject/{name}: maxReplicaCount {maximum} exceeds the {partitions} partitions of {topic} (extra replicas would idle)")
+            if spec.get("minReplicaCount", 0) < 1:
+                report.fail(f"ScaledObject/{name}: minReplicaCount below 1 leaves no matcher to answer jobs")
+            brokers = next((data.get("FACEGATE_KAFKA_BROKERS") for cm_name, data in config_maps.items()
+                            if re.sub(r"-[a-z0-9]{10}$", "", cm_name) == "facegate-config"), None)
+            if brokers is not None and metadata.get("bootstrapServers") != brokers:
+                report.fail(f"ScaledObject/{name}: bootstrapServers differ from FACEGATE_KAFKA_BROKERS")
+    for unscaled in sorted(matcher_deployments - scaled_targets):
+        if "replicas" not in deployments[unscaled]["spec"]:
+            report.fail(f"Deployment/{unscaled}: no replicas and no autoscaler")
+
+
+def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
+                     topics: dict[str, tuple[int, dict[str, str]]]) -> None:
+    keda_schema_path = root / ROOT_FILES["keda_schema"]
+    report = reporter.file(ROOT_FILES["keda_schema"], "valid JSON Schema")
+    keda_schema: dict[str, Any] = {}
+    try:
+        keda_schema = json.loads(keda_schema_path.read_text())
+        jsonschema.validators.validator_for(keda_schema).check_schema(keda_schema)
+    except (OSError, ValueError, jsonschema.SchemaError) as error:
+        report.fail(str(error).splitlines()[0])
+        keda_schema = {}
+
+    secret_keys: set[str] = set()
+    secret_path = root / ROOT_FILES["secret_example"]
+    k8s_root = root / "deploy/k8s"
+    for path in sorted(k8s_root.rglob("*")):
+        relative = str(path.relative_to(root))
+        if path.is_dir():
+            continue
+        if path.suffix not in (".yaml", ".yml"):
+            if path.name == "config.env":
+                report = reporter.file(relative, "contract names only")
+                for line in path.read_text().splitlines():
+                    if line.strip() and not line.startswith("#"):
+                        key = line.split("=", 1)[0]
+                        if key not in ALL_SERVICES_ENV:
+                            report.fail(f"{key} is not a variable of the runtime contract")
+            continue
+        if path.name == "kustomization.yaml":
+            report = reporter.file(relative, "kustomization: listed files exist")
+            try:
+                kustomization = load_yaml_documents(path)[0]
+            except (yaml.YAMLError, IndexError) as error:
+                report.fail(f"YAML: {error}")
+                continue
+            if not isinstance(kustomization, dict):
+                report.fail("not a mapping")
+                continue
+            for entry in kustomization.get("resources", []):
+                if not (path.parent / entry).exists():
+                    report.fail(f"resource {entry} does not exist")
+            continue
+        report = reporter.file(relative, "Kubernetes schemas (strict)" if "ScaledObject" not in path.read_text()
+                               else "Kubernetes schemas (strict), ScaledObject schema")
+        try:
+            documents = load_yaml_documents(path)
+        except yaml.YAMLError as error:
+            report.fail(f"YAML: {error}")
+            continue
+        for document in documents:
+            if not isinstance(document, dict):
+                report.fail("a YAML document is not a mapping")
+                continue
+            if document.get("kind") == "ScaledObject" and not keda_schema:
+                report.fail("ScaledObject not checked: the KEDA schema is unusable")
+                continue
+            for error in kubernetes_errors(document, keda_schema):
+                report.fail(error)
+        if path == secret_path:
+            for document in filter(lambda d: isinstance(d, dict), documents):
+                secret_keys |= set((document.get("stringData") or {}).keys()) | set((document.get("data") or {}).keys())
+            # Optional keys are documented in the comment table ("#   key   who reads it").
+            secret_keys |= set(re.findall(r"^#   ([a-z][a-z-]+)\s{2,}FACEGATE_", path.read_text(), re.M))
+
+    kubectl = tool("kubectl")
+    for layout in KUSTOMIZE_LAYOUTS:
+        report = reporter.file(f"{layout} (kubectl kustomize)", "rendered layout: schemas, contract, probes, selectors, autoscaling")
+        result = subprocess.run([kubectl, "kustomize", str(root / layout)], capture_output=True, text=True)
+        if result.returncode != 0:
+            report.fail(f"kubectl kustomize: {result.stderr.strip()}")
+            continue
+        documents = [d for d in yaml.load_all(result.stdout, Loader=YAML_LOADER) if d]
+        if not keda_schema:
+            report.fail("the KEDA schema is unusable")
+            continue
+        check_rendered_layout(report, documents, image_env, secret_keys, topics, keda_schema)
+
+
+# --------------------------------------------------------------------------------------------
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[2],
+                        help="repository root (default: this checkout)")
+    arguments = parser.parse_args()
+    root = arguments.root.resolve()
+
+    reporter = Reporter()
+    image_env = check_dockerfile(root, reporter)
+    topics = check_scripts(root, reporter)
+    check_compose(root, reporter, image_env, topics)
+    check_kubernetes(root, reporter, image_env, topics)
+    return reporter.print()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
