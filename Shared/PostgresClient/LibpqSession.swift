@@ -343,8 +343,10 @@ final class LibpqSession: @unchecked Sendable {
         // PQcancel opens a connection of its own; keep that off the cancelling thread.
         DispatchQueue.global().async { [self] in
             cancelSlot.withLock { slot in
+                // Not running: either finished (tickets are never reused, so marking it is harmless)
+                // or still queued behind another statement, which must then not be sent.
                 guard slot.running == ticket else {
-                    if slot.running == 0 { slot.cancelledBeforeStart = ticket }
+                    slot.cancelledBeforeStart = ticket
                     return
                 }
                 guard let handle = OpaquePointer(bitPattern: slot.handle) else { return }

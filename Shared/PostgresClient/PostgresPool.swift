@@ -132,26 +132,24 @@ public final class PostgresPool: Sendable {
         }
     }
 
-    /// True when `SELECT 1` answers within `timeout`.
+    /// True when `SELECT 1` answers within `timeout`. Returns on time even when every connection is
+    /// busy or the server does not answer; the abandoned probe is cancelled.
     public func isHealthy(timeout: Duration = .seconds(2)) async -> Bool {
-        let outcome = Mutex<CheckedContinuation<Bool, Never>?>(nil)
-        let finish: @Sendable (Bool) -> Void = { healthy in
-            outcome.withLock { pending in
-                pending?.resume(returning: healthy)
-                pending = nil
-            }
-        }
+        let race = HealthCheckRace()
         return await withCheckedContinuation { continuation in
-            outcome.withLock { $0 = continuation }
+            race.answer.withLock { $0 = continuation }
+            let timer = Task {
+                try? await Task.sleep(for: timeout)
+                guard !Task.isCancelled else { return }
+                race.probe.withLock { $0?.cancel() }
+                race.finish(false)
+            }
             let probe = Task {
                 let rows = try? await self.query("SELECT 1 AS ok")
-                finish((try? rows?.first?.decode("ok", as: Int32.self)) == 1)
+                timer.cancel()
+                race.finish((try? rows?.first?.decode("ok", as: Int32.self)) == 1)
             }
-            Task {
-                try? await Task.sleep(for: timeout)
-                probe.cancel()
-                finish(false)
-            }
+            race.probe.withLock { $0 = probe }
         }
     }
 
@@ -263,5 +261,18 @@ public final class PostgresPool: Sendable {
 
     private static func closedError() -> PostgresError {
         PostgresError(kind: .poolClosed, message: "the connection pool is closed")
+    }
+}
+
+/// A health probe racing its timeout: whichever ends first answers, once.
+private final class HealthCheckRace: Sendable {
+    let answer = Mutex<CheckedContinuation<Bool, Never>?>(nil)
+    let probe = Mutex<Task<Void, Never>?>(nil)
+
+    func finish(_ healthy: Bool) {
+        answer.withLock { pending in
+            pending?.resume(returning: healthy)
+            pending = nil
+        }
     }
 }

@@ -118,7 +118,8 @@ final class PrivateCluster: Sendable {
 
     /// Runs a PostgreSQL tool (as the postgres user when this process is root) and waits for it.
     /// Not Foundation's Process: it notices exit through a descriptor the child inherits, and the
-    /// postmaster that `pg_ctl start` leaves running would hold it open for ever.
+    /// postmaster that `pg_ctl start` leaves running would hold it open for ever; it also passes on
+    /// the spawning thread's blocked signals.
     private func run(_ tool: String, _ arguments: [String]) async throws {
         let program = "\(Self.binaries)/\(tool)"
         let argv = (getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--", program] : [program]) + arguments
@@ -140,10 +141,18 @@ final class PrivateCluster: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Children inherit the spawning thread's signal mask, and dispatch threads block most signals.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
         let cArguments = argv.map { strdup($0) } + [nil]
         defer { cArguments.forEach { free($0) } }
         var pid: pid_t = 0
-        guard posix_spawn(&pid, argv[0], &actions, nil, cArguments, environ) == 0 else { return -1 }
+        guard posix_spawn(&pid, argv[0], &actions, &attributes, cArguments, environ) == 0 else { return -1 }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         // WIFEXITED / WEXITSTATUS, which Swift does not import.
