@@ -16,8 +16,7 @@ import Testing
     }
 
     @Test func poolRecoversAfterServerRestart() async throws {
-        let cluster = try await PrivateCluster.create()
-        do {
+        try await withPrivateCluster { cluster in
             var configuration = cluster.configuration
             configuration.poolSize = 2
             let pool = PostgresPool(configuration: configuration)
@@ -41,16 +40,11 @@ import Testing
             #expect(try await pool.query("SELECT 1::int4 AS one").first?.decode("one", as: Int.self) == 1)
             #expect(await pool.isHealthy())
             await pool.close()
-        } catch {
-            await cluster.destroy()
-            throw error
         }
-        await cluster.destroy()
     }
 
     @Test func transactionInterruptedByRestartIsRetriedOnANewConnection() async throws {
-        let cluster = try await PrivateCluster.create()
-        do {
+        try await withPrivateCluster { cluster in
             var configuration = cluster.configuration
             configuration.poolSize = 1
             let pool = PostgresPool(configuration: configuration)
@@ -69,10 +63,6 @@ import Testing
             let marks = try await pool.query("SELECT attempt FROM marks").map { try $0.decode("attempt", as: Int.self) }
             #expect(marks == [2, 2])
             await pool.close()
-        } catch {
-            await cluster.destroy()
-            throw error
         }
-        await cluster.destroy()
     }
 }

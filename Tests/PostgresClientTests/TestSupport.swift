@@ -58,6 +58,18 @@ final class Counter: Sendable {
     var current: Int { value.load(ordering: .sequentiallyConsistent) }
 }
 
+/// Runs `body` against a private cluster and destroys the cluster afterwards, whatever happened.
+func withPrivateCluster(_ body: (PrivateCluster) async throws -> Void) async throws {
+    let cluster = try await PrivateCluster.create()
+    do {
+        try await body(cluster)
+    } catch {
+        await cluster.destroy()
+        throw error
+    }
+    await cluster.destroy()
+}
+
 /// Values appended from concurrently running closures, in the order they arrived.
 final class Recorder: Sendable {
     private let storage = Mutex<[Int]>([])
