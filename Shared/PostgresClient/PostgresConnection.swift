@@ -1,0 +1,104 @@
+import Dispatch
+
+/// One connection to the server. Its blocking libpq calls run on a serial queue of its own, never on
+/// the caller's thread; statements on one connection run one after another.
+///
+/// If the server closed the connection while it was idle (a restart, say), the next statement
+/// reconnects first and is sent once on the new connection. Inside a transaction a lost connection
+/// is reported instead, since the transaction is gone. Session settings made with `SET` do not
+/// survive such a reconnect; prefer `SET LOCAL` inside a transaction.
+public final class PostgresConnection: Sendable {
+    let session: LibpqSession
+    private let queue: DispatchQueue
+
+    init(configuration: PostgresConfiguration) {
+        session = LibpqSession(configuration: configuration)
+        queue = DispatchQueue(label: "facegate.postgres.connection")
+    }
+
+    /// Opens a connection outside any pool.
+    public static func connect(configuration: PostgresConfiguration) async throws(PostgresError) -> PostgresConnection {
+        let connection = PostgresConnection(configuration: configuration)
+        if let error = await connection.onQueue({ $0.connect() }) { throw error }
+        return connection
+    }
+
+    public func close() async {
+        await onQueue { $0.disconnect() }
+    }
+
+    /// Runs one parameterised statement and returns all its rows. Cancelling the task cancels the statement.
+    public func query(
+        _ query: PostgresQuery, file: String = #fileID, line: Int = #line
+    ) async throws(PostgresError) -> PostgresRows {
+        let session = self.session
+        let ticket = session.newTicket()
+        let result = await withTaskCancellationHandler {
+            await onQueue { $0.execute(query, ticket: ticket) }
+        } onCancel: {
+            session.requestCancel(ticket)
+        }
+        do {
+            return try result.get()
+        } catch {
+            throw error.located(file: file, line: line)
+        }
+    }
+
+    /// Runs one parameterised statement and hands its rows to `body` as they arrive, a batch at a
+    /// time, without holding the whole result in memory. The next batch is fetched while `body`
+    /// works on the current one. If `body` throws, the statement is cancelled and the error rethrown.
+    public func forEachRow(
+        _ query: PostgresQuery, file: String = #fileID, line: Int = #line, _ body: (PostgresRow) throws -> Void
+    ) async throws {
+        let session = self.session
+        let ticket = session.newTicket()
+        do {
+            try await withTaskCancellationHandler {
+                try await stream(query, ticket: ticket, body)
+            } onCancel: {
+                session.requestCancel(ticket)
+            }
+        } catch let error as PostgresError {
+            throw error.located(file: file, line: line)
+        }
+    }
+
+    static let streamBatchSize = 1_000
+
+    private func stream(_ query: PostgresQuery, ticket: UInt64, _ body: (PostgresRow) throws -> Void) async throws {
+        try await onQueue { $0.startStream(query, ticket: ticket) }.get()
+        var batch = try await onQueue { $0.nextBatch(limit: Self.streamBatchSize) }.get()
+        while !batch.isLast {
+            async let next = onQueue { $0.nextBatch(limit: Self.streamBatchSize) }
+            do {
+                for row in batch.rows { try body(row) }
+            } catch {
+                if case .success(let pending) = await next, !pending.isLast {
+                    await onQueue { $0.abandonStream() }
+                }
+                throw error
+            }
+            batch = try await next.get()
+        }
+        for row in batch.rows { try body(row) }
+    }
+
+    /// Runs trusted SQL text that may hold several statements (simple query protocol, no parameters).
+    func executeScript(_ sql: String) async throws(PostgresError) {
+        try await onQueue { $0.executeScript(sql) }.get()
+    }
+
+    /// Rolls back a transaction the borrower left open; costs nothing when there is none.
+    func prepareForReuse() async {
+        guard session.publishedState.load(ordering: .relaxed) != SessionState.idle.rawValue else { return }
+        await onQueue { $0.prepareForReuse() }
+    }
+
+    func onQueue<T: Sendable>(_ work: @escaping @Sendable (LibpqSession) -> T) async -> T {
+        let session = self.session
+        return await withUnsafeContinuation { continuation in
+            queue.async { continuation.resume(returning: work(session)) }
+        }
+    }
+}

@@ -1,0 +1,278 @@
+import Synchronization
+
+public enum PostgresIsolation: Sendable {
+    case readCommitted, repeatableRead, serializable
+
+    var beginStatement: PostgresQuery {
+        switch self {
+        case .readCommitted: "BEGIN ISOLATION LEVEL READ COMMITTED"
+        case .repeatableRead: "BEGIN ISOLATION LEVEL REPEATABLE READ"
+        case .serializable: "BEGIN ISOLATION LEVEL SERIALIZABLE"
+        }
+    }
+}
+
+/// A bounded set of connections shared by concurrent tasks.
+///
+/// Connections open lazily, up to `configuration.poolSize`. A task that finds them all busy waits
+/// its turn (first come, first served). Connections the server dropped are reopened on next use.
+public final class PostgresPool: Sendable {
+    public let configuration: PostgresConfiguration
+
+    /// What a waiting task is handed: a connection, or permission to open one (a slot freed up).
+    private enum Grant {
+        case connection(PostgresConnection)
+        case openSlot
+    }
+
+    private struct Waiter {
+        let id: UInt64
+        let continuation: UnsafeContinuation<Result<Grant, PostgresError>, Never>
+    }
+
+    private struct State {
+        var idle: [PostgresConnection] = []
+        /// Connections open or being opened, lent out or idle.
+        var opened = 0
+        var waiters: [Waiter] = []
+        var nextWaiterID: UInt64 = 0
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Connects nothing until the first statement.
+    public init(configuration: PostgresConfiguration) {
+        self.configuration = configuration
+    }
+
+    // MARK: Statements
+
+    public func query(
+        _ query: PostgresQuery, file: String = #fileID, line: Int = #line
+    ) async throws(PostgresError) -> PostgresRows {
+        let connection = try await acquire()
+        let result: Result<PostgresRows, PostgresError>
+        do {
+            result = .success(try await connection.query(query, file: file, line: line))
+        } catch {
+            result = .failure(error)
+        }
+        await release(connection)
+        return try result.get()
+    }
+
+    /// Streams the rows of a large result to `body` without holding them all in memory.
+    public func forEachRow(
+        _ query: PostgresQuery, file: String = #fileID, line: Int = #line, _ body: (PostgresRow) throws -> Void
+    ) async throws {
+        let connection = try await acquire()
+        do {
+            try await connection.forEachRow(query, file: file, line: line, body)
+        } catch {
+            await release(connection)
+            throw error
+        }
+        await release(connection)
+    }
+
+    /// Lends one connection for the duration of `body`. A transaction `body` leaves open is rolled back.
+    public func withConnection<T: Sendable>(
+        _ body: @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let connection = try await acquire()
+        do {
+            let value = try await body(connection)
+            await release(connection)
+            return value
+        } catch {
+            await release(connection)
+            throw error
+        }
+    }
+
+    /// Runs `body` inside BEGIN … COMMIT; a thrown error rolls back and is rethrown.
+    ///
+    /// Serialization failures (40001), deadlocks (40P01) and connections lost before COMMIT was sent
+    /// run `body` again on a fresh transaction, up to `maxAttempts` times in all, so `body` must not
+    /// have effects outside the database it cannot repeat. A COMMIT that the server turned into a
+    /// ROLLBACK (a statement inside failed and the error was caught) throws 25P02.
+    public func withTransaction<T: Sendable>(
+        isolation: PostgresIsolation = .readCommitted, maxAttempts: Int = 5,
+        file: String = #fileID, line: Int = #line,
+        _ body: @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        var attempt = 1
+        while true {
+            let connection = try await acquire()
+            var committing = false
+            do {
+                _ = try await connection.query(isolation.beginStatement, file: file, line: line)
+                let value = try await body(connection)
+                committing = true
+                let commit = try await connection.query("COMMIT", file: file, line: line)
+                await release(connection)
+                if commit.commandTag == "ROLLBACK" {
+                    var error = PostgresError(
+                        kind: .server, message: "the transaction was rolled back because a statement inside it failed",
+                        sqlState: "25P02", file: file, line: line)
+                    error.isRetriable = false
+                    throw error
+                }
+                return value
+            } catch {
+                await release(connection)
+                guard attempt < maxAttempts, let failure = error as? PostgresError,
+                    failure.isSerializationFailure || failure.isDeadlock || (failure.isConnectionFailure && !committing)
+                else { throw error }
+                attempt += 1
+                // Spread the retries of colliding transactions apart.
+                try await Task.sleep(for: .milliseconds(Int.random(in: 1...(5 << min(attempt, 6)))))
+            }
+        }
+    }
+
+    /// True when `SELECT 1` answers within `timeout`. Returns on time even when every connection is
+    /// busy or the server does not answer; the abandoned probe is cancelled.
+    public func isHealthy(timeout: Duration = .seconds(2)) async -> Bool {
+        let race = HealthCheckRace()
+        return await withCheckedContinuation { continuation in
+            race.answer.withLock { $0 = continuation }
+            let timer = Task {
+                try? await Task.sleep(for: timeout)
+                guard !Task.isCancelled else { return }
+                race.probe.withLock { $0?.cancel() }
+                race.finish(false)
+            }
+            let probe = Task {
+                let rows = try? await self.query("SELECT 1 AS ok")
+                timer.cancel()
+                race.finish((try? rows?.first?.decode("ok", as: Int32.self)) == 1)
+            }
+            race.probe.withLock { $0 = probe }
+        }
+    }
+
+    /// Closes idle connections now and the lent ones as they come back; waiting and later calls fail.
+    public func close() async {
+        let (idle, waiters) = state.withLock { state in
+            state.closed = true
+            let taken = (state.idle, state.waiters)
+            state.opened -= state.idle.count
+            state.idle = []
+            state.waiters = []
+            return taken
+        }
+        for waiter in waiters { waiter.continuation.resume(returning: .failure(Self.closedError())) }
+        for connection in idle { await connection.close() }
+    }
+
+    // MARK: Leasing
+
+    func acquire() async throws(PostgresError) -> PostgresConnection {
+        let immediate = state.withLock { state in Self.takeWithoutWaiting(&state) }
+        let grant: Result<Grant, PostgresError>
+        if let immediate {
+            grant = immediate
+        } else {
+            grant = await waitForGrant()
+        }
+        switch try grant.get() {
+        case .connection(let connection): return connection
+        case .openSlot: return try await open()
+        }
+    }
+
+    private static func takeWithoutWaiting(_ state: inout State) -> Result<Grant, PostgresError>? {
+        if state.closed { return .failure(closedError()) }
+        if let connection = state.idle.popLast() { return .success(.connection(connection)) }
+        return nil
+    }
+
+    private func waitForGrant() async -> Result<Grant, PostgresError> {
+        let id = state.withLock { state in
+            state.nextWaiterID += 1
+            return state.nextWaiterID
+        }
+        let poolSize = max(1, configuration.poolSize)
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation { continuation in
+                let decided: Result<Grant, PostgresError>? = state.withLock { state in
+                    if let taken = Self.takeWithoutWaiting(&state) { return taken }
+                    if state.opened < poolSize {
+                        state.opened += 1
+                        return .success(.openSlot)
+                    }
+                    // The cancellation handler may already have run and found nothing to remove.
+                    if Task.isCancelled {
+                        return .failure(PostgresError(kind: .cancelled, message: "cancelled while waiting for a connection"))
+                    }
+                    state.waiters.append(Waiter(id: id, continuation: continuation))
+                    return nil
+                }
+                if let decided { continuation.resume(returning: decided) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> Waiter? in
+                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiters.remove(at: index)
+            }
+            waiter?.continuation.resume(
+                returning: .failure(PostgresError(kind: .cancelled, message: "cancelled while waiting for a connection")))
+        }
+    }
+
+    private func open() async throws(PostgresError) -> PostgresConnection {
+        let connection = PostgresConnection(configuration: configuration)
+        if let error = await connection.onQueue({ $0.connect() }) {
+            giveUpSlot()
+            throw error
+        }
+        return connection
+    }
+
+    /// A slot whose connection could not be opened goes to the next waiter, who tries for itself.
+    private func giveUpSlot() {
+        let waiter = state.withLock { state -> Waiter? in
+            if !state.closed, !state.waiters.isEmpty { return state.waiters.removeFirst() }
+            state.opened -= 1
+            return nil
+        }
+        waiter?.continuation.resume(returning: .success(.openSlot))
+    }
+
+    func release(_ connection: PostgresConnection) async {
+        await connection.prepareForReuse()
+        let (waiter, closed) = state.withLock { state -> (Waiter?, Bool) in
+            if state.closed {
+                state.opened -= 1
+                return (nil, true)
+            }
+            if !state.waiters.isEmpty { return (state.waiters.removeFirst(), false) }
+            state.idle.append(connection)
+            return (nil, false)
+        }
+        if let waiter { waiter.continuation.resume(returning: .success(.connection(connection))) }
+        if closed { await connection.close() }
+    }
+
+    /// Tasks now queued for a connection.
+    var waiterCount: Int { state.withLock { $0.waiters.count } }
+
+    private static func closedError() -> PostgresError {
+        PostgresError(kind: .poolClosed, message: "the connection pool is closed")
+    }
+}
+
+/// A health probe racing its timeout: whichever ends first answers, once.
+private final class HealthCheckRace: Sendable {
+    let answer = Mutex<CheckedContinuation<Bool, Never>?>(nil)
+    let probe = Mutex<Task<Void, Never>?>(nil)
+
+    func finish(_ healthy: Bool) {
+        answer.withLock { pending in
+            pending?.resume(returning: healthy)
+            pending = nil
+        }
+    }
+}

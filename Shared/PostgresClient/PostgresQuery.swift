@@ -1,0 +1,86 @@
+/// A SQL statement whose interpolated values travel as `$n` parameters, never as SQL text.
+///
+///     let rows = try await pool.query("SELECT name FROM users WHERE app_id = \(appID) AND id = \(userID)")
+///
+/// Identifiers cannot be parameters; `\(unsafeRaw:)` pastes text into the SQL unchanged and must
+/// only ever receive trusted, program-chosen strings.
+public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomStringConvertible {
+    public var sql: String
+    public var binds: PostgresBindings
+
+    public init(stringLiteral value: String) {
+        sql = value
+        binds = PostgresBindings()
+    }
+
+    public init(stringInterpolation: StringInterpolation) {
+        sql = stringInterpolation.sql
+        binds = stringInterpolation.binds
+    }
+
+    /// SQL with explicit `$1…$n` placeholders and their values, in order.
+    public init(unsafeSQL: String, binds values: [any PostgresEncodable & Sendable] = []) {
+        sql = unsafeSQL
+        binds = PostgresBindings()
+        for value in values { binds.append(value) }
+    }
+
+    /// The SQL text only: safe to log.
+    public var description: String { sql }
+
+    public struct StringInterpolation: StringInterpolationProtocol {
+        var sql = ""
+        var binds = PostgresBindings()
+
+        public init(literalCapacity: Int, interpolationCount: Int) {
+            sql.reserveCapacity(literalCapacity + interpolationCount * 3)
+        }
+
+        public mutating func appendLiteral(_ literal: String) { sql += literal }
+
+        public mutating func appendInterpolation(_ value: some PostgresEncodable) {
+            binds.append(value)
+            sql += "$\(binds.count)"
+        }
+
+        /// `nil` is sent as a typed NULL.
+        public mutating func appendInterpolation<Value: PostgresEncodable>(_ value: Value?) {
+            if let value { binds.append(value) } else { binds.appendNull(Value.postgresType) }
+            sql += "$\(binds.count)"
+        }
+
+        /// Pastes `unsafeRaw` into the SQL text unescaped: for identifiers and keywords the program chose, never user input.
+        public mutating func appendInterpolation(unsafeRaw: String) { sql += unsafeRaw }
+    }
+}
+
+/// Parameter values already encoded in binary format, packed into one buffer.
+public struct PostgresBindings: Sendable {
+    var types: [UInt32] = []
+    var bytes: [UInt8] = []
+    var offsets: [Int] = []
+    /// Byte length of each value; -1 for NULL.
+    var lengths: [Int32] = []
+    /// Set when a value exceeds what the protocol can carry (libpq takes lengths as Int32).
+    var hasOversizedValue = false
+
+    public init() {}
+
+    public var count: Int { types.count }
+
+    public mutating func append<Value: PostgresEncodable>(_ value: Value) {
+        let start = bytes.count
+        value.encode(into: &bytes)
+        types.append(Value.postgresType.oid)
+        offsets.append(start)
+        let length = bytes.count - start
+        if length > Int(Int32.max) { hasOversizedValue = true }
+        lengths.append(Int32(truncatingIfNeeded: length))
+    }
+
+    public mutating func appendNull(_ type: PostgresDataType) {
+        types.append(type.oid)
+        offsets.append(bytes.count)
+        lengths.append(-1)
+    }
+}

@@ -1,0 +1,253 @@
+import Foundation
+@testable import PostgresClient
+import Synchronization
+import Testing
+
+private struct DeliberateFailure: Error {}
+
+@Suite struct PostgresPoolTests {
+    @Test func transactionCommitsItsWork() async throws {
+        try await withTestDatabase { database in
+            let pool = database.pool
+            _ = try await pool.query("CREATE TABLE events (n int8)")
+            let inserted = try await pool.withTransaction { connection in
+                _ = try await connection.query("INSERT INTO events VALUES (\(1)), (\(2))")
+                return try await connection.query("SELECT count(*) AS n FROM events").first!.decode("n", as: Int.self)
+            }
+            #expect(inserted == 2)
+            #expect(try await pool.query("SELECT count(*) AS n FROM events").first?.decode("n", as: Int.self) == 2)
+        }
+    }
+
+    @Test func transactionRollsBackOnThrownError() async throws {
+        try await withTestDatabase(poolSize: 1) { database in
+            let pool = database.pool
+            _ = try await pool.query("CREATE TABLE events (n int8)")
+            await #expect(throws: DeliberateFailure.self) {
+                try await pool.withTransaction { connection in
+                    _ = try await connection.query("INSERT INTO events VALUES (\(1))")
+                    throw DeliberateFailure()
+                }
+            }
+            // The single pooled connection came back outside any transaction and the insert is gone.
+            #expect(try await pool.query("SELECT count(*) AS n FROM events").first?.decode("n", as: Int.self) == 0)
+            // SAVEPOINT is refused outside a transaction block: proof that none was left open.
+            let outside = await #expect(throws: PostgresError.self) { try await pool.query("SAVEPOINT probe") }
+            #expect(outside?.sqlState == "25P01")
+        }
+    }
+
+    @Test func commitOfFailedTransactionThrows() async throws {
+        try await withTestDatabase(poolSize: 1) { database in
+            let pool = database.pool
+            _ = try await pool.query("CREATE TABLE events (n int8 PRIMARY KEY)")
+            let error = await #expect(throws: PostgresError.self) {
+                try await pool.withTransaction { connection in
+                    _ = try await connection.query("INSERT INTO events VALUES (\(1))")
+                    _ = try? await connection.query("INSERT INTO events VALUES (\(1))")  // swallowed 23505
+                }
+            }
+            #expect(error?.sqlState == "25P02")
+            #expect(try await pool.query("SELECT count(*) AS n FROM events").first?.decode("n", as: Int.self) == 0)
+        }
+    }
+
+    @Test func withConnectionRollsBackWhatTheBorrowerLeftOpen() async throws {
+        try await withTestDatabase(poolSize: 1) { database in
+            let pool = database.pool
+            _ = try await pool.query("CREATE TABLE events (n int8)")
+            try await pool.withConnection { connection in
+                _ = try await connection.query("BEGIN")
+                _ = try await connection.query("INSERT INTO events VALUES (\(1))")
+            }
+            #expect(try await pool.query("SELECT count(*) AS n FROM events").first?.decode("n", as: Int.self) == 0)
+        }
+    }
+
+    @Test func serializationFailureIsRetried() async throws {
+        try await withTestDatabase(poolSize: 2) { database in
+            let pool = database.pool
+            _ = try await pool.query("CREATE TABLE ledger (n int8)")
+            let attempts = Counter()
+            let readers = Counter()
+            // Both transactions read the table before either writes: a write-skew serializable must refuse.
+            @Sendable func appendCount() async throws {
+                let ownAttempts = Counter()
+                try await pool.withTransaction(isolation: .serializable) { connection in
+                    attempts.increment()
+                    let seen = try await connection.query("SELECT count(*) AS n FROM ledger").first!.decode("n", as: Int.self)
+                    if ownAttempts.increment() == 1 {
+                        readers.increment()
+                        let deadline = ContinuousClock.now + .seconds(10)
+                        while readers.current < 2 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+                    }
+                    _ = try await connection.query("INSERT INTO ledger VALUES (\(seen))")
+                }
+            }
+            async let a: Void = appendCount()
+            async let b: Void = appendCount()
+            _ = try await (a, b)
+            #expect(attempts.current >= 3, "one transaction should have failed with 40001 and run again")
+            let values = try await pool.query("SELECT n FROM ledger ORDER BY n").map { try $0.decode("n", as: Int.self) }
+            #expect(values == [0, 1])
+        }
+    }
+
+    @Test func serializationFailureSurfacesWhenAttemptsRunOut() async throws {
+        try await withTestDatabase(poolSize: 2) { database in
+            let pool = database.pool
+            _ = try await pool.query("CREATE TABLE ledger (n int8)")
+            let readers = Counter()
+            @Sendable func appendCount() async throws {
+                try await pool.withTransaction(isolation: .serializable, maxAttempts: 1) { connection in
+                    let seen = try await connection.query("SELECT count(*) AS n FROM ledger").first!.decode("n", as: Int.self)
+                    readers.increment()
+                    let deadline = ContinuousClock.now + .seconds(10)
+                    while readers.current < 2 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+                    _ = try await connection.query("INSERT INTO ledger VALUES (\(seen))")
+                }
+            }
+            @Sendable func failure() async -> PostgresError? {
+                do {
+                    try await appendCount()
+                    return nil
+                } catch {
+                    return error as? PostgresError
+                }
+            }
+            async let a = failure()
+            async let b = failure()
+            let failures = await [a, b].compactMap { $0 }
+            #expect(failures.count == 1)
+            #expect(failures.first?.isSerializationFailure == true)
+            #expect(failures.first?.isRetriable == true)
+        }
+    }
+
+    @Test func poolServesFiftyConcurrentQueriesWithFourConnections() async throws {
+        let applicationName = "pooltest_\(UInt32.random(in: 0...UInt32.max))"
+        try await withTestDatabase(poolSize: 4, configure: { $0.applicationName = applicationName }) { database in
+            let pool = database.pool
+            let results = try await withThrowingTaskGroup(of: (Int, Int, Int).self) { group in
+                for index in 0..<50 {
+                    group.addTask {
+                        let row = try await pool.query(
+                            """
+                            SELECT \(index) AS i, pg_sleep(0.02)::text AS slept,
+                                   (SELECT count(*) FROM pg_stat_activity WHERE application_name = \(applicationName)) AS open
+                            """
+                        ).first!
+                        return (index, try row.decode("i", as: Int.self), try row.decode("open", as: Int.self))
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(results.count == 50)
+            #expect(results.allSatisfy { $0.0 == $0.1 })
+            let mostOpen = results.map(\.2).max() ?? 0
+            #expect(mostOpen <= 4)
+            #expect(mostOpen >= 2, "queries should have overlapped on several connections")
+            let admin = PostgresPool(configuration: try TestServer.adminConfiguration())
+            let open = try await admin.query(
+                "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = \(applicationName)")
+            await admin.close()
+            #expect(try open.first?.decode("n", as: Int.self) == 4)
+        }
+    }
+
+    @Test func waitersAreServedInArrivalOrder() async throws {
+        try await withTestDatabase(poolSize: 1) { database in
+            let pool = database.pool
+            let order = Recorder()
+            let held = try await pool.acquire()
+            var tasks: [Task<Void, any Error>] = []
+            for index in 0..<5 {
+                tasks.append(Task {
+                    _ = try await pool.withConnection { _ in order.append(index) }
+                })
+                // Wait until this task is queued before starting the next, so arrival order is known.
+                while pool.waiterCount < index + 1 { try await Task.sleep(for: .milliseconds(2)) }
+            }
+            await pool.release(held)
+            for task in tasks { try await task.value }
+            #expect(order.values == [0, 1, 2, 3, 4])
+        }
+    }
+
+    @Test func statementTimeoutSurfaces57014() async throws {
+        try await withTestDatabase(poolSize: 1, configure: { $0.statementTimeoutMilliseconds = 200 }) { database in
+            let error = await #expect(throws: PostgresError.self) {
+                try await database.pool.query("SELECT pg_sleep(5)")
+            }
+            #expect(error?.sqlState == "57014")
+            #expect(error?.isQueryCanceled == true)
+            #expect(error?.isConnectionFailure == false)
+            let row = try await database.pool.query("SELECT current_setting('statement_timeout') AS t").first
+            #expect(try row?.decode("t", as: String.self) == "200ms")
+        }
+    }
+
+    @Test func cancellingTheTaskCancelsTheStatement() async throws {
+        try await withTestDatabase(poolSize: 1, configure: { $0.statementTimeoutMilliseconds = 0 }) { database in
+            let pool = database.pool
+            let sleeper = Task { try await pool.query("SELECT pg_sleep(60)") }
+            // Cancel once the statement is running on the server.
+            let deadline = ContinuousClock.now + .seconds(20)
+            let admin = PostgresPool(configuration: try TestServer.adminConfiguration())
+            while ContinuousClock.now < deadline {
+                let running = try await admin.query(
+                    "SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(60)' AND datname = \(database.configuration.database)")
+                if try running.first!.decode("n", as: Int.self) == 1 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            await admin.close()
+            sleeper.cancel()
+            let result = await sleeper.result
+            guard case .failure(let error as PostgresError) = result else {
+                Issue.record("expected a cancelled statement, got \(result)")
+                return
+            }
+            #expect(error.sqlState == "57014")
+            #expect(try await pool.query("SELECT 2::int4 AS two").first?.decode("two", as: Int.self) == 2)
+        }
+    }
+
+    @Test func unreachableServerFailsAsConnectionFailure() async throws {
+        var configuration = PostgresConfiguration(host: "127.0.0.1", port: 1, user: "postgres", database: "postgres")
+        configuration.connectTimeoutSeconds = 2
+        let pool = PostgresPool(configuration: configuration)
+        let error = await #expect(throws: PostgresError.self) { try await pool.query("SELECT 1") }
+        #expect(error?.kind == .connection)
+        #expect(error?.isConnectionFailure == true)
+        #expect(error?.isRetriable == true)
+        #expect(await pool.isHealthy() == false)
+        await pool.close()
+        let closed = await #expect(throws: PostgresError.self) { try await pool.query("SELECT 1") }
+        #expect(closed?.kind == .poolClosed)
+    }
+
+    @Test func healthCheckAnswersForALiveServer() async throws {
+        try await withTestDatabase(poolSize: 1) { database in
+            #expect(await database.pool.isHealthy())
+        }
+    }
+
+    @Test func waitingTaskCanBeCancelled() async throws {
+        try await withTestDatabase(poolSize: 1) { database in
+            let pool = database.pool
+            let held = try await pool.acquire()
+            let waiter = Task { try await pool.query("SELECT 1") }
+            while pool.waiterCount < 1 { try await Task.sleep(for: .milliseconds(2)) }
+            waiter.cancel()
+            let result = await waiter.result
+            guard case .failure(let error as PostgresError) = result else {
+                Issue.record("expected cancellation, got \(result)")
+                return
+            }
+            #expect(error.kind == .cancelled)
+            #expect(pool.waiterCount == 0)
+            await pool.release(held)
+            #expect(try await pool.query("SELECT 1::int4 AS one").first?.decode("one", as: Int.self) == 1)
+        }
+    }
+}
