@@ -150,7 +150,7 @@ public struct HTTPResponse: Sendable {
         self.body = body
     }
 
-    /// JSON with `Content-Type: application/json`, ISO-8601 dates and unescaped slashes.
+    /// JSON with `Content-Type: application/json` (unless `headers` name another), ISO-8601 dates and unescaped slashes.
     public static func json<T: Encodable>(_ value: T, status: Int = 200, headers: [(String, String)] = []) -> HTTPResponse {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
@@ -158,7 +158,9 @@ public struct HTTPResponse: Sendable {
         guard let data = try? encoder.encode(value) else {
             return HTTPError.internalError.response
         }
-        return HTTPResponse(status: status, headers: [("Content-Type", "application/json")] + headers, body: .bytes(Array(data)))
+        let hasContentType = headers.contains { asciiCaseInsensitiveEquals($0.0, "Content-Type") }
+        return HTTPResponse(status: status, headers: (hasContentType ? [] : [("Content-Type", "application/json")]) + headers,
+                            body: .bytes(Array(data)))
     }
 
     public static func text(_ text: String, status: Int = 200, contentType: String = "text/plain; charset=utf-8") -> HTTPResponse {

@@ -68,6 +68,11 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// Version of the libmicrohttpd the process runs with.
+    public static var libraryVersion: String {
+        MHD_get_version().map { String(cString: $0) } ?? "unknown"
+    }
+
     /// The bound port (the ephemeral one when configured with 0); 0 before `start()`.
     public var port: Int { boundPort.load(ordering: .acquiring) }
 

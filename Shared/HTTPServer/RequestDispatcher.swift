@@ -183,11 +183,12 @@ final class RequestDispatcher: Sendable {
                 MHD_create_response_from_buffer(raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), .RESPMEM_MUST_COPY)
             }
         case .stream(let stream):
+            // Unknown size: the daemon sends it chunked (HTTP/1.1) and releases the pump when done.
             let pump = ResponseStreamPump(connection: context.connection, registry: streams)
-            handle = MHD_create_response_from_callback(
-                UInt64.max, 32 << 10, streamPumpRead, Unmanaged.passRetained(pump).toOpaque(), streamPumpRelease)
+            let retained = Unmanaged.passRetained(pump)
+            handle = MHD_create_response_from_callback(UInt64.max, 32 << 10, streamPumpRead, retained.toOpaque(), streamPumpRelease)
             if handle == nil {
-                Unmanaged.passUnretained(pump).release()
+                retained.release()
                 pump.released()
             } else {
                 pump.start(stream)
