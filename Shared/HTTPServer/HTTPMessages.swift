@@ -187,4 +187,13 @@ public struct HTTPRequestRecord: Sendable {
     public var duration: Duration
     public var requestId: String
     public var remoteAddress: String
+
+    public init(method: String, routeTemplate: String, status: Int, duration: Duration, requestId: String, remoteAddress: String) {
+        self.method = method
+        self.routeTemplate = routeTemplate
+        self.status = status
+        self.duration = duration
+        self.requestId = requestId
+        self.remoteAddress = remoteAddress
+    }
 }

@@ -49,7 +49,14 @@ final class RequestDispatcher: Sendable {
     /// Requests whose headers arrived and whose completion was not reported yet.
     let openRequests = Atomic<Int>(0)
     let streams = StreamRegistry()
-    private let waitingOnHandlers = Mutex<[ObjectIdentifier: RequestContext]>([:])
+    private let suspended = Mutex(SuspendedRequests())
+
+    /// Requests whose connection is suspended while their handler runs. Once `stopping` is set no
+    /// connection is suspended any more: the daemon must never be stopped with one suspended.
+    private struct SuspendedRequests {
+        var stopping = false
+        var contexts: [ObjectIdentifier: RequestContext] = [:]
+    }
 
     init(router: Router, configuration: HTTPServerConfiguration, onRequest: (@Sendable (HTTPRequestRecord) -> Void)?) {
         self.router = router
@@ -81,6 +88,9 @@ final class RequestDispatcher: Sendable {
     }
 
     func afterHeaders(_ context: RequestContext) -> MHD_Result {
+        if suspended.withLock({ $0.stopping }) {
+            return queue(Self.stoppingResponse, for: context)
+        }
         switch router.lookup(method: context.request.method, path: context.request.path) {
         case .notFound:
             return queue(HTTPError.notFound().response, for: context)
@@ -119,25 +129,29 @@ final class RequestDispatcher: Sendable {
                 uploadDataSize.pointee = 0
                 return .YES
             }
-            dispatch(context)
-            return .YES
+            return dispatch(context)
         case .handling:
             let response = context.handoff.withLock { $0.response.take() }
             guard let response else { return .YES }
-            waitingOnHandlers.withLock { $0[ObjectIdentifier(context)] = nil }
+            suspended.withLock { $0.contexts[ObjectIdentifier(context)] = nil }
             return queue(response, for: context)
         case .responded:
             return .YES
         }
     }
 
-    private func dispatch(_ context: RequestContext) {
-        guard let handler = context.handler else { return }
+    private func dispatch(_ context: RequestContext) -> MHD_Result {
+        guard let handler = context.handler else { return .NO }
+        let admitted = suspended.withLock { suspended -> Bool in
+            guard !suspended.stopping else { return false }
+            suspended.contexts[ObjectIdentifier(context)] = context
+            return true
+        }
+        guard admitted else { return queue(Self.stoppingResponse, for: context) }
         context.phase = .handling
         let request = context.request
         context.request.body = []
         context.handoff.withLock { $0.waiting = true }
-        waitingOnHandlers.withLock { $0[ObjectIdentifier(context)] = context }
         MHD_suspend_connection(context.connection)
         let task = Task { [self] in
             let response: HTTPResponse
@@ -153,6 +167,7 @@ final class RequestDispatcher: Sendable {
         context.handoff.withLock { handoff in
             if handoff.waiting { handoff.task = task }
         }
+        return .YES
     }
 
     /// Hands a response to a suspended connection; ignored when the connection was already answered
@@ -217,7 +232,7 @@ final class RequestDispatcher: Sendable {
             return handoff.task
         }
         task?.cancel()
-        waitingOnHandlers.withLock { $0[ObjectIdentifier(context)] = nil }
+        suspended.withLock { $0.contexts[ObjectIdentifier(context)] = nil }
         openRequests.subtract(1, ordering: .relaxed)
         guard let onRequest else { return }
         let status = context.status ?? (context.abortedOversized ? 413 : 499)
@@ -227,11 +242,15 @@ final class RequestDispatcher: Sendable {
             remoteAddress: context.request.remoteAddress))
     }
 
-    /// Answers every request still waiting on its handler with 503 and ends every stream, so that no
-    /// connection stays suspended (the daemon must not be stopped with suspended connections).
+    /// Answers every request still waiting on its handler with 503, ends every stream, and from now on
+    /// answers new requests with 503 at once, so that no connection stays or becomes suspended
+    /// (the daemon must not be stopped with suspended connections).
     func abandonAll() {
-        let waiting = waitingOnHandlers.withLock { Array($0.values) }
-        let unavailable = HTTPError.serviceUnavailable("Server is shutting down").response
+        let waiting = suspended.withLock { suspended in
+            suspended.stopping = true
+            return Array(suspended.contexts.values)
+        }
+        let unavailable = Self.stoppingResponse
         for context in waiting {
             let (resume, task) = context.handoff.withLock { handoff -> (Bool, Task<Void, Never>?) in
                 guard handoff.waiting else { return (false, nil) }
@@ -243,9 +262,13 @@ final class RequestDispatcher: Sendable {
             task?.cancel()
             if resume { MHD_resume_connection(context.connection) }
         }
-        for pump in streams.all {
+        for pump in streams.stopAll() {
             pump.fail()
         }
+    }
+
+    private static var stoppingResponse: HTTPResponse {
+        HTTPError.serviceUnavailable("Server is shutting down").response
     }
 
     /// Ends streams whose client hung up while the stream was idle.

@@ -40,7 +40,9 @@ final class ResponseStreamPump: @unchecked Sendable {
         self.connection = connection
         self.socket = cmhd_connection_fd(connection)
         self.registry = registry
-        registry.insert(self)
+        if !registry.insert(self) {
+            state.withLock { $0.failed = true }  // the server is stopping: end at once, never suspend
+        }
     }
 
     func start(_ stream: AsyncStream<[UInt8]>) {
@@ -204,17 +206,30 @@ func streamPumpRelease(_ context: UnsafeMutableRawPointer?) {
 
 /// The streams a server is currently sending, for the hang-up sweep and for shutdown.
 final class StreamRegistry: Sendable {
-    private let pumps = Mutex<[ObjectIdentifier: ResponseStreamPump]>([:])
+    private let state = Mutex<(stopping: Bool, pumps: [ObjectIdentifier: ResponseStreamPump])>((false, [:]))
 
-    func insert(_ pump: ResponseStreamPump) {
-        pumps.withLock { $0[ObjectIdentifier(pump)] = pump }
+    /// False once the server is stopping.
+    func insert(_ pump: ResponseStreamPump) -> Bool {
+        state.withLock { state in
+            guard !state.stopping else { return false }
+            state.pumps[ObjectIdentifier(pump)] = pump
+            return true
+        }
     }
 
     func remove(_ pump: ResponseStreamPump) {
-        pumps.withLock { $0[ObjectIdentifier(pump)] = nil }
+        _ = state.withLock { $0.pumps.removeValue(forKey: ObjectIdentifier(pump)) }
     }
 
     var all: [ResponseStreamPump] {
-        pumps.withLock { Array($0.values) }
+        state.withLock { Array($0.pumps.values) }
+    }
+
+    /// Refuses new streams and returns the current ones.
+    func stopAll() -> [ResponseStreamPump] {
+        state.withLock { state in
+            state.stopping = true
+            return Array(state.pumps.values)
+        }
     }
 }

@@ -122,4 +122,28 @@ import Testing
         #expect(try decodeError(answer.body).code == "SERVICE_UNAVAILABLE")
         never.open()
     }
+
+    @Test func droppingARunningServerAnswersInFlightRequestsAndStops() async throws {
+        let entered = Gate()
+        let never = Gate()
+        var server: HTTPServer? = try startServer { router in
+            router.add("GET", "/stuck") { _ in
+                entered.open()
+                await never.wait()
+                return .text("too late")
+            }
+        }
+        let port = try #require(server?.port)
+        async let response = onOwnThread { () -> RawResponse in
+            let connection = try RawConnection(port: port, receiveTimeout: 30)
+            try connection.send("GET /stuck HTTP/1.1\r\nHost: test\r\n\r\n")
+            return try connection.readResponse()
+        }
+        await entered.wait()
+        server = nil
+        let answer = try await response
+        #expect(answer.status == 503)
+        #expect(!canConnect(port: port))
+        never.open()
+    }
 }
