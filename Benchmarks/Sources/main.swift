@@ -3,12 +3,15 @@ import Foundation
 
 let benchmarks: [(name: String, summary: String, run: ([String]) async throws -> Void)] = [
     ("kafka", "request→reply round trip through the broker", runKafkaBenchmark),
+    ("postgres", "pool point-select throughput vs pgbench; streaming a large result", runPostgresBenchmark),
+    ("http", "trivial JSON route driven by wrk at 1, 64 and 1000 connections", runHTTPBenchmark),
     ("e2e", "face login over HTTP through the whole stack, 1 and 2 matcher replicas; requests in flight", runEndToEndBenchmark),
     ("accuracy", "rank-1 and FNIR/FPIR on a folder identity/image.jpg (not part of all)", runAccuracyTool),
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let selected = arguments.first ?? "help"
+do {
 if selected == "all" {
     for benchmark in benchmarks where benchmark.name != "accuracy" {
         print("== \(benchmark.name)")
@@ -19,4 +22,8 @@ if selected == "all" {
 } else {
     print("usage: facegate-bench <benchmark> [options] | all")
     for benchmark in benchmarks { print("  \(benchmark.name.padding(toLength: 10, withPad: " ", startingAt: 0)) \(benchmark.summary)") }
+}
+} catch {
+    FileHandle.standardError.write(Data("facegate-bench: \(error)\n".utf8))
+    exit(1)
 }

@@ -67,14 +67,17 @@ import Testing
     @Test func theServiceRoleCannotChangeTheAuditTrail() async throws {
         let database = try await TestDatabase.create()
         do {
-            let failure: PostgresError? = try await database.pool.withTransaction { connection in
+            let failure: PostgresError? = try await database.pool.withConnection { connection in
+                _ = try await connection.query("BEGIN")
                 _ = try await connection.query("SET LOCAL ROLE facegate_service")
+                var refused: PostgresError?
                 do {
                     _ = try await connection.query("UPDATE transactions SET outcome = 'X'")
-                    return nil
                 } catch let error as PostgresError {
-                    return error
+                    refused = error
                 }
+                _ = try await connection.query("ROLLBACK")
+                return refused
             }
             #expect(failure?.sqlState == "42501")
         } catch {

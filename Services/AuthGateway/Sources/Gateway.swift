@@ -143,7 +143,7 @@ final class PublicHTTPService: Service {
         http.maxBodyBytes = configuration.maxBodyBytes
         http.threadCount = configuration.httpThreads
         http.maxConnections = configuration.httpMaxConnections
-        http.perIPConnectionLimit = configuration.httpPerIPLimit
+        http.perIPConnectionLimit = configuration.httpPerIPLimit == 0 ? configuration.httpMaxConnections : configuration.httpPerIPLimit
         let requests = runtime.metrics.counter("facegate_http_requests_total", help: "HTTP requests by route template and status")
         let seconds = runtime.metrics.histogram("facegate_http_request_seconds", help: "HTTP request time by route template")
         let logger = runtime.logger
