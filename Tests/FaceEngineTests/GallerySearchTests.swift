@@ -291,7 +291,11 @@ func makeGallery(_ templates: [Template], storage: GalleryStorage = .float32, ke
         DispatchQueue.concurrentPerform(iterations: 4) { worker in
             if worker == 0 {
                 var rng = SplitMix64(seed: 1)
-                for _ in 0..<4000 {
+                // Writes overlap the whole read phase: at least 4000 of them, and on until the
+                // readers have searched 600 times (bounded either way).
+                var writes = 0
+                while writes < 1_000_000 && (writes < 4000 || searches.load(ordering: .relaxed) < 600) {
+                    writes += 1
                     let t = pool.randomElement(using: &rng)!
                     switch Int.random(in: 0..<10, using: &rng) {
                     case 0..<5: gallery.upsert(templateId: t.id, userId: t.user, embedding: t.vector)
@@ -303,8 +307,7 @@ func makeGallery(_ templates: [Template], storage: GalleryStorage = .float32, ke
                 return
             }
             var i = worker
-            // Readers keep searching until the writer has finished (and at least 200 times).
-            while !writerDone.load(ordering: .acquiring) || i < 200 {
+            while !writerDone.load(ordering: .acquiring) {
                 let q = queries[i % queries.count]
                 let results = i % 5 == 0 ? gallery.search(batch: [q, queries[(i + 1) % queries.count]], k: 4)[0] : gallery.search(q, k: 4)
                 for m in results {
@@ -323,7 +326,7 @@ func makeGallery(_ templates: [Template], storage: GalleryStorage = .float32, ke
                 i += 3
             }
         }
-        #expect(searches.load(ordering: .relaxed) >= 400)
+        #expect(searches.load(ordering: .relaxed) >= 600)
         #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0.prefix(5) })")
         let survivors = pool.filter { gallery.search($0.vector, k: 1).first?.templateId == $0.id }
         #expect(survivors.count == gallery.count, "every stored template is still reachable by its own vector")
