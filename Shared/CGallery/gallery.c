@@ -637,9 +637,10 @@ static scan_path choose_path(const cg_gallery *g, int batch) {
     case CG_KERNEL_SIMD: return simd ? PATH_SIMD : PATH_SCALAR;
     case CG_KERNEL_AUTO:
     default:
-        // Measured here (Benchmarks/RESULTS.md): the fused single-thread AVX2
-        // scan beats sgemv for one query; sgemm wins for float32 batches.
-        if (batch && g->storage == CG_STORAGE_FLOAT32) return PATH_BLAS;
+        // Measured here (Benchmarks/RESULTS.md): the single-thread AVX2 scans
+        // beat OpenBLAS sgemv for one query and sgemm for a batch of 16, and
+        // they keep OpenBLAS's thread pool out of concurrent searches.
+        (void)batch;
         return simd ? PATH_SIMD : PATH_SCALAR;
     }
 }
@@ -779,6 +780,12 @@ int cg_search_batch(cg_gallery *g, const float *Q, int nq, int k, cg_match *out)
         }
 #if defined(CG_X86)
         else if (path == PATH_SIMD) {
+            // The block is computed for a while: fetch the next one meanwhile.
+            if (first + block < n) {
+                const char *next = (const char *)(g->codes + (size_t)(first + block) * g->row_bytes);
+                size_t bytes = (size_t)(n - first - block < block ? n - first - block : block) * g->row_bytes;
+                for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
+            }
             const float *X = (const float *)(g->codes + (size_t)first * g->row_bytes);
             if (g->storage != CG_STORAGE_FLOAT32) {
                 decode_block_simd(g, first, rows, decoded);
