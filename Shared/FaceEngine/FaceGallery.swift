@@ -35,7 +35,7 @@ public struct GalleryMatch: Sendable, Equatable {
 ///
 /// Thread safety: the C store holds a reader-writer lock that prefers writers.
 /// Any number of searches run at once; an upsert or removal waits for the
-/// searches in flight (one scan: ~5 ms per 100k float32 templates here) and
+/// searches in flight (one float32 scan measured 3.5–4.5 ms at 100k, 56 ms at 1M) and
 /// holds new ones back only for a row copy. Copy-on-write snapshots were not
 /// chosen: each write would copy the whole gallery (512 MB at 1M float32).
 ///
