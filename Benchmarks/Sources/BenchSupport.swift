@@ -16,7 +16,16 @@ enum Bench {
             .split(separator: ":", maxSplits: 1).last?.trimmingCharacters(in: .whitespaces) ?? "unknown CPU"
         let memory = (try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8))?.split(separator: "\n").first?
             .split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Double($0) }.map { String(format: "%.0f GiB", $0 / 1_048_576) } ?? "?"
-        return "\(model), \(ProcessInfo.processInfo.activeProcessorCount) cores, \(memory) RAM, Linux"
+        var system = utsname()
+        uname(&system)
+        let architecture = withUnsafeBytes(of: &system.machine) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return "\(architecture), \(ProcessInfo.processInfo.activeProcessorCount) cores (nproc), \(model), \(memory) RAM"
+    }
+
+    /// The 1, 5 and 15 minute load averages: the machine is shared, so figures need this context.
+    static func loadAverage() -> String {
+        let text = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? ""
+        return text.split(separator: " ").prefix(3).joined(separator: " ")
     }
 
     static func percentile(_ sorted: [Double], _ p: Double) -> Double {

@@ -19,12 +19,12 @@ func runHTTPBenchmark(arguments: [String]) async throws {
         case "--connections": connectionCounts = value.split(separator: ",").compactMap { Int($0) }
         case "--threads": threadCount = Int(value) ?? threadCount
         case "--results": resultsPath = value
-        default: throw BenchmarkError("unknown argument \(arguments[index])")
+        default: throw BenchError("unknown argument \(arguments[index])")
         }
         index += 2
     }
     guard let wrk = ["/usr/bin/wrk", "/usr/local/bin/wrk"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-        throw BenchmarkError("wrk not found; install it with `apt-get install wrk`")
+        throw BenchError("wrk not found; install it with `apt-get install wrk`")
     }
 
     struct Pong: Encodable {
@@ -44,7 +44,7 @@ func runHTTPBenchmark(arguments: [String]) async throws {
 
     var rows: [String] = []
     let threadsIdle = processThreadCount()
-    let loadBefore = loadAverage()
+    let loadBefore = Bench.loadAverage()
     for connections in connectionCounts {
         let wrkThreads = min(2, connections)
         let sampler = ThreadSampler()
@@ -57,8 +57,8 @@ func runHTTPBenchmark(arguments: [String]) async throws {
     }
     await server.shutdown(gracePeriod: .seconds(2))
 
-    let loadAfter = loadAverage()
-    let machine = try await machineDescription()
+    let loadAfter = Bench.loadAverage()
+    let machine = Bench.machine()
     let date = ISO8601DateFormatter().string(from: Date())
     var section = """
 
@@ -78,11 +78,6 @@ func runHTTPBenchmark(arguments: [String]) async throws {
     let existing = (try? String(contentsOfFile: resultsPath, encoding: .utf8)) ?? "# FaceGate benchmark results\n"
     try (existing + section).write(toFile: resultsPath, atomically: true, encoding: .utf8)
     print("appended to \(resultsPath)")
-}
-
-struct BenchmarkError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// The figures wrk prints with `--latency`.
@@ -160,15 +155,3 @@ private func runProcess(_ path: String, _ arguments: [String]) async throws -> S
     }
 }
 
-private func loadAverage() -> String {
-    ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").first.map(String.init) ?? "?"
-}
-
-private func machineDescription() async throws -> String {
-    let arch = try await runProcess("/usr/bin/uname", ["-m"]).trimmingCharacters(in: .whitespacesAndNewlines)
-    let cores = try await runProcess("/usr/bin/nproc", []).trimmingCharacters(in: .whitespacesAndNewlines)
-    let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-    let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
-        .map { $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "?" } ?? "?"
-    return "\(arch), \(cores) cores, \(model)"
-}

@@ -10,7 +10,7 @@ import Synchronization
 // partition. Measures sequential and concurrent latency, plus the bare produce→delivery-report time.
 func runKafkaBenchmark(arguments: [String]) async throws {
     let options = try KafkaBenchmarkOptions(arguments)
-    let loadBefore = loadAverage()
+    let loadBefore = Bench.loadAverage()
     var configuration = KafkaConfiguration(brokers: options.brokers, clientId: "facegate-bench")
     configuration.properties = options.properties
     configuration.logHandler = { event in
@@ -225,7 +225,7 @@ private func appendKafkaResults(
     formatter.formatOptions = [.withInternetDateTime]
     var block = """
 
-        ### \(formatter.string(from: Date())) — \(machineDescription())
+        ### \(formatter.string(from: Date())) — \(Bench.machine())
         librdkafka \(KafkaLibrary.version) at run time; broker \(options.brokers) (tansu, in-memory, same machine); \
         payload \(options.payloadBytes) B; load average before the run \(loadBefore); requester: KafkaRequester (one reply partition, assign at end), \
         responder: KafkaConsumer + KafkaProducer echo thread; defaults: fetch.wait.max.ms=5, linger.ms=0, \
@@ -250,20 +250,3 @@ private func appendKafkaResults(
     try text.write(toFile: path, atomically: true, encoding: .utf8)
 }
 
-private func machineDescription() -> String {
-    var system = utsname()
-    uname(&system)
-    let machine = withUnsafeBytes(of: &system.machine) { raw in
-        String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-    }
-    let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-    let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }
-        .map { $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "" } ?? "unknown CPU"
-    return "\(machine), \(ProcessInfo.processInfo.activeProcessorCount) cores (nproc), \(model)"
-}
-
-/// The 1, 5 and 15 minute load averages: the machine is shared, so figures need this context.
-private func loadAverage() -> String {
-    let text = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? ""
-    return text.split(separator: " ").prefix(3).joined(separator: " ")
-}

@@ -323,7 +323,7 @@ struct PostgresBenchmarkReport {
     func markdown() -> String {
         var lines = [
             "## PostgresClient (postgres) — \(ISO8601DateFormatter().string(from: Date()))", "",
-            "Machine: \(machineDescription()). Server: the dev PostgreSQL 15 on the same machine (TCP, 127.0.0.1).",
+            "Machine: \(Bench.machine()). Server: the dev PostgreSQL 15 on the same machine (TCP, 127.0.0.1).",
             "Statement: `SELECT abalance FROM pgbench_accounts WHERE aid = $1`, random aid, pgbench scale \(options.scale) "
                 + "(\(options.scale * 100_000) rows), \(options.seconds) s per run; pool of 8 connections.", "",
             "| client | concurrency | queries/s | p50 ms | p99 ms | vs pgbench -M extended |",
@@ -355,16 +355,6 @@ struct PostgresBenchmarkReport {
         String(format: "| %@ | %@ | %.0f | %.3f | %.3f | %@ |", client, concurrency, result.perSecond,
                result.p50Milliseconds, result.p99Milliseconds, ratio)
     }
-}
-
-func machineDescription() -> String {
-    var name = utsname()
-    uname(&name)
-    let machine = withUnsafeBytes(of: &name.machine) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-    let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
-        .split(separator: "\n").first { $0.hasPrefix("model name") }?
-        .split(separator: ":", maxSplits: 1).last?.trimmingCharacters(in: .whitespaces) ?? "unknown CPU"
-    return "\(machine), \(ProcessInfo.processInfo.activeProcessorCount) cores (nproc), \(cpu)"
 }
 
 private func appendResults(_ markdown: String, to path: String) throws {
