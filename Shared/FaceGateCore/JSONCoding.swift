@@ -52,3 +52,8 @@ public enum RFC3339 {
         return try? Date(text, strategy: .iso8601)
     }
 }
+
+extension UUID {
+    /// The form FaceGate puts on the wire and in tokens: lowercase, as RFC 9562 recommends.
+    public var wire: String { uuidString.lowercased() }
+}

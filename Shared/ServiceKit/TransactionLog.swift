@@ -62,10 +62,10 @@ public struct TransactionLog: Sendable {
     }
 
     public struct Verification: Sendable, Codable {
-        public var appId: UUID
+        public var appId: String
         public var ok: Bool
         public var checked: Int
-        public var firstBrokenTransactionId: UUID?
+        public var firstBrokenTransactionId: String?
     }
 
     /// Recomputes the app's chain in order. A changed row breaks its own hash; a deleted or reordered
@@ -102,7 +102,7 @@ public struct TransactionLog: Sendable {
                 broken = try tail?.decode("id", as: UUID.self) ?? platformAppId
             }
         }
-        return Verification(appId: appId, ok: broken == nil, checked: checked, firstBrokenTransactionId: broken)
+        return Verification(appId: appId.wire, ok: broken == nil, checked: checked, firstBrokenTransactionId: broken?.wire)
     }
 }
 

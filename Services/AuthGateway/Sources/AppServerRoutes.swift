@@ -6,14 +6,13 @@ import JWT
 /// App server API (HTTP Basic appId:appSecret): access tokens for its client apps, and the exchange of
 /// a client's identity token for the verified user.
 extension GatewayContext {
-    func registerAppServerRoutes(on router: Router) {
+    func registerAppServerRoutes(on router: APIRoutes) {
         router.add("POST", "/v1/access-tokens", maxBodyBytes: 4096) { [self] request in try await issueAccessToken(request) }
         router.add("POST", "/v1/identity/exchange", maxBodyBytes: 8192) { [self] request in try await exchangeIdentity(request) }
     }
 
     func issueAccessToken(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app: AppRecord
-        do { app = try await requireAppServer(request) } catch let error as APIError { throw error.http(transactionId: nil) }
+        let app = try await requireAppServer(request)
         let claims = AccessTokenClaims(issuer: configuration.issuer, appId: app.id, issuedAt: Date(), ttl: configuration.accessTokenTTL)
         struct Issued: Encodable { var accessToken: String; var tokenType = "Bearer"; var expiresIn: Int }
         return .json(Issued(accessToken: try JWT.sign(claims, type: TokenType.access, key: signingKey), expiresIn: Int(configuration.accessTokenTTL)))
@@ -22,10 +21,10 @@ extension GatewayContext {
     struct ExchangeBody: Decodable { var identityToken: String }
 
     struct Exchanged: Encodable {
-        var userId: UUID
+        var userId: String
         var employeeNumber: String
         var name: String
-        var appId: UUID
+        var appId: String
         var deviceId: String
         var method: String
         var transactionId: String
@@ -34,8 +33,7 @@ extension GatewayContext {
     /// Single use: the token id is recorded atomically; a second exchange, another app's token, an
     /// expired one or one with the wrong `typ`/`aud`/`alg` is refused.
     func exchangeIdentity(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app: AppRecord
-        do { app = try await requireAppServer(request) } catch let error as APIError { throw error.http(transactionId: nil) }
+        let app = try await requireAppServer(request)
         let body = try request.decodeJSON(ExchangeBody.self)
         return try await recorded(request, kind: "identity.exchange", appId: app.id) { draft in
             let claims: IdentityTokenClaims
@@ -58,8 +56,8 @@ extension GatewayContext {
             let rows = try await database.query("SELECT employee_number, name FROM users WHERE id = \(userId) AND app_id = \(app.id)")
             guard let row = rows.first else { throw APIError(.notFound, "the user no longer exists") }
             draft.detail = ["method": claims.method, "sourceTransactionId": claims.transactionId]
-            return .json(Exchanged(userId: userId, employeeNumber: try row.decode("employee_number"), name: try row.decode("name"),
-                                   appId: app.id, deviceId: claims.deviceId, method: claims.method, transactionId: claims.transactionId))
+            return .json(Exchanged(userId: userId.wire, employeeNumber: try row.decode("employee_number"), name: try row.decode("name"),
+                                   appId: app.id.wire, deviceId: claims.deviceId, method: claims.method, transactionId: claims.transactionId))
         }
     }
 }

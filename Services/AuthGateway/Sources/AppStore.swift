@@ -65,7 +65,7 @@ struct AppRecord: Sendable {
 
     /// The app as operators see it: never a secret.
     struct Public: Codable, Sendable {
-        var appId: UUID
+        var appId: String
         var name: String
         var modules: Modules
         var matchThreshold: Float
@@ -75,7 +75,7 @@ struct AppRecord: Sendable {
     }
 
     var publicView: Public {
-        Public(appId: id, name: name, modules: modules, matchThreshold: matchThreshold, liveness: liveness, quotas: quotas, createdAt: createdAt)
+        Public(appId: id.wire, name: name, modules: modules, matchThreshold: matchThreshold, liveness: liveness, quotas: quotas, createdAt: createdAt)
     }
 }
 

@@ -3,21 +3,22 @@ import Foundation
 import HTTPServer
 import PostgresClient
 import ServiceKit
+import Synchronization
 
 /// Auditor API: read-only search, CSV export of any size, and hash-chain verification.
 extension GatewayContext {
-    func registerAuditRoutes(on router: Router) {
+    func registerAuditRoutes(on router: APIRoutes) {
         router.add("GET", "/v1/audit/transactions") { [self] request in try await searchTransactions(request) }
         router.add("GET", "/v1/audit/transactions.csv") { [self] request in try await exportTransactions(request) }
         router.add("GET", "/v1/audit/verify") { [self] request in try await verifyChain(request) }
     }
 
     struct AuditItem: Encodable {
-        var transactionId: UUID
-        var appId: UUID
+        var transactionId: String
+        var appId: String
         var kind: String
         var outcome: String
-        var userId: UUID?
+        var userId: String?
         var deviceId: String?
         var clientIp: String?
         var score: Float?
@@ -25,11 +26,11 @@ extension GatewayContext {
         var createdAt: Date
 
         init(_ record: TransactionRecord) {
-            transactionId = record.id
-            appId = record.appId
+            transactionId = record.id.wire
+            appId = record.appId.wire
             kind = record.kind
             outcome = record.outcome
-            userId = record.userId
+            userId = record.userId?.wire
             deviceId = record.deviceId
             clientIp = record.clientIp
             score = record.score
@@ -40,8 +41,7 @@ extension GatewayContext {
         static let csvHeader = "transactionId,appId,kind,outcome,userId,deviceId,clientIp,score,latencyMs,createdAt\r\n"
 
         var csvLine: String {
-            let fields = [transactionId.uuidString.lowercased(), appId.uuidString.lowercased(), kind, outcome,
-                          userId?.uuidString.lowercased() ?? "", deviceId ?? "", clientIp ?? "", score.map { String($0) } ?? "",
+            let fields = [transactionId, appId, kind, outcome, userId ?? "", deviceId ?? "", clientIp ?? "", score.map { String($0) } ?? "",
                           String(latencyMs), RFC3339.string(from: createdAt)]
             return fields.map(Self.csvField).joined(separator: ",") + "\r\n"
         }
@@ -109,65 +109,77 @@ extension GatewayContext {
     }
 
     func searchTransactions(_ request: HTTPRequest) async throws -> HTTPResponse {
-        do {
-            let filter = try await auditFilter(request)
-            let limit = min(max(Int(request.query["limit"] ?? "") ?? 100, 1), 1000)
-            let cursor = try PageCursor.decode(request.query["cursor"])
-            let rows = try await database.query(transactionsQuery(filter, after: cursor, limit: limit + 1))
-            var items = try rows.rows.map { AuditItem(try TransactionLog.record(from: $0)) }
-            var next: String?
-            if items.count > limit {
-                items.removeLast()
-                next = PageCursor(time: items.last!.createdAt, id: items.last!.transactionId).encoded
-            }
-            struct Page: Encodable { var items: [AuditItem]; var nextCursor: String? }
-            return .json(Page(items: items, nextCursor: next))
-        } catch let error as APIError {
-            throw error.http(transactionId: nil)
+        let filter = try await auditFilter(request)
+        let limit = min(max(Int(request.query["limit"] ?? "") ?? 100, 1), 1000)
+        let cursor = try PageCursor.decode(request.query["cursor"])
+        let rows = try await database.query(transactionsQuery(filter, after: cursor, limit: limit + 1))
+        var items = try rows.rows.map { AuditItem(try TransactionLog.record(from: $0)) }
+        var next: String?
+        if items.count > limit {
+            items.removeLast()
+            next = PageCursor(time: items.last!.createdAt, id: UUID(uuidString: items.last!.transactionId)!).encoded
         }
+        struct Page: Encodable { var items: [AuditItem]; var nextCursor: String? }
+        return .json(Page(items: items, nextCursor: next))
     }
 
-    /// Streams every matching row, page by page, so an export of any size holds one page in memory.
+    /// Streams every matching row, a page at a time: the server asks for the next page only when the
+    /// client has taken the last one, so an export of any size holds about one page in memory.
     func exportTransactions(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let filter: AuditFilter
-        do { filter = try await auditFilter(request) } catch let error as APIError { throw error.http(transactionId: nil) }
-        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream()
+        let filter = try await auditFilter(request)
         let database = self.database
         let logger = self.logger
         let query = { @Sendable (cursor: PageCursor?) in self.transactionsQuery(filter, after: cursor, limit: 1000) }
-        let producer = Task {
-            continuation.yield(Array(AuditItem.csvHeader.utf8))
-            var cursor: PageCursor?
+        let pages = CSVPages()
+        let stream = AsyncStream<[UInt8]> {
+            guard let state = pages.next() else { return nil }
+            if case .header = state { return Array(AuditItem.csvHeader.utf8) }
+            guard case .after(let cursor) = state else { return nil }
             do {
-                while !Task.isCancelled {
-                    let rows = try await database.query(query(cursor))
-                    let items = try rows.rows.map { AuditItem(try TransactionLog.record(from: $0)) }
-                    guard let last = items.last else { break }
-                    continuation.yield(Array(items.map(\.csvLine).joined().utf8))
-                    if items.count < 1000 { break }
-                    cursor = PageCursor(time: last.createdAt, id: last.transactionId)
-                }
+                let rows = try await database.query(query(cursor))
+                let records = try rows.rows.map { try TransactionLog.record(from: $0) }
+                pages.advance(records.count < 1000 ? nil : records.last.map { PageCursor(time: $0.createdAt, id: $0.id) })
+                return records.isEmpty ? [] : Array(records.map { AuditItem($0).csvLine }.joined().utf8)
             } catch {
                 logger.error("CSV export stopped", ["error": "\(error)"])
+                pages.advance(nil)
+                return nil
             }
-            continuation.finish()
         }
-        continuation.onTermination = { _ in producer.cancel() }
         return HTTPResponse(status: 200, headers: [("Content-Type", "text/csv; charset=utf-8"),
                                                    ("Content-Disposition", "attachment; filename=\"transactions.csv\"")],
                             body: .stream(stream))
     }
 
     func verifyChain(_ request: HTTPRequest) async throws -> HTTPResponse {
-        do {
-            let scope = try await requireAuditor(request)
-            guard let text = request.query["appId"], let appId = UUID(uuidString: text) else {
-                throw APIError(.invalidRequest, "appId is required")
-            }
-            if let scope, !scope.contains(appId) { throw APIError(.forbidden, "this auditor key does not cover that app") }
-            return .json(try await transactions.verify(appId: appId))
-        } catch let error as APIError {
-            throw error.http(transactionId: nil)
+        let scope = try await requireAuditor(request)
+        guard let text = request.query["appId"], let appId = UUID(uuidString: text) else {
+            throw APIError(.invalidRequest, "appId is required")
         }
+        if let scope, !scope.contains(appId) { throw APIError(.forbidden, "this auditor key does not cover that app") }
+        return .json(try await transactions.verify(appId: appId))
+    }
+}
+
+/// Where a CSV export stands: the header next, a page after a cursor, or done.
+final class CSVPages: Sendable {
+    enum State { case header, after(PageCursor?), done }
+    private let state = Mutex<State>(.header)
+
+    func next() -> State? {
+        state.withLock { current in
+            switch current {
+            case .header:
+                current = .after(nil)
+                return .header
+            case .after(let cursor): return .after(cursor)
+            case .done: return nil
+            }
+        }
+    }
+
+    /// After a page: the cursor of the next one, or nil when that was the last.
+    func advance(_ cursor: PageCursor?) {
+        state.withLock { $0 = cursor.map { .after($0) } ?? .done }
     }
 }

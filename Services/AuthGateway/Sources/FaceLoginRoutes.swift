@@ -8,7 +8,7 @@ import PostgresClient
 /// Face login for client apps (Bearer access token + `X-Device-Id`): 1:N identification, device binding
 /// on first use confirmed by the employee number, then a short-lived single-use identity token.
 extension GatewayContext {
-    func registerFaceLoginRoutes(on router: Router) {
+    func registerFaceLoginRoutes(on router: APIRoutes) {
         router.add("POST", "/v1/face-login") { [self] request in try await faceLogin(request) }
         router.add("POST", "/v1/face-login/confirm", maxBodyBytes: 4096) { [self] request in try await confirmFaceLogin(request) }
     }
@@ -22,15 +22,13 @@ extension GatewayContext {
         var status = "SUCCESS"
         var identityToken: String
         var expiresIn: Int
-        var transactionId: UUID
-        var userId: UUID
+        var transactionId: String
+        var userId: String
     }
 
     func faceLogin(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app: AppRecord
-        do { app = try await requireClient(request) } catch let error as APIError { throw error.http(transactionId: nil) }
-        let device: String
-        do { device = try deviceId(request) } catch let error as APIError { throw error.http(transactionId: nil) }
+        let app = try await requireClient(request)
+        let device = try deviceId(request)
         let subject = AttemptGuard.subject(device: device)
         return try await recorded(request, kind: "face.login", appId: app.id, deviceId: device) { draft in
             try await apps.admit(app, module: .faceLogin)
@@ -64,14 +62,14 @@ extension GatewayContext {
                 draft.outcome = ErrorCode.confirmRequired.rawValue
                 struct ConfirmRequired: Encodable {
                     var status = "CONFIRM_REQUIRED"
-                    var confirmationId: UUID
-                    var transactionId: UUID
+                    var confirmationId: String
+                    var transactionId: String
                     var expiresIn: Int
                 }
-                return .json(ConfirmRequired(confirmationId: confirmationId, transactionId: draft.id, expiresIn: Int(configuration.confirmationTTL)))
+                return .json(ConfirmRequired(confirmationId: confirmationId.wire, transactionId: draft.id.wire, expiresIn: Int(configuration.confirmationTTL)))
             }
             let token = try issueIdentityToken(app: app.id, user: userId, device: device, method: "face", transaction: draft.id)
-            return .json(LoginSuccess(identityToken: token, expiresIn: Int(configuration.identityTokenTTL), transactionId: draft.id, userId: userId))
+            return .json(LoginSuccess(identityToken: token, expiresIn: Int(configuration.identityTokenTTL), transactionId: draft.id.wire, userId: userId.wire))
         }
     }
 
@@ -80,10 +78,8 @@ extension GatewayContext {
     /// Binds the device to the user the face matched, once the person types the right employee number.
     /// Five wrong numbers void the confirmation; it is single use and expires.
     func confirmFaceLogin(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app: AppRecord
-        do { app = try await requireClient(request) } catch let error as APIError { throw error.http(transactionId: nil) }
-        let device: String
-        do { device = try deviceId(request) } catch let error as APIError { throw error.http(transactionId: nil) }
+        let app = try await requireClient(request)
+        let device = try deviceId(request)
         let body = try request.decodeJSON(ConfirmBody.self)
         return try await recorded(request, kind: "face.login.confirm", appId: app.id, deviceId: device) { draft in
             try await apps.admit(app, module: .faceLogin)
@@ -127,7 +123,7 @@ extension GatewayContext {
             }
             guard claimed else { throw APIError(.confirmationInvalid, "the confirmation was already used") }
             let token = try issueIdentityToken(app: app.id, user: userId, device: device, method: "face", transaction: draft.id)
-            return .json(LoginSuccess(identityToken: token, expiresIn: Int(configuration.identityTokenTTL), transactionId: draft.id, userId: userId))
+            return .json(LoginSuccess(identityToken: token, expiresIn: Int(configuration.identityTokenTTL), transactionId: draft.id.wire, userId: userId.wire))
         }
     }
 

@@ -82,6 +82,7 @@ final class GatewayContext: Sendable {
     }
 
     func registerRoutes(on router: Router) {
+        let router = APIRoutes(router: router)
         registerOperatorRoutes(on: router)
         registerAppServerRoutes(on: router)
         registerFaceLoginRoutes(on: router)
@@ -127,6 +128,21 @@ final class GatewayContext: Sendable {
             merged = owner
         }
         return merged
+    }
+}
+
+/// Registers handlers that may throw `APIError`, turning it into the wire's error envelope.
+struct APIRoutes {
+    let router: Router
+
+    func add(_ method: String, _ pattern: String, maxBodyBytes: Int? = nil, _ handler: @escaping HTTPHandler) {
+        router.add(method, pattern, maxBodyBytes: maxBodyBytes) { request in
+            do {
+                return try await handler(request)
+            } catch let error as APIError {
+                throw error.http(transactionId: nil)
+            }
+        }
     }
 }
 

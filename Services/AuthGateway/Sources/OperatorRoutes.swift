@@ -9,7 +9,7 @@ import ServiceKit
 /// Operator API (admin key): apps, users, face enrollment, device resets, auditor keys.
 /// Every change is a transaction on the affected app's chain (app creation on the platform chain).
 extension GatewayContext {
-    func registerOperatorRoutes(on router: Router) {
+    func registerOperatorRoutes(on router: APIRoutes) {
         router.add("POST", "/v1/apps") { [self] request in try await createApp(request) }
         router.add("GET", "/v1/apps") { [self] request in try await listApps(request) }
         router.add("GET", "/v1/apps/{appId}") { [self] request in
@@ -45,7 +45,7 @@ extension GatewayContext {
     }
 
     struct CreatedApp: Encodable {
-        var appId: UUID
+        var appId: String
         var name: String
         var appSecret: String
         var ctidKey: String
@@ -59,10 +59,10 @@ extension GatewayContext {
         try await requireAdmin(request)
         let body = try request.decodeJSON(CreateAppBody.self)
         let name = body.name.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard (1...200).contains(name.count) else { throw APIError(.invalidRequest, "name must be 1–200 characters").http(transactionId: nil) }
+        guard (1...200).contains(name.count) else { throw APIError(.invalidRequest, "name must be 1–200 characters") }
         let threshold = body.matchThreshold ?? 0.5
         guard threshold > 0.2, threshold < 0.8 else {
-            throw APIError(.invalidRequest, "matchThreshold must be between 0.2 and 0.8 (Euclidean distance; 0.5 recommended)").http(transactionId: nil)
+            throw APIError(.invalidRequest, "matchThreshold must be between 0.2 and 0.8 (Euclidean distance; 0.5 recommended)")
         }
         let appId = UUID()
         let secret = newSecret(prefix: "fgs_")
@@ -79,7 +79,7 @@ extension GatewayContext {
                         \(modules.jsonText)::jsonb, \(Double(threshold)), \(liveness.jsonText)::jsonb, \(quotas.jsonText)::jsonb)
                 """)
             draft.detail = ["appId": appId.uuidString.lowercased()]
-            return .json(CreatedApp(appId: appId, name: name, appSecret: secret, ctidKey: Data(ctidKey).base64EncodedString(), modules: modules,
+            return .json(CreatedApp(appId: appId.wire, name: name, appSecret: secret, ctidKey: Data(ctidKey).base64EncodedString(), modules: modules,
                                     matchThreshold: threshold, liveness: liveness, quotas: quotas), status: 201)
         }
     }
@@ -135,13 +135,13 @@ extension GatewayContext {
                        secret_hash = \(SHA256.hash(Array(secret.utf8))), updated_at = now()
                 WHERE id = \(app.id)
                 """)
-            struct Rotated: Encodable { var appId: UUID; var appSecret: String; var previousSecretValidForSeconds: Int }
-            return .json(Rotated(appId: app.id, appSecret: secret, previousSecretValidForSeconds: configuration.secretGraceSeconds), status: 201)
+            struct Rotated: Encodable { var appId: String; var appSecret: String; var previousSecretValidForSeconds: Int }
+            return .json(Rotated(appId: app.id.wire, appSecret: secret, previousSecretValidForSeconds: configuration.secretGraceSeconds), status: 201)
         }
     }
 
     struct UserView: Codable, Sendable {
-        var userId: UUID
+        var userId: String
         var employeeNumber: String
         var name: String
         var faces: Int
@@ -158,7 +158,7 @@ extension GatewayContext {
     }
 
     static func userView(_ row: PostgresRow) throws -> UserView {
-        UserView(userId: try row.decode("id"), employeeNumber: try row.decode("employee_number"), name: try row.decode("name"),
+        UserView(userId: try row.decode("id", as: UUID.self).wire, employeeNumber: try row.decode("employee_number"), name: try row.decode("name"),
                  faces: try row.decode("faces", as: Int.self), createdAt: try row.decode("created_at"))
     }
 
@@ -181,8 +181,8 @@ extension GatewayContext {
                 throw APIError(.conflict, "employee number \(number) already exists in this app")
             }
             draft.userId = userId
-            struct Created: Encodable { var userId: UUID; var employeeNumber: String; var name: String }
-            return .json(Created(userId: userId, employeeNumber: number, name: name), status: 201)
+            struct Created: Encodable { var userId: String; var employeeNumber: String; var name: String }
+            return .json(Created(userId: userId.wire, employeeNumber: number, name: name), status: 201)
         }
     }
 
@@ -202,7 +202,7 @@ extension GatewayContext {
         var next: String?
         if items.count > limit {
             items.removeLast()
-            next = PageCursor(time: items.last!.createdAt, id: items.last!.userId).encoded
+            next = PageCursor(time: items.last!.createdAt, id: UUID(uuidString: items.last!.userId)!).encoded
         }
         struct Page: Encodable { var items: [UserView]; var nextCursor: String? }
         return .json(Page(items: items, nextCursor: next))
@@ -264,15 +264,15 @@ extension GatewayContext {
                 throw APIError(.internalError, "the matcher did not return a template")
             }
             draft.detail = ["templateId": templateId.uuidString.lowercased()]
-            struct Enrolled: Encodable { var templateId: UUID; var quality: FaceQualityReport }
-            return .json(Enrolled(templateId: templateId, quality: quality), status: 201)
+            struct Enrolled: Encodable { var templateId: String; var quality: FaceQualityReport }
+            return .json(Enrolled(templateId: templateId.wire, quality: quality), status: 201)
         }
     }
 
     func resetDevice(_ request: HTTPRequest) async throws -> HTTPResponse {
         try await requireAdmin(request)
         let app = try await existingApp(request)
-        guard let device = request.pathParameters["deviceId"], !device.isEmpty else { throw APIError(.notFound, "no such device").http(transactionId: nil) }
+        guard let device = request.pathParameters["deviceId"], !device.isEmpty else { throw APIError(.notFound, "no such device") }
         return try await recorded(request, kind: "device.reset", appId: app.id, deviceId: device) { _ in
             _ = try await database.query("DELETE FROM attempt_counters WHERE app_id = \(app.id) AND subject = \(AttemptGuard.subject(device: device))")
             return .noContent
@@ -284,7 +284,7 @@ extension GatewayContext {
     func createAuditor(_ request: HTTPRequest) async throws -> HTTPResponse {
         try await requireAdmin(request)
         let body = try request.decodeJSON(CreateAuditorBody.self)
-        guard (1...200).contains(body.name.count) else { throw APIError(.invalidRequest, "name must be 1–200 characters").http(transactionId: nil) }
+        guard (1...200).contains(body.name.count) else { throw APIError(.invalidRequest, "name must be 1–200 characters") }
         let key = newSecret(prefix: "fga_")
         let auditorId = UUID()
         return try await recorded(request, kind: "auditor.create", appId: platformAppId) { draft in
@@ -294,8 +294,8 @@ extension GatewayContext {
                 \(SHA256.hash(Array(key.utf8))), \(appList)::uuid[])
                 """)
             draft.detail = ["auditorId": auditorId.uuidString.lowercased()]
-            struct Created: Encodable { var auditorId: UUID; var auditorKey: String; var appIds: [UUID]? }
-            return .json(Created(auditorId: auditorId, auditorKey: key, appIds: body.appIds), status: 201)
+            struct Created: Encodable { var auditorId: String; var auditorKey: String; var appIds: [String]? }
+            return .json(Created(auditorId: auditorId.wire, auditorKey: key, appIds: body.appIds?.map(\.wire)), status: 201)
         }
     }
 
@@ -327,7 +327,7 @@ struct PageCursor {
         guard let bytes = Base64URL.decode(text), let plain = String(bytes: bytes, encoding: .utf8),
               let colon = plain.firstIndex(of: ":"), let micros = Int64(plain[..<colon]),
               let id = UUID(uuidString: String(plain[plain.index(after: colon)...])) else {
-            throw APIError(.invalidRequest, "cursor is not one this API issued").http(transactionId: nil)
+            throw APIError(.invalidRequest, "cursor is not one this API issued")
         }
         return PageCursor(time: Date(timeIntervalSince1970: Double(micros) / 1_000_000), id: id)
     }

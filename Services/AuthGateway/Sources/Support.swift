@@ -71,7 +71,7 @@ extension GatewayContext {
         } catch {
             // No audit record, no answer: an unrecorded success would be a hole in the trail.
             logger.error("transaction not recorded", ["request.id": request.requestId, "error": "\(error)"])
-            throw APIError(.serviceUnavailable, "the audit trail is unavailable; try again").http(transactionId: nil)
+            throw APIError(.serviceUnavailable, "the audit trail is unavailable; try again")
         }
         if let error = failure as? APIError { throw error.http(transactionId: draft.id) }
         if let error = failure as? HTTPError {
