@@ -1,5 +1,8 @@
 import FaceEngine
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `facegate-bench face-engine [--images DIR] [--models DIR] [--peer-python PATH] [--repeat N] [--results FILE]`
 ///
@@ -7,7 +10,8 @@ import Foundation
 ///     128-D encoding; FaceEngine computes the descriptor at that same box from the same bytes.
 /// (b) Pipeline time decode → detect → align → embed per image, FaceEngine and the peer alternating in
 ///     the same run, medians of N runs after one warm-up.
-/// (c) Engine creation time and pool throughput.
+/// (c) Engine creation time, the detector's reduction size, pool throughput with OpenBLAS multi-threaded
+///     and single-threaded. (a), (b) run with OpenBLAS on one thread, like the peer's dlib (no BLAS).
 /// Figures go to stdout and replace the "FaceEngine" section of Benchmarks/RESULTS.md.
 func runFaceEngineBenchmark(arguments: [String]) async throws {
     let environment = ProcessInfo.processInfo.environment
@@ -46,6 +50,52 @@ func runFaceEngineBenchmark(arguments: [String]) async throws {
     emit("Engine creation: first \(format(firstLoad)) ms (loads all three models), second while the first is alive "
         + "\(format(secondLoad)) ms (shares the landmark models, loads its own descriptor network).")
     _ = secondEngine
+
+    // (c) pool throughput: OpenBLAS as the process found it, then on one thread
+    let cores = ProcessInfo.processInfo.activeProcessorCount
+    let pool = try FaceEnginePool(configuration: configuration, count: cores)
+    let startingThreads = blasThreads()
+    let multiThreaded = try await poolThroughput(pool, images: images)
+    setBlasThreads(1)
+    let singleThreaded = try await poolThroughput(pool, images: images)
+    emit("")
+    emit("Pool of \(cores) engines, \(4 * images.count) analyses of the test images submitted at once: "
+        + "\(String(format: "%.1f", multiThreaded)) images/s with OpenBLAS on \(startingThreads) thread(s), "
+        + "\(String(format: "%.1f", singleThreaded)) images/s with OpenBLAS on 1 thread.")
+
+    // detector reduction size
+    emit("")
+    emit("### Detection size (detectionMaxSide): HOG time summed over the \(images.count) images, faces found, box overlap with a full-resolution scan")
+    emit("")
+    emit("| detectionMaxSide | detect ms (sum of medians) | faces found | smallest IoU vs full resolution |")
+    emit("|---|---|---|---|")
+    var fullBoxes: [FaceBox?] = []
+    var fullConfiguration = configuration
+    fullConfiguration.detectionMaxSide = 4096
+    let fullEngine = try FaceEngine(configuration: fullConfiguration)
+    for image in images { fullBoxes.append(try fullEngine.analyze(image, options: .init(embeddings: false)).faces.first?.box) }
+    for side in [640, 800, 1024, 1280, 1600, 4096] {
+        var sideConfiguration = configuration
+        sideConfiguration.detectionMaxSide = side
+        let engine = try FaceEngine(configuration: sideConfiguration)
+        var detectTotal = 0.0, found = 0, smallestOverlap = 1.0
+        for (position, image) in images.enumerated() {
+            var samples: [Double] = []
+            var box: FaceBox?
+            for _ in 0..<3 {
+                let analysis = try engine.analyze(image, options: .init(embeddings: false))
+                samples.append(analysis.detectMilliseconds)
+                box = analysis.faces.first?.box
+            }
+            detectTotal += median(samples)
+            if let box {
+                found += 1
+                if let full = fullBoxes[position] { smallestOverlap = min(smallestOverlap, intersectionOverUnion(box, full)) }
+            }
+        }
+        emit("| \(side)\(side == 4096 ? " (no reduction)" : "") | \(format(detectTotal)) | \(found) of \(images.count) | "
+            + "\(String(format: "%.2f", smallestOverlap)) |")
+    }
 
     // (a) equivalence at the peer's boxes
     let peerBoxes = try runPeer(peerPython, [peerScript, "boxes"] + paths)
@@ -116,9 +166,10 @@ func runFaceEngineBenchmark(arguments: [String]) async throws {
     emit("Geometric mean of FaceEngine / peer: \(String(format: "%.2f", geometricMean(ratiosMatched))) against the "
         + "matched peer, \(String(format: "%.2f", geometricMean(ratiosDefault))) against face_recognition's default.")
 
-    // (c) pool throughput
-    let cores = ProcessInfo.processInfo.activeProcessorCount
-    let pool = try FaceEnginePool(configuration: configuration, count: cores)
+    try writeSection(report, to: resultsPath)
+}
+
+private func poolThroughput(_ pool: FaceEnginePool, images: [[UInt8]]) async throws -> Double {
     let jobs = 4 * images.count
     let start = ContinuousClock.now
     try await withThrowingTaskGroup(of: Void.self) { group in
@@ -128,12 +179,29 @@ func runFaceEngineBenchmark(arguments: [String]) async throws {
         }
         try await group.waitForAll()
     }
-    let seconds = milliseconds(since: start) / 1000
-    emit("")
-    emit("Pool of \(cores) engines: \(jobs) analyses of the test images (all run concurrently) in "
-        + "\(String(format: "%.2f", seconds)) s = \(String(format: "%.1f", Double(jobs) / seconds)) images/s.")
+    return Double(jobs) / (milliseconds(since: start) / 1000)
+}
 
-    try writeSection(report, to: resultsPath)
+private func intersectionOverUnion(_ a: FaceBox, _ b: FaceBox) -> Double {
+    let width = max(0, min(a.right, b.right) - max(a.left, b.left) + 1)
+    let height = max(0, min(a.bottom, b.bottom) - max(a.top, b.top) + 1)
+    let intersection = Double(width * height)
+    return intersection / (Double(a.width * a.height + b.width * b.height) - intersection)
+}
+
+// OpenBLAS is loaded with dlib; its thread count is process-wide and read from the environment at load
+// time, so the benchmark changes it through OpenBLAS's own entry points.
+private typealias SetThreads = @convention(c) (Int32) -> Void
+private typealias GetThreads = @convention(c) () -> Int32
+
+private func setBlasThreads(_ count: Int32) {
+    guard let symbol = dlsym(nil, "openblas_set_num_threads") else { return }
+    unsafeBitCast(symbol, to: SetThreads.self)(count)
+}
+
+private func blasThreads() -> Int32 {
+    guard let symbol = dlsym(nil, "openblas_get_num_threads") else { return 0 }
+    return unsafeBitCast(symbol, to: GetThreads.self)()
 }
 
 private struct PeerBoxes: Decodable {
@@ -240,7 +308,6 @@ private func writeSection(_ lines: [String], to path: String) throws {
     let heading = "## FaceEngine: dlib pipeline vs Python face_recognition"
     let machine = "Machine: \(shell("uname -m")), \(shell("nproc")) cores, "
         + "\(shell("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2")); "
-        + "OPENBLAS_NUM_THREADS=\(ProcessInfo.processInfo.environment["OPENBLAS_NUM_THREADS"] ?? "unset"); "
         + "load average at the end \(shell("cut -d' ' -f1-3 /proc/loadavg")); date \(shell("date -u +%Y-%m-%dT%H:%MZ")). "
         + "Release build (`swift run -c release facegate-bench face-engine`)."
     let section = ([heading, "", machine, ""] + lines).joined(separator: "\n") + "\n"

@@ -52,6 +52,8 @@ constexpr const char *kLandmarks68File = "shape_predictor_68_face_landmarks.dat"
 constexpr const char *kDescriptorFile = "dlib_face_recognition_resnet_model_v1.dat";
 constexpr unsigned long kChipSize = 150;
 constexpr double kChipPadding = 0.25;
+// Widest intermediate sampling of the face for the quality figures (see qualityLuma).
+constexpr long kQualityNativeMax = 600;
 // Nose-base protrusion in front of the eye corners divided by half the distance between the eyes,
 // for an average adult face; turns the nose's sideways offset into an angle.
 constexpr double kNoseDepthRatio = 0.7;
@@ -203,42 +205,92 @@ struct fe_engine {
 
 namespace {
 
-faceengine::FaceChip alignedChip(const RgbImage &image, const dlib::full_object_detection &shape) {
+dlib::chip_details chipGeometry(const dlib::full_object_detection &shape) {
+    return dlib::get_face_chip_details(shape, kChipSize, kChipPadding);
+}
+
+// The descriptor's input, exactly as dlib's face_recognition_model_v1 extracts it.
+faceengine::FaceChip alignedChip(const RgbImage &image, const dlib::chip_details &geometry) {
     faceengine::FaceChip chip;
-    dlib::extract_image_chip(image, dlib::get_face_chip_details(shape, kChipSize, kChipPadding), chip);
+    dlib::extract_image_chip(image, geometry, chip);
     return chip;
 }
 
-// Brightness: mean BT.601 luma. Sharpness: variance of the 4-neighbour Laplacian of that luma over the
-// chip's interior; the chip has a fixed face scale, so figures compare across photos.
-void chipQuality(const faceengine::FaceChip &chip, fe_face &face) {
-    const long rows = chip.nr(), columns = chip.nc();
-    std::vector<double> luma(static_cast<size_t>(rows * columns));
-    double total = 0;
-    for (long r = 0; r < rows; ++r)
-        for (long c = 0; c < columns; ++c) {
-            const dlib::rgb_pixel &p = chip(r, c);
-            const double y = 0.299 * p.red + 0.587 * p.green + 0.114 * p.blue;
-            luma[static_cast<size_t>(r * columns + c)] = y;
-            total += y;
+// One output sample of an area (box) resampling and the input samples it averages.
+struct AreaTap {
+    long index;
+    double weight;
+};
+
+std::vector<std::vector<AreaTap>> areaTaps(long from, long to) {
+    std::vector<std::vector<AreaTap>> taps(static_cast<size_t>(to));
+    const double scale = static_cast<double>(from) / static_cast<double>(to);
+    for (long i = 0; i < to; ++i) {
+        const double begin = i * scale, end = (i + 1) * scale;
+        for (long j = static_cast<long>(std::floor(begin)); j < from && j < end; ++j) {
+            const double overlap = std::min(end, j + 1.0) - std::max(begin, static_cast<double>(j));
+            if (overlap > 0) taps[static_cast<size_t>(i)].push_back({j, overlap / scale});
         }
-    face.brightness = rows * columns > 0 ? total / static_cast<double>(rows * columns) : 0;
+    }
+    return taps;
+}
+
+// Luma (BT.601 weights) of the aligned face at the descriptor chip's geometry, size × size.
+//
+// dlib's own 150×150 chip is sampled bilinearly from the pyramid level just above the target scale, so
+// its fine detail swings with the face's exact size (aliasing right below a 2× reduction, smoothing right
+// above it): re-encoding a photo moved one landmark by a pixel and the Laplacian variance from 1124 to 169.
+// Here the face is sampled at about two samples per source pixel (at most kQualityNativeMax wide) and
+// then area-averaged down; the same re-encodings then stay within ±10%.
+std::vector<double> qualityLuma(const RgbImage &image, const dlib::chip_details &chip, long size) {
+    const double sourcePixels = chip.rect.width() / static_cast<double>(chip.cols);
+    const long native = std::max(size, std::min<long>(kQualityNativeMax, std::lround(std::ceil(2 * size * sourcePixels))));
+    dlib::matrix<dlib::rgb_pixel> sampled;
+    dlib::extract_image_chip(image, dlib::chip_details(chip.rect, dlib::chip_dims(native, native), chip.angle), sampled);
+    std::vector<double> luma(static_cast<size_t>(native * native));
+    for (long r = 0; r < native; ++r)
+        for (long c = 0; c < native; ++c) {
+            const dlib::rgb_pixel &p = sampled(r, c);
+            luma[static_cast<size_t>(r * native + c)] = 0.299 * p.red + 0.587 * p.green + 0.114 * p.blue;
+        }
+    if (native == size) return luma;
+    const auto taps = areaTaps(native, size);
+    std::vector<double> rows(static_cast<size_t>(native * size)), result(static_cast<size_t>(size * size));
+    for (long r = 0; r < native; ++r)
+        for (long c = 0; c < size; ++c) {
+            double sum = 0;
+            for (const AreaTap &tap : taps[static_cast<size_t>(c)]) sum += tap.weight * luma[static_cast<size_t>(r * native + tap.index)];
+            rows[static_cast<size_t>(r * size + c)] = sum;
+        }
+    for (long r = 0; r < size; ++r)
+        for (long c = 0; c < size; ++c) {
+            double sum = 0;
+            for (const AreaTap &tap : taps[static_cast<size_t>(r)]) sum += tap.weight * rows[static_cast<size_t>(tap.index * size + c)];
+            result[static_cast<size_t>(r * size + c)] = sum;
+        }
+    return result;
+}
+
+// Brightness: mean luma. Sharpness: variance of the 4-neighbour Laplacian of the luma over the chip's
+// interior; the chip has a fixed face scale, so figures compare across photos.
+void chipQuality(const RgbImage &image, const dlib::chip_details &chip, fe_face &face) {
+    const long size = kChipSize;
+    const std::vector<double> luma = qualityLuma(image, chip, size);
+    double total = 0;
+    for (double y : luma) total += y;
+    face.brightness = total / static_cast<double>(luma.size());
     double sum = 0, squares = 0;
     long count = 0;
-    for (long r = 1; r + 1 < rows; ++r)
-        for (long c = 1; c + 1 < columns; ++c) {
-            const size_t i = static_cast<size_t>(r * columns + c);
-            const double laplacian = luma[i - 1] + luma[i + 1] + luma[i - columns] + luma[i + columns] - 4 * luma[i];
+    for (long r = 1; r + 1 < size; ++r)
+        for (long c = 1; c + 1 < size; ++c) {
+            const size_t i = static_cast<size_t>(r * size + c);
+            const double laplacian = luma[i - 1] + luma[i + 1] + luma[i - size] + luma[i + size] - 4 * luma[i];
             sum += laplacian;
             squares += laplacian * laplacian;
             ++count;
         }
-    if (count == 0) {
-        face.sharpness = 0;
-        return;
-    }
-    const double mean = sum / count;
-    face.sharpness = std::max(0.0, squares / count - mean * mean);
+    const double mean = sum / static_cast<double>(count);
+    face.sharpness = std::max(0.0, squares / static_cast<double>(count) - mean * mean);
 }
 
 // dlib's 5-point order: parts 0–1 are the corners of the eye on the image's right, 2–3 those of the
@@ -347,9 +399,9 @@ int32_t fe_engine_analyze(fe_engine *engine, const uint8_t *data, size_t size, c
             const dlib::full_object_detection shape = (*engine->landmarks5)(image, box);
             copyPoints(shape, face.landmarks5, 5);
             face.yaw = yawDegrees(shape);
-            faceengine::FaceChip chip = alignedChip(image, shape);
-            chipQuality(chip, face);
-            if (i < detailed && options->embeddings) chips.push_back(std::move(chip));
+            const dlib::chip_details geometry = chipGeometry(shape);
+            chipQuality(image, geometry, face);
+            if (i < detailed && options->embeddings) chips.push_back(alignedChip(image, geometry));
             if (i < detailed && options->landmarks68) {
                 copyPoints((*engine->landmarks68)(image, box), face.landmarks68, 68);
                 face.has_landmarks68 = 1;
@@ -392,7 +444,7 @@ int32_t fe_engine_embed_box(fe_engine *engine, const uint8_t *data, size_t size,
         if (box.intersect(dlib::rectangle(0, 0, image.width - 1, image.height - 1)).is_empty())
             return faceengine::setError(error, FE_ERR_INVALID_ARGUMENT, "face box lies outside the image");
         const dlib::full_object_detection shape = (*engine->landmarks5)(image, box);
-        const std::vector<faceengine::FaceDescriptor> descriptors = engine->network->describe({alignedChip(image, shape)});
+        const std::vector<faceengine::FaceDescriptor> descriptors = engine->network->describe({alignedChip(image, chipGeometry(shape))});
         std::copy(descriptors.front().begin(), descriptors.front().end(), embedding);
         return FE_OK;
     });

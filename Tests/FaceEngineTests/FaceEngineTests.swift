@@ -230,6 +230,7 @@ func meanDifference(_ a: [UInt8], _ b: [UInt8]) -> Double {
         try scratch.convert([directory + "/obama.jpg", "-blur", "0x6", scratch.file("blurred.jpg")])
         try scratch.convert([directory + "/obama.jpg", "-modulate", "40", scratch.file("dark.jpg")])
         try scratch.convert([directory + "/obama2.jpg", "-flop", scratch.file("mirrored.jpg")])
+        try scratch.convert([directory + "/obama.jpg", "-quality", "95", scratch.file("reencoded.jpg")])
 
         let sharp = try #require(try await SharedPool.analyze(try TestEnvironment.photo("obama.jpg")).faces.first)
         print("obama.jpg quality: \(sharp.quality)")
@@ -238,6 +239,12 @@ func meanDifference(_ a: [UInt8], _ b: [UInt8]) -> Double {
         #expect(sharp.quality.sharpness > 100)
         #expect(sharp.quality.brightness > 60 && sharp.quality.brightness < 200)
         #expect(abs(sharp.quality.yaw) < 10, "obama.jpg looks straight into the camera")
+
+        // Re-encoding moves the landmarks by a pixel or so; the figure must not jump with them.
+        let reencoded = try #require(try await SharedPool.analyze(try scratch.read("reencoded.jpg")).faces.first)
+        print("re-encoded quality: \(reencoded.quality)")
+        #expect(abs(reencoded.quality.sharpness - sharp.quality.sharpness) < 0.2 * sharp.quality.sharpness)
+        #expect(abs(reencoded.quality.brightness - sharp.quality.brightness) < 2)
 
         let blurred = try #require(try await SharedPool.analyze(try scratch.read("blurred.jpg")).faces.first)
         print("blurred quality: \(blurred.quality)")

@@ -117,8 +117,9 @@ typedef struct fe_face {
     float embedding[FE_EMBEDDING_SIZE];
     /* Quality. */
     int32_t face_width;                /* right - left + 1, pixels of the image */
-    double sharpness;                  /* variance of the 4-neighbour Laplacian of 0–255 luma on the 150×150 aligned chip */
-    double brightness;                 /* mean luma (BT.601 weights, 0–255) of the aligned chip */
+    double sharpness;                  /* variance of the 4-neighbour Laplacian of 0–255 luma on a 150×150 aligned,
+                                          area-averaged chip (same geometry as the descriptor's chip) */
+    double brightness;                 /* mean luma (BT.601 weights, 0–255) of that chip */
     double yaw;                        /* degrees; positive = subject turned to their left (nose towards image right) */
 } fe_face;
 
