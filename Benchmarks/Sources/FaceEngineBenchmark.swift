@@ -163,6 +163,10 @@ func runFaceEngineBenchmark(arguments: [String]) async throws {
             + "\(format(standard.totalMs)) | \(String(format: "%.2f", total / standard.totalMs)) |")
     }
     emit("")
+    emit("Builds compared: the peer's dlib is the dlib-bin 20.0.1 wheel (compiled with AVX, no BLAS: the ResNet runs on "
+        + "dlib's own matrix code); FaceEngine uses Debian's libdlib 19.24 and compiles dlib's header-only HOG code at -O3 "
+        + "for baseline x86-64 (SSE2), with the ResNet's convolutions in OpenBLAS. Both run single-threaded here.")
+    emit("")
     emit("Geometric mean of FaceEngine / peer: \(String(format: "%.2f", geometricMean(ratiosMatched))) against the "
         + "matched peer, \(String(format: "%.2f", geometricMean(ratiosDefault))) against face_recognition's default.")
 

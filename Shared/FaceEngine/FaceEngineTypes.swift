@@ -74,8 +74,8 @@ public struct DetectedFace: Sendable {
     public var box: FaceBox
     /// The HOG detector's confidence; above 0 is a detection at dlib's default threshold.
     public var detectorScore: Double
-    /// dlib 5-point order: the two corners of the eye on the image's right, the two of the eye on the
-    /// image's left, then the base of the nose.
+    /// dlib 5-point order: outer and inner corner of the eye on the image's right, outer and inner corner
+    /// of the eye on the image's left, then the base of the nose.
     public var landmarks5: [FacePoint]
     /// iBUG 68-point landmarks, when requested and the face is among the first `maxFaces`.
     public var landmarks68: [FacePoint]?

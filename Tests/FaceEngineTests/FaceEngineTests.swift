@@ -355,6 +355,19 @@ func meanDifference(_ a: [UInt8], _ b: [UInt8]) -> Double {
             poolError = error
         }
         #expect(poolError == error)
+
+        // Present but not a model: reported as such, not as a crash or an internal error.
+        let models = try TestEnvironment.modelDirectory()
+        for file in ["shape_predictor_68_face_landmarks.dat", "dlib_face_recognition_resnet_model_v1.dat"] {
+            try FileManager.default.createSymbolicLink(atPath: scratch.file(file), withDestinationPath: models + "/" + file)
+        }
+        try Data("not a shape predictor".utf8).write(to: URL(fileURLWithPath: scratch.file("shape_predictor_5_face_landmarks.dat")))
+        guard case .modelMissing(let corrupt)? = failure(of: { try FaceEngine(configuration: FaceEngineConfiguration(modelDirectory: scratch.path)) }) else {
+            Issue.record("a corrupt model file should be reported as modelMissing")
+            return
+        }
+        print("corrupt model: \(corrupt)")
+        #expect(corrupt.hasPrefix("unreadable model"))
     }
 
     @Test func poolServesConcurrentCallers() async throws {
@@ -370,7 +383,8 @@ func meanDifference(_ a: [UInt8], _ b: [UInt8]) -> Double {
                 group.addTask { (name, try await pool.analyze(image).faces.first?.embedding) }
             }
             for try await (name, embedding) in group {
-                #expect(embedding != nil && embedding == expected[name], "\(name)")
+                let difference = zip(try #require(embedding), try #require(expected[name])).map { abs($0 - $1) }.max() ?? 1
+                #expect(difference < 1e-5, "\(name): pool and engine disagree by \(difference)")
             }
         }
         do {

@@ -110,7 +110,8 @@ typedef struct fe_face {
     int64_t right;
     int64_t bottom;
     double detector_score;             /* HOG detector confidence; > 0 means above the default threshold */
-    fe_point landmarks5[5];            /* dlib 5-point order: one eye's outer, inner corner, the other eye's outer, inner corner, nose base */
+    fe_point landmarks5[5];            /* dlib 5-point order: outer and inner corner of the eye on the image's right,
+                                          outer and inner corner of the eye on the image's left, base of the nose */
     int32_t has_landmarks68;
     fe_point landmarks68[68];
     int32_t has_embedding;
