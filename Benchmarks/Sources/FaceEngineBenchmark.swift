@@ -41,14 +41,18 @@ func runFaceEngineBenchmark(arguments: [String]) async throws {
 
     // (c) creation
     let configuration = FaceEngineConfiguration(modelDirectory: modelDirectory)
+    let baseMemory = residentMegabytes()
     var clock = ContinuousClock.now
     let firstEngine = try FaceEngine(configuration: configuration)
     let firstLoad = milliseconds(since: clock)
+    let firstMemory = residentMegabytes()
     clock = ContinuousClock.now
     let secondEngine = try FaceEngine(configuration: configuration)
     let secondLoad = milliseconds(since: clock)
-    emit("Engine creation: first \(format(firstLoad)) ms (loads all three models), second while the first is alive "
-        + "\(format(secondLoad)) ms (shares the landmark models, loads its own descriptor network).")
+    let secondMemory = residentMegabytes()
+    emit("Engine creation: first \(format(firstLoad)) ms and +\(format(firstMemory - baseMemory)) MB resident (loads all "
+        + "three models, 131 MB of files); second while the first is alive \(format(secondLoad)) ms and "
+        + "+\(format(secondMemory - firstMemory)) MB (shares the landmark models, loads its own descriptor network).")
     _ = secondEngine
 
     // (c) pool throughput: OpenBLAS as the process found it, then on one thread
@@ -281,6 +285,12 @@ private func runPeer(_ python: String, _ arguments: [String]) throws -> [String]
 private func milliseconds(since start: ContinuousClock.Instant) -> Double {
     let elapsed = ContinuousClock.now - start
     return Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+}
+
+private func residentMegabytes() -> Double {
+    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+    return (Double(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
 }
 
 private func median(_ values: [Double]) -> Double {

@@ -82,7 +82,7 @@ typedef struct fe_engine fe_engine;
 
 typedef struct fe_engine_config {
     uint64_t max_pixels;             /* 0: FE_DEFAULT_MAX_PIXELS */
-    int32_t detection_max_side;      /* 0: FE_DEFAULT_DETECTION_MAX_SIDE */
+    int32_t detection_max_side;      /* 0: FE_DEFAULT_DETECTION_MAX_SIDE; otherwise at least 80 (the HOG window) */
     int32_t upsample_small_images;   /* nonzero: when nothing is found in an image whose longest side is at
                                         most detection_max_side / 2, scan it once more at twice its size */
 } fe_engine_config;
