@@ -5,6 +5,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("kafka", "request→reply round trip through the broker", runKafkaBenchmark),
     ("postgres", "pool point-select throughput vs pgbench; streaming a large result", runPostgresBenchmark),
     ("http", "trivial JSON route driven by wrk at 1, 64 and 1000 connections", runHTTPBenchmark),
+    ("face-engine", "per-image pipeline and embedding equality vs Python face_recognition", runFaceEngineBenchmark),
     ("gallery", "1:N search at 10k/100k/1M templates vs numpy and FAISS; memory per template", runGalleryBenchmark),
     ("e2e", "face login over HTTP through the whole stack, 1 and 2 matcher replicas; requests in flight", runEndToEndBenchmark),
     ("accuracy", "rank-1 and FNIR/FPIR on a folder identity/image.jpg (not part of all)", runAccuracyTool),

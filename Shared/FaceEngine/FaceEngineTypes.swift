@@ -1,0 +1,148 @@
+/// Settings fixed when an engine (or a pool of engines) is created.
+public struct FaceEngineConfiguration: Sendable {
+    /// Directory holding `shape_predictor_5_face_landmarks.dat`, `shape_predictor_68_face_landmarks.dat`
+    /// and `dlib_face_recognition_resnet_model_v1.dat`.
+    public var modelDirectory: String
+    /// Images whose width × height (read from the header) exceeds this are refused before any pixel is allocated.
+    public var maxPixels: Int = 40_000_000
+    /// The HOG detector scans a copy reduced to this longest side (at least 80, the detector's window);
+    /// faces narrower than about 80 / scale pixels are missed. Boxes are mapped back to the full image.
+    public var detectionMaxSide: Int = 1024
+    /// When nothing is found in an image whose longest side is at most `detectionMaxSide / 2`,
+    /// scan it once more at twice its size (finds faces down to ~40 px).
+    public var upsampleSmallImages: Bool = true
+
+    public init(modelDirectory: String) {
+        self.modelDirectory = modelDirectory
+    }
+}
+
+public struct FacePoint: Sendable, Codable, Equatable {
+    public var x: Double
+    public var y: Double
+
+    public init(x: Double, y: Double) {
+        self.x = x
+        self.y = y
+    }
+}
+
+/// A face box in image pixels (after the EXIF orientation is applied). As in dlib and the Python
+/// `face_recognition` package, `right` and `bottom` are inclusive.
+public struct FaceBox: Sendable, Codable, Equatable {
+    public var left: Int
+    public var top: Int
+    public var right: Int
+    public var bottom: Int
+
+    public init(left: Int, top: Int, right: Int, bottom: Int) {
+        self.left = left
+        self.top = top
+        self.right = right
+        self.bottom = bottom
+    }
+
+    public var width: Int { right - left + 1 }
+    public var height: Int { bottom - top + 1 }
+}
+
+/// Capture quality of one face, measured on the 150×150 aligned chip the descriptor is computed from.
+public struct FaceQuality: Sendable, Codable, Equatable {
+    /// Width of the face box in pixels of the original image.
+    public var faceWidth: Int
+    /// Variance of the 4-neighbour Laplacian of the chip's 0–255 luma (the chip is area-averaged from a
+    /// finer sampling, so the figure does not jump with the face's exact size). The chip has a fixed face
+    /// scale, so figures compare across photos. Measured: the in-focus test portraits 205–540; obama.jpg
+    /// (240 px face) 501, after a Gaussian blur of σ = 1 / 2 / 3 px: 163 / 45 / 17; re-encoding moves it ±10%.
+    public var sharpness: Double
+    /// Mean luma (BT.601 weights) of the chip, 0 (black) – 255 (white).
+    public var brightness: Double
+    /// Head turn in degrees, from the nose base's offset against the midpoint of the eyes (5-point
+    /// landmarks). Positive: the subject turned to their left, i.e. the nose points towards the image's
+    /// right. A geometric estimate good for gating (e.g. |yaw| < 25°), roughly ±10° up to ~45°.
+    public var yaw: Double
+
+    public init(faceWidth: Int, sharpness: Double, brightness: Double, yaw: Double) {
+        self.faceWidth = faceWidth
+        self.sharpness = sharpness
+        self.brightness = brightness
+        self.yaw = yaw
+    }
+}
+
+public struct DetectedFace: Sendable {
+    public var box: FaceBox
+    /// The HOG detector's confidence; above 0 is a detection at dlib's default threshold.
+    public var detectorScore: Double
+    /// dlib 5-point order: outer and inner corner of the eye on the image's right, outer and inner corner
+    /// of the eye on the image's left, then the base of the nose.
+    public var landmarks5: [FacePoint]
+    /// iBUG 68-point landmarks, when requested and the face is among the first `maxFaces`.
+    public var landmarks68: [FacePoint]?
+    /// 128-D descriptor (unit-free; the same person is typically < 0.6 apart), when requested.
+    public var embedding: [Float]?
+    public var quality: FaceQuality
+
+    public init(box: FaceBox, detectorScore: Double, landmarks5: [FacePoint], landmarks68: [FacePoint]?,
+                embedding: [Float]?, quality: FaceQuality) {
+        self.box = box
+        self.detectorScore = detectorScore
+        self.landmarks5 = landmarks5
+        self.landmarks68 = landmarks68
+        self.embedding = embedding
+        self.quality = quality
+    }
+}
+
+public struct FaceAnalysisOptions: Sendable {
+    /// Compute 128-D descriptors for the first `maxFaces` faces.
+    public var embeddings: Bool
+    /// Compute 68-point landmarks (for liveness checks) for the first `maxFaces` faces.
+    public var landmarks68: Bool
+    /// How many faces, largest first, get descriptors and 68-point landmarks. Every detected face
+    /// gets its box, 5-point landmarks and quality.
+    public var maxFaces: Int
+
+    public init(embeddings: Bool = true, landmarks68: Bool = false, maxFaces: Int = 1) {
+        self.embeddings = embeddings
+        self.landmarks68 = landmarks68
+        self.maxFaces = maxFaces
+    }
+}
+
+public struct FaceAnalysis: Sendable {
+    /// Size of the upright image (after the EXIF orientation).
+    public var width: Int
+    public var height: Int
+    public var faceCount: Int
+    /// Largest box first.
+    public var faces: [DetectedFace]
+    /// Decoding and orientation.
+    public var decodeMilliseconds: Double
+    /// Reduction and HOG scan(s).
+    public var detectMilliseconds: Double
+    /// Landmarks, aligned chips, quality and descriptors.
+    public var embedMilliseconds: Double
+
+    public init(width: Int, height: Int, faceCount: Int, faces: [DetectedFace], decodeMilliseconds: Double,
+                detectMilliseconds: Double, embedMilliseconds: Double) {
+        self.width = width
+        self.height = height
+        self.faceCount = faceCount
+        self.faces = faces
+        self.decodeMilliseconds = decodeMilliseconds
+        self.detectMilliseconds = detectMilliseconds
+        self.embedMilliseconds = embedMilliseconds
+    }
+}
+
+/// Euclidean distance between two descriptors; `.infinity` when their lengths differ.
+public func euclideanDistance(_ a: [Float], _ b: [Float]) -> Float {
+    guard a.count == b.count else { return .infinity }
+    var sum: Float = 0
+    for i in a.indices {
+        let d = a[i] - b[i]
+        sum += d * d
+    }
+    return sum.squareRoot()
+}

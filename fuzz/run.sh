@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds the decoder fuzzer (libFuzzer + AddressSanitizer + UBSan) and runs it for a bounded time.
+#   fuzz/run.sh [SECONDS]        default 60; FACEGATE_TEST_IMAGES points at the seed photos
+# Seeds: the test photos plus small generated JPEG/PNG variants (progressive, grey, CMYK, EXIF
+# orientation, 16-bit, palette, grey+alpha, interlaced). Crashes land in fuzz/artifacts/.
+set -euo pipefail
+cd "$(dirname "$0")"
+seconds="${1:-60}"
+images="${FACEGATE_TEST_IMAGES:-/work/devstack/testdata}"
+cxx="${CXX:-clang++}"
+mkdir -p build corpus seeds artifacts
+
+linker=()
+if "$cxx" -fuse-ld=lld -x c++ -o /dev/null - <<<'int main(){}' 2>/dev/null; then linker=(-fuse-ld=lld); fi
+"$cxx" -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined "${linker[@]}" \
+    -I ../Shared/CFaceEngine/include decoder_fuzzer.cpp ../Shared/CFaceEngine/image_decoder.cpp \
+    -ljpeg -lpng -lz -o build/decoder_fuzzer
+
+if [ -z "$(ls -A seeds)" ]; then
+    cp "$images"/*.jpg "$images"/*.png seeds/
+    small=seeds/small.jpg
+    convert "$images/obama.jpg" -resize 96x96 -quality 80 "$small"
+    convert "$small" -interlace JPEG seeds/progressive.jpg
+    convert "$small" -colorspace Gray seeds/grey.jpg
+    convert "$small" -colorspace CMYK seeds/cmyk.jpg
+    convert "$small" -sampling-factor 4:2:0 -quality 30 seeds/subsampled.jpg
+    convert "$small" -orient RightTop seeds/exif6.jpg
+    convert "$small" -orient LeftBottom seeds/exif8.jpg
+    convert "$small" -depth 16 PNG48:seeds/rgb16.png
+    convert "$small" PNG8:seeds/palette.png
+    convert "$small" -colorspace Gray -depth 8 -define png:color-type=0 seeds/grey.png
+    convert "$small" -colorspace Gray -alpha on -define png:color-type=4 seeds/grey-alpha.png
+    convert "$small" -alpha on PNG32:seeds/rgba.png
+    convert "$small" -interlace PNG seeds/interlaced.png
+    convert "$small" -colorspace Gray -depth 1 -define png:color-type=0 -define png:bit-depth=1 seeds/bilevel.png
+fi
+
+# Every seed once, whole (the photos are up to 900 KB) ...
+./build/decoder_fuzzer -runs=0 seeds/*
+# ... then mutations, capped at 64 KB per input so that runs stay in the thousands per second;
+# longer seeds are cut, which still reaches their headers, EXIF and first rows.
+ASAN_OPTIONS=detect_leaks=1 ./build/decoder_fuzzer corpus seeds -max_len=65536 \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -artifact_prefix=artifacts/ -print_final_stats=1
