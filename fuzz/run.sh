@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-60}"
-images="${FACEGATE_TEST_IMAGES:-/work/devstack/testdata}"
+images="${FACEGATE_TEST_IMAGES:-.run/testdata}"
 cxx="${CXX:-clang++}"
 mkdir -p build corpus seeds artifacts
 

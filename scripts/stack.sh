@@ -143,7 +143,8 @@ broker_down() {
   local pidfile="$RUN/$1/broker.pid"
   [ -f "$pidfile" ] || return 0
   local pid; pid="$(cat "$pidfile")"
-  kill "$pid" 2>/dev/null && { for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done; }
+  # The broker ignores SIGTERM; it keeps nothing on disk, so SIGKILL loses nothing.
+  kill -KILL "$pid" 2>/dev/null && { for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done; }
   rm -f "$pidfile"
   log "broker stopped"
 }

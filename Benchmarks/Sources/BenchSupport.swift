@@ -95,7 +95,7 @@ final class ServiceProcess {
     func stop() {
         guard process.isRunning else { return }
         process.terminate()
-        process.waitUntilExit()
+        process.waitForExit()
     }
 }
 
@@ -122,5 +122,13 @@ enum HTTP {
             try await Task.sleep(for: .milliseconds(250))
         }
         throw BenchError("\(url) not ready within \(timeout)")
+    }
+}
+
+extension Process {
+    /// Waits for the child by polling. Foundation's `waitUntilExit` spins a run loop at full CPU on
+    /// Linux, which would steal a core from whatever is being measured.
+    func waitForExit() {
+        while isRunning { usleep(10_000) }
     }
 }

@@ -158,7 +158,7 @@ private func heldInFlight(base: String, token: String, probe: Data, gateway: Ser
     let loaded = gateway.threadsAndRSS()
     let established = (try? String(contentsOfFile: "/proc/\(gateway.pid)/net/tcp", encoding: .utf8))?
         .split(separator: "\n").filter { $0.contains(":46A0 ") && $0.split(separator: " ", omittingEmptySubsequences: true)[3] == "01" }.count ?? -1
-    wrk.waitUntilExit()
+    wrk.waitForExit()
     let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     let summary = output.split(separator: "\n").filter { $0.contains("requests in") || $0.contains("Non-2xx") || $0.contains("Socket errors") }
         .map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: "; ")

@@ -21,9 +21,9 @@ func runFaceEngineBenchmark(arguments: [String]) async throws {
         options[String(arguments[index].dropFirst(2))] = arguments[index + 1]
         index += 2
     }
-    let imageDirectory = options["images"] ?? environment["FACEGATE_TEST_IMAGES"] ?? "/work/devstack/testdata"
-    let modelDirectory = options["models"] ?? environment["FACEGATE_MODEL_DIR"] ?? "/work/devstack/models"
-    let peerPython = options["peer-python"] ?? "/work/devstack/peer-venv/bin/python"
+    let imageDirectory = options["images"] ?? environment["FACEGATE_TEST_IMAGES"] ?? ".run/testdata"
+    let modelDirectory = options["models"] ?? environment["FACEGATE_MODEL_DIR"] ?? ".run/models"
+    let peerPython = options["peer-python"] ?? environment["FACEGATE_PEER_PYTHON"] ?? ".run/peer-venv/bin/python"
     let repetitions = Int(options["repeat"] ?? "") ?? 5
     let resultsPath = options["results"] ?? "Benchmarks/RESULTS.md"
     let peerScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -247,7 +247,7 @@ private final class PeerServer {
 
     func stop() {
         try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
+        process.waitForExit()
     }
 
     private func readLine() throws -> String {
@@ -273,7 +273,7 @@ private func runPeer(_ python: String, _ arguments: [String]) throws -> [String]
     process.standardOutput = output
     try process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    process.waitForExit()
     guard process.terminationStatus == 0 else { throw BenchError("peer failed: \(arguments.prefix(2))") }
     return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
 }
@@ -309,7 +309,7 @@ private func shell(_ command: String) -> String {
     process.standardOutput = output
     try? process.run()
     let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    process.waitForExit()
     return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
 }
 

@@ -3,7 +3,7 @@ import Dispatch
 import Foundation
 
 // facegate-bench gallery [--sizes 10000,100000,1000000] [--k 5] [--batch 16] [--results Benchmarks/RESULTS.md]
-//                        [--peer Benchmarks/peers/gallery_peer.py] [--python /work/devstack/peer-venv/bin/python]
+//                        [--peer Benchmarks/peers/gallery_peer.py] [--python .run/peer-venv/bin/python]
 //                        [--data-dir DIR] [--no-peer]
 //
 // 1:N top-k per query on seed-generated synthetic templates, the same raw float32
@@ -15,7 +15,7 @@ private struct GalleryBenchOptions {
     var batch = 16
     var results = "Benchmarks/RESULTS.md"
     var peer = "Benchmarks/peers/gallery_peer.py"
-    var python = "/work/devstack/peer-venv/bin/python"
+    var python = ProcessInfo.processInfo.environment["FACEGATE_PEER_PYTHON"] ?? ".run/peer-venv/bin/python"
     var dataDir = NSTemporaryDirectory() + "facegate-gallery-bench"
     var runPeer = true
 
@@ -90,7 +90,7 @@ private func shell(_ command: String) -> String {
     let pipe = Pipe()
     p.standardOutput = pipe
     try? p.run()
-    p.waitUntilExit()
+    p.waitForExit()
     return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         .trimmingCharacters(in: .whitespacesAndNewlines)
 }
@@ -178,7 +178,7 @@ func runGalleryBenchmark(arguments: [String]) async throws {
         let peerStart = Date()
         try p.run()
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
+        p.waitForExit()
         if p.terminationStatus == 0, let json = try? JSONSerialization.jsonObject(with: output) as? [String: Any] {
             peer = json
             say(String(format: "peer finished in %.0f s", Date().timeIntervalSince(peerStart)))

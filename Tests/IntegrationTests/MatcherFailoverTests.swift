@@ -36,16 +36,9 @@ import Testing
             throw TestSetupError("matcher-worker did not log '\(text)' in time: \(output.suffix(2000))")
         }
 
-        func kill() {
-            Foundation.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        func kill() { process.stop(signal: SIGKILL) }
 
-        func terminate() {
-            guard process.isRunning else { return }
-            process.terminate()
-            process.waitUntilExit()
-        }
+        func terminate() { process.stop(signal: SIGTERM) }
     }
 
     @Test func jobsOfAKilledWorkerAreAnsweredByItsReplacement() async throws {

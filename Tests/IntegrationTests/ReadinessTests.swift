@@ -18,10 +18,8 @@ import Testing
             process.standardError = FileHandle.nullDevice
             try process.run()
         }
-        func stop() {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        /// The broker ignores SIGTERM and keeps nothing on disk.
+        func stop() { process.stop(signal: SIGKILL) }
     }
 
     static func freePort() -> Int {

@@ -222,3 +222,18 @@ extension TestStack {
         await stack.stop()
     }
 }
+
+extension Process {
+    /// Sends `signal` and waits (polling, up to `timeout`) for the child to end. Foundation's
+    /// `waitUntilExit` spins a run loop at full CPU on Linux, so it is not used.
+    func stop(signal: Int32 = SIGTERM, timeout: Duration = .seconds(20)) {
+        guard isRunning else { return }
+        kill(processIdentifier, signal)
+        let deadline = ContinuousClock.now + timeout
+        while isRunning, ContinuousClock.now < deadline { usleep(20_000) }
+        if isRunning {
+            kill(processIdentifier, SIGKILL)
+            while isRunning { usleep(20_000) }
+        }
+    }
+}
