@@ -1,3 +1,4 @@
+import CFaceEngine
 import Dispatch
 import Foundation
 import Synchronization
@@ -18,6 +19,8 @@ public final class FaceEnginePool: Sendable {
         count: Int = ProcessInfo.processInfo.activeProcessorCount
     ) throws(FaceEngineError) {
         let count = max(1, count)
+        // Parallelism comes from the engines; BLAS threads on top of them only contend.
+        if count > 1 { fe_set_blas_threads(1) }
         let queue = FaceJobQueue()
         let workersExited = DispatchGroup()
         let startups = Mutex<[FaceEngineError?]>([])

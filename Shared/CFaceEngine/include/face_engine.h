@@ -89,6 +89,10 @@ typedef struct fe_engine_config {
 
 /* Loads shape_predictor_5_face_landmarks.dat, shape_predictor_68_face_landmarks.dat and
    dlib_face_recognition_resnet_model_v1.dat from model_directory. Returns NULL on failure. */
+/* OpenBLAS threads for the whole process. A pool of engines already keeps every core busy; BLAS
+ * threads on top of it only compete with each other (measured: 6.7 vs 9.5 images/s with 2 engines). */
+void fe_set_blas_threads(int32_t threads);
+
 fe_engine *fe_engine_create(const char *model_directory, const fe_engine_config *config, fe_error *error);
 void fe_engine_destroy(fe_engine *engine);
 
