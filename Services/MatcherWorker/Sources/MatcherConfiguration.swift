@@ -43,8 +43,9 @@ public struct MatcherConfiguration: Sendable {
         minimumSharpness = try env.double("MATCHER_MIN_SHARPNESS", default: 10)
     }
 
-    /// The consumer group: one per shard, so every shard sees every job.
+    /// The consumer group: one per shard, so every shard sees every job; prefixed like the topics, so
+    /// deployments sharing a broker never share a group.
     public var consumerGroup: String {
-        shardCount == 1 ? "matcher-worker" : "matcher-worker-shard-\(shardIndex)-of-\(shardCount)"
+        common.topicPrefix + (shardCount == 1 ? "matcher-worker" : "matcher-worker-shard-\(shardIndex)-of-\(shardCount)")
     }
 }
