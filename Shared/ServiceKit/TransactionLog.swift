@@ -66,6 +66,15 @@ public struct TransactionLog: Sendable {
         public var ok: Bool
         public var checked: Int
         public var firstBrokenTransactionId: String?
+
+        /// `firstBrokenTransactionId` is written as null when the chain is intact.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(appId, forKey: .appId)
+            try container.encode(ok, forKey: .ok)
+            try container.encode(checked, forKey: .checked)
+            try container.encode(firstBrokenTransactionId, forKey: .firstBrokenTransactionId)
+        }
     }
 
     /// Recomputes the app's chain in order. A changed row breaks its own hash; a deleted or reordered

@@ -55,6 +55,8 @@ import Testing
             let verified = try await stack.call("GET", "/v1/audit/verify?appId=\(app.id)", bearer: auditorKey)
             #expect(verified.json["ok"] as? Bool == true)
             #expect(verified.json["checked"] as? Int == 3)
+            #expect(verified.json["firstBrokenTransactionId"] is NSNull, "present as null when the chain is intact")
+            #expect(failed.first?["userId"] is NSNull, "absent values are null, not missing")
 
             // An edit by hand (as a superuser could) is caught at the row.
             _ = try await stack.database.pool.query("UPDATE transactions SET outcome = 'SUCCESS' WHERE id = \(UUID(uuidString: refusedId)!)")

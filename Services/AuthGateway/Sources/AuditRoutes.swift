@@ -38,6 +38,25 @@ extension GatewayContext {
             createdAt = record.createdAt
         }
 
+        enum CodingKeys: String, CodingKey {
+            case transactionId, appId, kind, outcome, userId, deviceId, clientIp, score, latencyMs, createdAt
+        }
+
+        /// Absent values are written as null, so every item has every field the API lists.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(transactionId, forKey: .transactionId)
+            try container.encode(appId, forKey: .appId)
+            try container.encode(kind, forKey: .kind)
+            try container.encode(outcome, forKey: .outcome)
+            try container.encode(userId, forKey: .userId)
+            try container.encode(deviceId, forKey: .deviceId)
+            try container.encode(clientIp, forKey: .clientIp)
+            try container.encode(score, forKey: .score)
+            try container.encode(latencyMs, forKey: .latencyMs)
+            try container.encode(createdAt, forKey: .createdAt)
+        }
+
         static let csvHeader = "transactionId,appId,kind,outcome,userId,deviceId,clientIp,score,latencyMs,createdAt\r\n"
 
         var csvLine: String {
