@@ -32,7 +32,8 @@ public struct MatcherConfiguration: Sendable {
         switch storageName {
         case "float32": storage = .float32
         case "float16": storage = .float16
-        default: throw ConfigurationError(variable: "MATCHER_GALLERY_STORAGE", problem: "must be float32 or float16, got '\(storageName)'")
+        case "int8": storage = .int8
+        default: throw ConfigurationError(variable: "MATCHER_GALLERY_STORAGE", problem: "must be float32, float16 or int8, got '\(storageName)'")
         }
         reconcileSeconds = try env.int("MATCHER_RECONCILE_SECONDS", default: 30, range: 1...86400)
         sealingKey = try env.base64Key("FACEGATE_SEALING_KEY", bytes: 32)
