@@ -75,8 +75,11 @@ public struct CommonConfiguration: Sendable {
     public var instanceId: String
     public var topicPrefix: String
     public var shutdownSeconds: Int
+    /// Longest a single SQL statement may run (the matcher's gallery load is one long statement).
+    public var statementTimeoutMilliseconds: Int
 
-    public init(serviceName: String, defaultAdminPort: Int, environment env: Environment) throws(ConfigurationError) {
+    public init(serviceName: String, defaultAdminPort: Int, defaultStatementTimeoutMilliseconds: Int = 10_000,
+                environment env: Environment) throws(ConfigurationError) {
         self.serviceName = serviceName
         databaseURL = try env.required("FACEGATE_DATABASE_URL")
         kafkaBrokers = try env.required("FACEGATE_KAFKA_BROKERS")
@@ -86,12 +89,14 @@ public struct CommonConfiguration: Sendable {
         instanceId = env.string("FACEGATE_INSTANCE_ID", default: "\(ProcessInfo.processInfo.hostName)-\(getpid())")
         topicPrefix = env.string("FACEGATE_TOPIC_PREFIX", default: "")
         shutdownSeconds = try env.int("FACEGATE_SHUTDOWN_SECONDS", default: 20, range: 1...600)
+        statementTimeoutMilliseconds = try env.int("FACEGATE_DATABASE_STATEMENT_TIMEOUT_MS", default: defaultStatementTimeoutMilliseconds,
+                                                   range: 100...86_400_000)
     }
 
     /// For tests and tools that assemble a configuration directly.
     public init(serviceName: String, databaseURL: String, kafkaBrokers: String, adminHost: String = "127.0.0.1",
                 adminPort: Int = 0, logLevel: LogLevel = .info, instanceId: String = UUID().uuidString.lowercased(),
-                topicPrefix: String = "", shutdownSeconds: Int = 20) {
+                topicPrefix: String = "", shutdownSeconds: Int = 20, statementTimeoutMilliseconds: Int = 10_000) {
         self.serviceName = serviceName
         self.databaseURL = databaseURL
         self.kafkaBrokers = kafkaBrokers
@@ -101,5 +106,6 @@ public struct CommonConfiguration: Sendable {
         self.instanceId = instanceId
         self.topicPrefix = topicPrefix
         self.shutdownSeconds = shutdownSeconds
+        self.statementTimeoutMilliseconds = statementTimeoutMilliseconds
     }
 }

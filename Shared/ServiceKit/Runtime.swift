@@ -22,6 +22,7 @@ public final class ServiceRuntime: Sendable {
         readiness = Readiness()
         var databaseConfiguration = try PostgresConfiguration(url: configuration.databaseURL)
         databaseConfiguration.applicationName = configuration.serviceName
+        databaseConfiguration.statementTimeoutMilliseconds = configuration.statementTimeoutMilliseconds
         database = PostgresPool(configuration: databaseConfiguration)
         var kafka = KafkaConfiguration(brokers: configuration.kafkaBrokers, clientId: "\(configuration.serviceName)-\(configuration.instanceId)")
         kafka.properties["socket.connection.setup.timeout.ms"] = "5000"

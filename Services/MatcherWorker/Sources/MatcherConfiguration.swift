@@ -20,7 +20,8 @@ public struct MatcherConfiguration: Sendable {
     public var minimumSharpness: Double
 
     public init(environment env: Environment) throws(ConfigurationError) {
-        common = try CommonConfiguration(serviceName: "matcher-worker", defaultAdminPort: 9101, environment: env)
+        common = try CommonConfiguration(serviceName: "matcher-worker", defaultAdminPort: 9101,
+                                          defaultStatementTimeoutMilliseconds: 600_000, environment: env)
         modelDirectory = try env.required("FACEGATE_MODEL_DIR")
         engines = try env.int("MATCHER_ENGINES", default: ProcessInfo.processInfo.activeProcessorCount, range: 1...256)
         shardCount = try env.int("MATCHER_SHARD_COUNT", default: 1, range: 1...1024)
