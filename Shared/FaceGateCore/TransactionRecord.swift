@@ -27,8 +27,9 @@ public struct TransactionRecord: Codable, Sendable, Equatable {
         self.clientIp = clientIp
         self.score = score
         self.latencyMs = latencyMs
-        // PostgreSQL keeps microseconds; the chain hashes milliseconds, so both sides agree after a round trip.
-        self.createdAt = Date(timeIntervalSince1970: (createdAt.timeIntervalSince1970 * 1000).rounded(.down) / 1000)
+        // PostgreSQL keeps microseconds and a Date is binary floating point: the chain hashes whole
+        // milliseconds, rounded to nearest, so the value written and the value read back agree.
+        self.createdAt = Date(timeIntervalSince1970: (createdAt.timeIntervalSince1970 * 1000).rounded() / 1000)
         self.detail = detail
     }
 
@@ -38,7 +39,7 @@ public struct TransactionRecord: Codable, Sendable, Equatable {
         let fields: [String] = [
             "facegate.transaction.v1", id.uuidString.lowercased(), appId.uuidString.lowercased(), String(chainSeq), kind, outcome,
             userId?.uuidString.lowercased() ?? "", deviceId ?? "", clientIp ?? "", score.map { String($0) } ?? "",
-            String(latencyMs), RFC3339.string(from: createdAt), detailText,
+            String(latencyMs), String(Int64((createdAt.timeIntervalSince1970 * 1000).rounded())), detailText,
         ]
         var bytes: [UInt8] = []
         for field in fields {

@@ -64,6 +64,17 @@ import Testing
     @Test func createdAtIsKeptToTheMillisecond() {
         #expect(record().createdAt.timeIntervalSince1970 == 1_764_674_709.123)
     }
+
+    @Test func hashSurvivesTheMicrosecondRoundTripOfTheDatabase() {
+        // A time read back from PostgreSQL may differ from the one written by a fraction of a microsecond.
+        let written = record()
+        var read = written
+        for nudge in [-0.000_000_4, 0.000_000_4, -0.000_000_9] {
+            read.createdAt = Date(timeIntervalSince1970: written.createdAt.timeIntervalSince1970 + nudge)
+            #expect(read.rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1)
+                    == written.rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1))
+        }
+    }
 }
 
 @Suite struct MatchRuleTests {
