@@ -383,9 +383,8 @@ extension GatewayContext {
     func revokeDeviceCredential(_ request: HTTPRequest) async throws -> HTTPResponse {
         try await requireAdmin(request)
         let app = try await existingApp(request)
-        let credentialId = try request.uuidParameter("credentialId")
         return try await recorded(request, kind: "device.revoke", appId: app.id) { draft in
-            try await revoke(credentialId, app: app.id, device: nil, draft: &draft)
+            try await revoke(request.pathParameters["credentialId"], app: app.id, device: nil, draft: &draft)
             draft.detail["revokedBy"] = "operator"
             return .noContent
         }
@@ -398,10 +397,9 @@ extension GatewayContext {
             let client = try await requireClient(request)
             app = client
             let device = try deviceId(request)
-            let credentialId = try request.uuidParameter("credentialId")
             return try await recorded(request, kind: "device.revoke", appId: client.id, deviceId: device) { draft in
                 do {
-                    try await revoke(credentialId, app: client.id, device: device, draft: &draft)
+                    try await revoke(request.pathParameters["credentialId"], app: client.id, device: device, draft: &draft)
                     draft.detail["revokedBy"] = "device"
                     return .noContent
                 } catch {
@@ -413,7 +411,8 @@ extension GatewayContext {
         }
     }
 
-    private func revoke(_ credentialId: UUID, app: UUID, device: String?, draft: inout TransactionDraft) async throws {
+    private func revoke(_ text: String?, app: UUID, device: String?, draft: inout TransactionDraft) async throws {
+        guard let credentialId = text.flatMap(UUID.init(uuidString:)) else { throw APIError(.credentialNotEnrolled, "no such live device credential") }
         let rows = try await database.query("""
             UPDATE device_credentials SET revoked_at = now()
             WHERE id = \(credentialId) AND app_id = \(app) AND (\(device == nil) OR device_id = \(device)) AND revoked_at IS NULL
