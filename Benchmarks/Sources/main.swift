@@ -9,6 +9,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("gallery", "1:N search at 10k/100k/1M templates vs numpy and FAISS; memory per template", runGalleryBenchmark),
     ("gallery-load", "matcher start-up with 1M sealed templates in PostgreSQL; memory per template", runGalleryLoadBenchmark),
     ("e2e", "face login over HTTP through the whole stack, 1 and 2 matcher replicas; requests in flight", runEndToEndBenchmark),
+    ("device-assertion", "device-credential challenge + assertion round trips over HTTP; p50/p99", runDeviceAssertionBenchmark),
     ("accuracy", "rank-1 and FNIR/FPIR on a folder identity/image.jpg (not part of all)", runAccuracyTool),
 ]
 

@@ -14,6 +14,7 @@ public enum Schema {
         Step(version: 1, name: "core tables", sql: core),
         Step(version: 2, name: "transactions hash chain", sql: transactions),
         Step(version: 3, name: "service role and row-level security", sql: roles),
+        Step(version: 4, name: "device credential attestation and lookups", sql: deviceCredentials),
     ]
 
     static let core = """
@@ -272,5 +273,12 @@ public enum Schema {
     CREATE POLICY tenant_templates ON face_templates USING (coalesce(current_setting('facegate.app_id', true), '') = '' OR app_id::text = current_setting('facegate.app_id', true));
     CREATE POLICY tenant_devices ON devices USING (coalesce(current_setting('facegate.app_id', true), '') = '' OR app_id::text = current_setting('facegate.app_id', true));
     CREATE POLICY tenant_transactions ON transactions USING (coalesce(current_setting('facegate.app_id', true), '') = '' OR app_id::text = current_setting('facegate.app_id', true));
+    """
+
+    static let deviceCredentials = """
+    -- The attestation a device sent at registration, kept as received (not verified), and the last use.
+    ALTER TABLE device_credentials ADD COLUMN attestation bytea, ADD COLUMN last_used_at timestamptz;
+    CREATE INDEX device_credentials_user ON device_credentials (app_id, user_id);
+    CREATE INDEX one_time_challenges_expiry ON one_time_challenges (expires_at);
     """
 }

@@ -86,6 +86,7 @@ final class GatewayContext: Sendable {
         registerOperatorRoutes(on: router)
         registerAppServerRoutes(on: router)
         registerFaceLoginRoutes(on: router)
+        registerDeviceCredentialRoutes(on: router)
         registerAuditRoutes(on: router)
         registerDiscoveryRoutes(on: router)
     }

@@ -22,6 +22,7 @@ enum OpenAPIDocument {
       "userId": {"name": "userId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
       "deviceIdPath": {"name": "deviceId", "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 128}},
       "deviceId": {"name": "X-Device-Id", "in": "header", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 128}},
+      "credentialId": {"name": "credentialId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
       "cursor": {"name": "cursor", "in": "query", "schema": {"type": "string"}},
       "limit": {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1}}
     },
@@ -60,6 +61,13 @@ enum OpenAPIDocument {
       "ConfirmRequired": {"type": "object", "required": ["status", "confirmationId", "transactionId"], "properties": {
         "status": {"const": "CONFIRM_REQUIRED"}, "confirmationId": {"type": "string", "format": "uuid"},
         "transactionId": {"type": "string", "format": "uuid"}, "expiresIn": {"type": "integer"}}},
+      "DeviceCredentialPolicy": {"type": "string", "enum": ["biometryCurrentSet", "biometryAny", "devicePasscode"]},
+      "CredentialRegistered": {"type": "object", "required": ["credentialId"], "properties": {"credentialId": {"type": "string", "format": "uuid"}}},
+      "DeviceCredential": {"type": "object", "properties": {
+        "credentialId": {"type": "string", "format": "uuid"}, "userId": {"type": "string", "format": "uuid"}, "deviceId": {"type": "string"},
+        "policy": {"$ref": "#/components/schemas/DeviceCredentialPolicy"}, "counter": {"type": "integer"}, "hasAttestation": {"type": "boolean"},
+        "createdAt": {"type": "string", "format": "date-time"}, "lastUsedAt": {"type": ["string", "null"], "format": "date-time"},
+        "flaggedAt": {"type": ["string", "null"], "format": "date-time"}, "revokedAt": {"type": ["string", "null"], "format": "date-time"}}},
       "Transaction": {"type": "object", "properties": {
         "transactionId": {"type": "string", "format": "uuid"}, "appId": {"type": "string", "format": "uuid"}, "kind": {"type": "string"},
         "outcome": {"type": "string"}, "userId": {"type": ["string", "null"]}, "deviceId": {"type": ["string", "null"]},
@@ -155,6 +163,64 @@ enum OpenAPIDocument {
           "confirmationId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"}}}}}},
         "responses": {"200": {"description": "SUCCESS", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/LoginSuccess"}}}},
           "409": {"$ref": "#/components/responses/Error"}, "422": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/device-credentials": {
+      "post": {"summary": "Register a device biometric key (module deviceAuth); proof of user: a fresh, unused face-login identity token of this app and device, consumed here. Replaces the user's previous credential on this device. The attestation is stored, not verified. Error messages end with (fallback: faceLogin) or (fallback: none).",
+        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["identityToken", "publicKey", "policy"], "properties": {
+          "identityToken": {"type": "string"}, "publicKey": {"type": "string", "description": "base64 SubjectPublicKeyInfo DER of a P-256 key"},
+          "policy": {"$ref": "#/components/schemas/DeviceCredentialPolicy"}, "attestation": {"type": "string", "description": "base64, at most 16 KiB; stored, not verified"}}}}}},
+        "responses": {"201": {"description": "{credentialId}", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CredentialRegistered"}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"},
+          "409": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/device-credentials/challenges": {
+      "post": {"summary": "A single-use challenge for one credential (32 random bytes, base64url; 60 s)", "security": [{"accessToken": []}],
+        "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["credentialId"], "properties": {
+          "credentialId": {"type": "string", "format": "uuid"}}}}}},
+        "responses": {"200": {"description": "{challenge, expiresIn}", "content": {"application/json": {"schema": {"type": "object", "properties": {
+          "challenge": {"type": "string"}, "expiresIn": {"type": "integer"}}}}}},
+          "403": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}, "422": {"$ref": "#/components/responses/Error"},
+          "423": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/device-credentials/assertions": {
+      "post": {"summary": "Log in with a device key: base64 DER ECDSA/SHA-256 signature over the UTF-8 of facegate.device-assertion.v1\\n{appId}\\n{deviceId}\\n{credentialId}\\n{challenge}\\n{counter}. A counter that does not advance (once non-zero) blocks the credential until it is registered again.",
+        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["credentialId", "challenge", "counter", "signature"], "properties": {
+          "credentialId": {"type": "string", "format": "uuid"}, "challenge": {"type": "string"}, "counter": {"type": "integer", "minimum": 0},
+          "signature": {"type": "string"}}}}}},
+        "responses": {"200": {"description": "SUCCESS with an identity token (method device_biometric)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/LoginSuccess"}}}},
+          "403": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}, "422": {"$ref": "#/components/responses/Error"},
+          "423": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/device-credentials/{credentialId}": {
+      "parameters": [{"$ref": "#/components/parameters/credentialId"}],
+      "delete": {"summary": "Revoke this device's credential (immediately)", "security": [{"accessToken": []}],
+        "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "responses": {"204": {"description": "Revoked"}, "404": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/apps/{appId}/users/{userId}/device-credentials": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/userId"}],
+      "post": {"summary": "Register a device biometric key for a user (operator)", "security": [{"operatorKey": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["deviceId", "publicKey", "policy"], "properties": {
+          "deviceId": {"type": "string", "minLength": 1, "maxLength": 128}, "publicKey": {"type": "string"},
+          "policy": {"$ref": "#/components/schemas/DeviceCredentialPolicy"}, "attestation": {"type": "string"}}}}}},
+        "responses": {"201": {"description": "{credentialId}", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CredentialRegistered"}}}},
+          "default": {"$ref": "#/components/responses/Error"}}},
+      "get": {"summary": "List a user's device credentials, revoked ones included", "security": [{"operatorKey": []}],
+        "responses": {"200": {"description": "{items: [DeviceCredential]}", "content": {"application/json": {"schema": {"type": "object", "properties": {
+          "items": {"type": "array", "items": {"$ref": "#/components/schemas/DeviceCredential"}}}}}}}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/apps/{appId}/device-credentials/{credentialId}": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/credentialId"}],
+      "delete": {"summary": "Revoke a device credential (immediately)", "security": [{"operatorKey": []}],
+        "responses": {"204": {"description": "Revoked"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/apps/{appId}/device-credentials/{credentialId}/reset": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/credentialId"}],
+      "post": {"summary": "Clear a credential's failed-attempt counters and lock (a blocked counter needs a new registration)", "security": [{"operatorKey": []}],
+        "responses": {"204": {"description": "Reset"}, "default": {"$ref": "#/components/responses/Error"}}}
     },
     "/v1/audit/transactions": {
       "get": {"summary": "Search transactions (newest first, cursor pages)", "security": [{"auditorKey": []}],
