@@ -4,7 +4,7 @@
 #   scripts/bench.sh               all benchmarks
 #   scripts/bench.sh NAME [ARGS]   one (see: .build/release/facegate-bench help)
 set -euo pipefail
-ulimit -n 65536 2>/dev/null || true
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PEER_VENV=.run/peer-venv

@@ -48,34 +48,46 @@ SERVICES = EXECUTABLES[:4]
 ADMIN_PORTS = {"auth-gateway": 9100, "matcher-worker": 9101, "ctid-verifier": 9102, "kiosk-orchestrator": 9103}
 HTTP_PORT = 8080
 
+# Mirrors the Configuration table of README.md (names, who reads them, required or not).
 COMMON_ENV = {
     "FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", "FACEGATE_ADMIN_HOST", "FACEGATE_ADMIN_PORT",
     "FACEGATE_LOG_LEVEL", "FACEGATE_INSTANCE_ID", "FACEGATE_TOPIC_PREFIX", "FACEGATE_SHUTDOWN_SECONDS",
+    "FACEGATE_DATABASE_STATEMENT_TIMEOUT_MS",
 }
 SEALING_KEY = "FACEGATE_SEALING_KEY"
+CTID_PRIVATE_KEY = "FACEGATE_CTID_PRIVATE_KEY"
+CTID_PUBLIC_KEY = "FACEGATE_CTID_PUBLIC_KEY"
 SERVICE_ENV = {
-    # auth-gateway never gets the sealing key: it handles no sealed data (least privilege).
+    # auth-gateway never gets the sealing key nor the CTID private key: it handles no sealed data
+    # and only seals institution keys *to* the ctid-verifier's public key (least privilege).
     "auth-gateway": {
-        "FACEGATE_HTTP_HOST", "FACEGATE_HTTP_PORT", "FACEGATE_ADMIN_KEY", "FACEGATE_SIGNING_KEY",
-        "FACEGATE_PREVIOUS_SIGNING_KEYS", "FACEGATE_ISSUER", "FACEGATE_ACCESS_TOKEN_TTL_SECONDS",
-        "FACEGATE_IDENTITY_TOKEN_TTL_SECONDS", "FACEGATE_REQUEST_TIMEOUT_SECONDS", "FACEGATE_MAX_BODY_BYTES",
-        "FACEGATE_MAX_PIXELS",
+        "FACEGATE_HTTP_HOST", "FACEGATE_HTTP_PORT", "FACEGATE_HTTP_THREADS", "FACEGATE_HTTP_MAX_CONNECTIONS",
+        "FACEGATE_HTTP_PER_IP_LIMIT", "FACEGATE_ADMIN_KEY", "FACEGATE_SIGNING_KEY",
+        "FACEGATE_PREVIOUS_SIGNING_KEYS", CTID_PUBLIC_KEY, "FACEGATE_ISSUER", "FACEGATE_ACCESS_TOKEN_TTL_SECONDS",
+        "FACEGATE_IDENTITY_TOKEN_TTL_SECONDS", "FACEGATE_CONFIRMATION_TTL_SECONDS",
+        "FACEGATE_REQUEST_TIMEOUT_SECONDS", "FACEGATE_MAX_BODY_BYTES", "FACEGATE_MATCHER_SHARDS",
+        "FACEGATE_THROTTLE_AFTER", "FACEGATE_THROTTLE_SECONDS", "FACEGATE_LOCK_AFTER",
+        "FACEGATE_SECRET_GRACE_SECONDS",
     },
     "matcher-worker": {
-        SEALING_KEY, "FACEGATE_MODEL_DIR", "MATCHER_ENGINES", "MATCHER_SHARD_INDEX", "MATCHER_SHARD_COUNT",
-        "MATCHER_GALLERY_STORAGE", "MATCHER_RECONCILE_SECONDS",
+        SEALING_KEY, "FACEGATE_MODEL_DIR", "FACEGATE_MAX_PIXELS", "MATCHER_ENGINES", "MATCHER_SHARD_INDEX",
+        "MATCHER_SHARD_COUNT", "MATCHER_GALLERY_STORAGE", "MATCHER_RECONCILE_SECONDS",
+        "MATCHER_DEFAULT_THRESHOLD", "MATCHER_AMBIGUITY_MARGIN", "MATCHER_MIN_FACE_WIDTH", "MATCHER_MIN_SHARPNESS",
     },
-    "ctid-verifier": {SEALING_KEY, "FACEGATE_CTID_SERIAL_TTL_SECONDS"},
-    "kiosk-orchestrator": {SEALING_KEY, "FACEGATE_TESSDATA_PREFIX", "FACEGATE_KIOSK_SESSION_TTL_SECONDS"},
-    "facegate": {SEALING_KEY},
+    "ctid-verifier": {SEALING_KEY, CTID_PRIVATE_KEY, "FACEGATE_CTID_SERIAL_TTL_SECONDS"},
+    "kiosk-orchestrator": {"FACEGATE_KIOSK_SESSION_TTL_SECONDS"},
+    # The CLI; in the deployment it only runs `migrate`, which needs no key at all.
+    "facegate": {"FACEGATE_URL", "FACEGATE_AUDITOR_KEY"},
 }
 REQUIRED_ENV = {
-    "auth-gateway": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", "FACEGATE_SIGNING_KEY"},
+    "auth-gateway": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", "FACEGATE_SIGNING_KEY", CTID_PUBLIC_KEY},
     "matcher-worker": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", SEALING_KEY, "FACEGATE_MODEL_DIR"},
-    "ctid-verifier": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", SEALING_KEY},
-    "kiosk-orchestrator": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", SEALING_KEY},
-    "facegate": {"FACEGATE_DATABASE_URL", SEALING_KEY},
+    "ctid-verifier": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", SEALING_KEY, CTID_PRIVATE_KEY},
+    "kiosk-orchestrator": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS"},
+    "facegate": {"FACEGATE_DATABASE_URL"},
 }
+# Values with a closed set of choices (checked where the value is literal).
+ENV_CHOICES = {"MATCHER_GALLERY_STORAGE": {"float32", "float16", "int8"}}
 # Every name of the contract; any other FACEGATE_* / MATCHER_* name is a typo.
 CONTRACT_ENV = COMMON_ENV.union(*SERVICE_ENV.values())
 CONTRACT_PREFIXES = ("FACEGATE_", "MATCHER_")
@@ -206,6 +218,7 @@ def image_problem(image: str) -> str | None:
 
 def check_env_for_service(report: FileReport, where: str, service: str, names: Iterable[str],
                           provided: set[str]) -> None:
+    values = names if isinstance(names, dict) else None
     names = set(names)
     allowed = COMMON_ENV | SERVICE_ENV.get(service, set())
     for name in sorted(names):
@@ -216,6 +229,30 @@ def check_env_for_service(report: FileReport, where: str, service: str, names: I
                 report.fail(f"{where}: {name} does not belong to {service}")
     for name in sorted(REQUIRED_ENV.get(service, set()) - names - provided):
         report.fail(f"{where}: required {name} is not set")
+    for name, choices in ENV_CHOICES.items():
+        value = values.get(name) if values is not None else None
+        if isinstance(value, str) and "$" not in value and value not in choices:
+            report.fail(f"{where}: {name}={value} is not one of {'|'.join(sorted(choices))}")
+
+
+def check_matcher_shards(report: FileReport, gateways: dict[str, Any], matchers: dict[str, Any]) -> None:
+    """The gateway merges FACEGATE_MATCHER_SHARDS partial answers per job: it must equal the
+    MATCHER_SHARD_COUNT every matcher runs with, and the shard indexes must cover 0..N-1."""
+    counts = {where: str(env.get("MATCHER_SHARD_COUNT", "1")) for where, env in matchers.items()}
+    indexes = {str(env.get("MATCHER_SHARD_INDEX", "0")) for env in matchers.values()}
+    if len(set(counts.values())) > 1:
+        report.fail(f"matchers disagree on MATCHER_SHARD_COUNT: {dict(sorted(counts.items()))}")
+        return
+    if not counts:
+        return
+    count = next(iter(counts.values()))
+    for where, env in gateways.items():
+        shards = str(env.get("FACEGATE_MATCHER_SHARDS", "1"))
+        if shards != count:
+            report.fail(f"{where}: FACEGATE_MATCHER_SHARDS {shards} differs from the matchers' MATCHER_SHARD_COUNT {count}"
+                        " (the gateway would wait for the wrong number of partial answers)")
+    if count.isdigit() and indexes != {str(i) for i in range(int(count))}:
+        report.fail(f"matcher shards {sorted(indexes)} do not cover 0..{int(count) - 1}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -540,6 +577,8 @@ def check_compose_contract(root: Path, path: Path, report: FileReport, compose: 
 
     services: dict[str, Any] = compose.get("services") or {}
     seen_services: set[str] = set()
+    gateways: dict[str, dict[str, str]] = {}
+    matchers: dict[str, dict[str, str]] = {}
     for name, service in services.items():
         if not isinstance(service, dict):
             continue
@@ -562,6 +601,11 @@ def check_compose_contract(root: Path, path: Path, report: FileReport, compose: 
         seen_services.add(selected)
         where = f"services.{name}"
         check_env_for_service(report, where, selected, environment, set(image_env))
+        resolved = {k: resolve_default_interpolation(str(v)) for k, v in environment.items()}
+        if selected == "auth-gateway":
+            gateways[where] = resolved
+        elif selected == "matcher-worker":
+            matchers[where] = resolved
         if selected in ADMIN_PORTS:
             port = str(environment.get("FACEGATE_ADMIN_PORT", ADMIN_PORTS[selected]))
             if port != str(ADMIN_PORTS[selected]):
@@ -590,6 +634,7 @@ def check_compose_contract(root: Path, path: Path, report: FileReport, compose: 
                 report.fail(f"{where}: the one-shot CLI service must run `migrate`")
     for missing in sorted(set(EXECUTABLES) - seen_services):
         report.fail(f"no service runs {missing}")
+    check_matcher_shards(report, gateways, matchers)
 
     # Volumes that mount repository files must point at files that exist.
     for name, service in services.items():
@@ -696,6 +741,8 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
     workloads = by_kind.get("Deployment", []) + by_kind.get("Job", [])
     deployments = {d["metadata"]["name"]: d for d in by_kind.get("Deployment", [])}
     services_running: set[str] = set()
+    gateways: dict[str, dict[str, Any]] = {}
+    matchers: dict[str, dict[str, Any]] = {}
     for workload in workloads:
         kind, name = workload["kind"], workload["metadata"]["name"]
         pod = workload["spec"]["template"]["spec"]
@@ -731,6 +778,10 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
                 continue
             services_running.add(selected)
             check_env_for_service(report, where, selected, env, set(image_env))
+            if selected == "auth-gateway":
+                gateways[where] = env
+            elif selected == "matcher-worker":
+                matchers[where] = env
             if selected == "facegate":
                 if container.get("args") != ["migrate"]:
                     report.fail(f"{where}: the CLI Job must run `migrate`")
@@ -758,6 +809,7 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
             report.fail(f"{kind}/{name}: terminationGracePeriodSeconds {grace} must exceed FACEGATE_SHUTDOWN_SECONDS (20)")
     for missing in sorted(set(EXECUTABLES) - services_running):
         report.fail(f"nothing runs {missing}")
+    check_matcher_shards(report, gateways, matchers)
     facegate_images = {c.get("image") for w in workloads for c in w["spec"]["template"]["spec"]["containers"]
                        if any(v.get("name") == "SERVICE" for v in c.get("env", []) or [])}
     if len(facegate_images) > 1:
