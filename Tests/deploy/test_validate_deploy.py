@@ -103,6 +103,35 @@ class ValidatorTests(unittest.TestCase):
         (self.root / path).write_text(text)
         self.assert_rejected("deploy/k8s (kubectl kustomize)", "Service/matcher-worker: selects no Deployment's pods")
 
+    def test_ctid_private_key_missing_from_ctid_verifier_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/ctid-verifier.yaml", "name: FACEGATE_CTID_PRIVATE_KEY", "name: FACEGATE_CTID_SERIAL_TTL_SECONDS")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Deployment/ctid-verifier/ctid-verifier: required FACEGATE_CTID_PRIVATE_KEY is not set")
+
+    def test_ctid_private_key_handed_to_the_gateway_is_rejected(self) -> None:
+        # The public key's variable fed from the private key's Secret entry: the gateway would
+        # hold the key that opens every institution key.
+        self.edit("deploy/k8s/base/auth-gateway.yaml", "key: ctid-public-key", "key: ctid-private-key")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "secret key ctid-private-key is mapped to FACEGATE_CTID_PUBLIC_KEY")
+
+    def test_sealing_key_given_to_kiosk_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/kiosk-orchestrator.yaml", "            - name: FACEGATE_DATABASE_URL\n",
+                  "            - name: FACEGATE_SEALING_KEY\n              valueFrom:\n                secretKeyRef:\n"
+                  "                  name: facegate-secrets\n                  key: sealing-key\n"
+                  "            - name: FACEGATE_DATABASE_URL\n")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)", "FACEGATE_SEALING_KEY does not belong to kiosk-orchestrator")
+
+    def test_gateway_shard_count_differing_from_matchers_is_rejected(self) -> None:
+        self.edit("deploy/k8s/sharded/kustomization.yaml", "name: FACEGATE_MATCHER_SHARDS\n                    value: \"2\"",
+                  "name: FACEGATE_MATCHER_SHARDS\n                    value: \"1\"")
+        self.assert_rejected("deploy/k8s/sharded (kubectl kustomize)",
+                             "FACEGATE_MATCHER_SHARDS 1 differs from the matchers' MATCHER_SHARD_COUNT 2")
+
+    def test_unknown_gallery_storage_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/matcher-worker.yaml", "value: float32", "value: float8")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)", "MATCHER_GALLERY_STORAGE=float8 is not one of float16|float32|int8")
+
     # -- KEDA -------------------------------------------------------------------------------
 
     def test_autoscaler_beyond_partitions_is_rejected(self) -> None:
@@ -129,6 +158,20 @@ class ValidatorTests(unittest.TestCase):
         self.edit("docker-compose.yml", "      SERVICE: matcher-worker\n",
                   "      SERVICE: matcher-worker\n      FACEGATE_SIGNING_KEY: ${FACEGATE_SIGNING_KEY}\n")
         self.assert_rejected("docker-compose.yml", "FACEGATE_SIGNING_KEY does not belong to matcher-worker")
+
+    def test_ctid_private_key_given_to_the_gateway_is_rejected(self) -> None:
+        self.edit("docker-compose.yml", "      SERVICE: auth-gateway\n",
+                  "      SERVICE: auth-gateway\n      FACEGATE_CTID_PRIVATE_KEY: ${FACEGATE_CTID_PRIVATE_KEY}\n")
+        self.assert_rejected("docker-compose.yml", "FACEGATE_CTID_PRIVATE_KEY does not belong to auth-gateway")
+
+    def test_gateway_without_ctid_public_key_is_rejected(self) -> None:
+        path = self.root / "docker-compose.yml"
+        path.write_text(re.sub(r"\n *FACEGATE_CTID_PUBLIC_KEY: [^\n]*", "", path.read_text()))
+        self.assert_rejected("docker-compose.yml", "services.auth-gateway: required FACEGATE_CTID_PUBLIC_KEY is not set")
+
+    def test_ctid_key_missing_from_env_example_is_rejected(self) -> None:
+        self.edit("deploy/compose.env.example", "FACEGATE_CTID_PUBLIC_KEY=\n", "")
+        self.assert_rejected("deploy/compose.env.example", "FACEGATE_CTID_PUBLIC_KEY is required by docker-compose.yml")
 
     def test_required_secret_missing_from_env_example_is_rejected(self) -> None:
         self.edit("deploy/compose.env.example", "FACEGATE_SEALING_KEY=\n", "")

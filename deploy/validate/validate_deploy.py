@@ -9,7 +9,8 @@ Checks, without a Docker engine or a Kubernetes cluster:
   deploy/k8s/**                every manifest against the Kubernetes JSON schemas (strict,
                                kubernetes-validate), ScaledObjects against deploy/schemas/,
                                and both kustomize layouts rendered (kubectl kustomize) and checked
-                               as a whole: env names, probes, resources, selectors, autoscaler limits
+                               as a whole: env names, secret key -> variable, probes, resources,
+                               selectors, autoscaler limits, gateway shard count = matcher shards
   scripts and env examples     bash syntax, topic table and admin ports equal to the contract
 
 Prints one line per file checked ("ok" or "FAIL", problems indented below) and exits 1 when
@@ -711,7 +712,7 @@ def pod_labels_match(selector: dict[str, str], labels: dict[str, str]) -> bool:
 
 def check_rendered_layout(report: FileReport, documents: list[dict[str, Any]], image_env: dict[str, str],
                           secret_keys: set[str], topics: dict[str, tuple[int, dict[str, str]]],
-                          keda_schema: dict[str, Any]) -> None:
+                          keda_schema: dict[str, Any], secret_variables: dict[str, str] | None = None) -> None:
     for document in documents:
         for error in kubernetes_errors(document, keda_schema):
             report.fail(error)
@@ -719,13 +720,15 @@ def check_rendered_layout(report: FileReport, documents: list[dict[str, Any]], i
         report.fail("contract checks skipped until the objects match their schemas")
         return
     try:
-        check_layout_contract(report, documents, image_env, secret_keys, topics)
+        check_layout_contract(report, documents, image_env, secret_keys, topics, secret_variables)
     except (KeyError, TypeError, AttributeError, ValueError, IndexError) as error:
         report.fail(f"contract checks could not read the objects: {type(error).__name__}: {error}")
 
 
 def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], image_env: dict[str, str],
-                          secret_keys: set[str], topics: dict[str, tuple[int, dict[str, str]]]) -> None:
+                          secret_keys: set[str], topics: dict[str, tuple[int, dict[str, str]]],
+                          secret_variables: dict[str, str] | None = None) -> None:
+    secret_variables = secret_variables or {}
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for document in documents:
         by_kind.setdefault(document.get("kind", "?"), []).append(document)
@@ -770,6 +773,11 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
                 secret = ((variable.get("valueFrom") or {}).get("secretKeyRef") or {})
                 if secret and secret.get("name") == "facegate-secrets" and secret.get("key") not in secret_keys:
                     report.fail(f"{where}: secret key {secret.get('key')} is not documented in secret.example.yaml")
+                documented = secret_variables.get(secret.get("key")) if secret else None
+                if documented and variable["name"] != documented:
+                    # e.g. ctid-private-key handed to the gateway as FACEGATE_CTID_PUBLIC_KEY.
+                    report.fail(f"{where}: secret key {secret.get('key')} is mapped to {variable['name']},"
+                                f" secret.example.yaml documents it as {documented}")
             selected = env.get("SERVICE")
             if selected is None:
                 continue
@@ -895,6 +903,7 @@ def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
         keda_schema = {}
 
     secret_keys: set[str] = set()
+    secret_variables: dict[str, str] = {}
     secret_path = root / ROOT_FILES["secret_example"]
     k8s_root = root / "deploy/k8s"
     for path in sorted(k8s_root.rglob("*")):
@@ -945,6 +954,8 @@ def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
                 secret_keys |= set((document.get("stringData") or {}).keys()) | set((document.get("data") or {}).keys())
             # Optional keys are documented in the comment table ("#   key   who reads it").
             secret_keys |= set(re.findall(r"^#   ([a-z][a-z-]+)\s{2,}FACEGATE_", path.read_text(), re.M))
+            # ... and name the one variable each key may be mapped to.
+            secret_variables = dict(re.findall(r"^#   ([a-z][a-z-]+)\s{2,}(FACEGATE_\w+)", path.read_text(), re.M))
 
     kubectl = tool("kubectl")
     for layout in KUSTOMIZE_LAYOUTS:
@@ -957,7 +968,7 @@ def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
         if not keda_schema:
             report.fail("the KEDA schema is unusable")
             continue
-        check_rendered_layout(report, documents, image_env, secret_keys, topics, keda_schema)
+        check_rendered_layout(report, documents, image_env, secret_keys, topics, keda_schema, secret_variables)
 
 
 # --------------------------------------------------------------------------------------------
