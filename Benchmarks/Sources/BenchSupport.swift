@@ -86,8 +86,8 @@ final class ServiceProcess {
     func threadsAndRSS() -> (threads: Int, rssKB: Int) {
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
         func field(_ name: String) -> Int {
-            status.split(separator: "\n").first { $0.hasPrefix(name) }?.split(separator: " ", omittingEmptySubsequences: true)
-                .dropFirst().first.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? -1
+            status.split(separator: "\n").first { $0.hasPrefix(name) }?.split(whereSeparator: { $0 == " " || $0 == "\t" })
+                .dropFirst().first.flatMap { Int($0) } ?? -1
         }
         return (field("Threads:"), field("VmRSS:"))
     }
