@@ -172,8 +172,11 @@ private func heldInFlight(base: String, token: String, gateway: ServiceProcess) 
     try wrk.run()
     try await Task.sleep(for: .seconds(6))
     let loaded = gateway.threadsAndRSS()
-    let established = (try? String(contentsOfFile: "/proc/\(gateway.pid)/net/tcp", encoding: .utf8))?
-        .split(separator: "\n").filter { $0.contains(":46A0 ") && $0.split(separator: " ", omittingEmptySubsequences: true)[3] == "01" }.count ?? -1
+    // procfs files report no size: read them to the end rather than by their stated length.
+    let table = FileHandle(forReadingAtPath: "/proc/\(gateway.pid)/net/tcp").map { String(decoding: $0.readDataToEndOfFile(), as: UTF8.self) } ?? ""
+    let established = table.split(separator: "\n")
+        .filter { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first?.hasSuffix(":46A0") == true
+                  && $0.split(separator: " ", omittingEmptySubsequences: true)[3] == "01" }.count
     wrk.waitForExit()
     let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     let summary = output.split(separator: "\n").filter { $0.contains("requests in") || $0.contains("Non-2xx") || $0.contains("Socket errors") }
@@ -181,7 +184,7 @@ private func heldInFlight(base: String, token: String, gateway: ServiceProcess) 
     return """
     Requests held in flight: wrk with \(connections) connections posting 1 KB face-login bodies while no matcher runs (each request
     waits in the gateway for its 10 s deadline, then answers 503 SERVICE_UNAVAILABLE). Gateway process idle: \(idle.threads) threads,
-    \(idle.rssKB / 1024) MiB RSS; 6 s into the run with \(established) established client connections: \(loaded.threads) threads,
+    \(idle.rssKB / 1024) MiB RSS; 6 s into the run, with \(established) client connections established on the gateway's port: \(loaded.threads) threads,
     \(loaded.rssKB / 1024) MiB RSS. wrk: \(summary).
     """
 }
