@@ -88,6 +88,7 @@ final class GatewayContext: Sendable {
         registerFaceLoginRoutes(on: router)
         registerAuditRoutes(on: router)
         registerDiscoveryRoutes(on: router)
+        registerCTIDRoutes(on: router)
     }
 
     /// Sends a face job and waits for the matcher's answer (merged across shards), within the request
