@@ -285,7 +285,7 @@ import Testing
                 #expect(reply.errorCode == "INVALID_ENVELOPE", "\(label)")
                 seen.insert(reply.body)
             }
-            #expect(seen.count == 1)
+            #expect(seen.count == 1, "\(seen.map { String(decoding: $0, as: UTF8.self) })")
             // None of the faults spent the serial.
             let result = try Self.answer(try await Self.post(stack, app, good), app)
             #expect(result.resultCode == "0")

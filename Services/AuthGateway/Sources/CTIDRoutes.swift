@@ -14,8 +14,12 @@ extension GatewayContext {
         router.add("POST", "/v1/apps/{appId}/ctid-registry") { [self] request in try await registerCTIDIdentity(request) }
     }
 
-    /// Every envelope fault answers exactly this: nothing tells which check failed.
-    static var invalidEnvelope: APIError { APIError(.invalidEnvelope, CTIDEnvelopeError.message) }
+    /// Every envelope fault answers exactly these bytes (fixed here, not re-encoded per call, so not even
+    /// key order can differ): nothing tells which check failed.
+    static let invalidEnvelopeBody = Array(#"{"error":{"code":"INVALID_ENVELOPE","message":"\#(CTIDEnvelopeError.message)"}}"#.utf8)
+    static var invalidEnvelopeResponse: HTTPResponse {
+        HTTPResponse(status: 400, headers: [("Content-Type", "application/json")], body: .bytes(invalidEnvelopeBody))
+    }
 
     struct SerialBody: Decodable { var authMode: String }
     struct SerialAnswer: Encodable {
@@ -58,7 +62,7 @@ extension GatewayContext {
             guard let answer = result.envelope else { throw APIError(.internalError, "the verifier answered without an envelope") }
             return .json(answer)
         case .invalidEnvelope:
-            throw Self.invalidEnvelope
+            return Self.invalidEnvelopeResponse
         case .unavailable:
             throw APIError(.serviceUnavailable, "identity verification is unavailable right now; try again")
         default:
