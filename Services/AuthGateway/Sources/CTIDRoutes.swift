@@ -53,6 +53,7 @@ extension GatewayContext {
 
     func verifyCTID(_ request: HTTPRequest) async throws -> HTTPResponse {
         let app = try await requireClient(request)
+        try await apps.admit(app, module: .ctid)
         // A body that is not even an envelope is still the verifier's to judge and record.
         let envelope = try? FaceGateJSON.decode(CTIDEnvelope.self, from: request.body)
         let device = request.headers["X-Device-Id"].flatMap { (1...128).contains($0.utf8.count) ? $0 : nil }

@@ -38,7 +38,7 @@ public struct PostgresIdentityRegistry: IdentityRegistry {
         numberKey = try HKDF.sha256(ikm: sealingKey, salt: [], info: Array("facegate.ctid-registry.number.v1".utf8), length: 32)
     }
 
-    func numberHash(appId: UUID, number: String) -> [UInt8] {
+    func numberHash(_ number: String) -> [UInt8] {
         HMACSHA256.authenticationCode(key: numberKey, data: Array(number.uppercased().utf8))
     }
 
@@ -47,7 +47,7 @@ public struct PostgresIdentityRegistry: IdentityRegistry {
     }
 
     public func lookup(appId: UUID, number: String) async throws -> RegisteredIdentity? {
-        let hash = numberHash(appId: appId, number: number)
+        let hash = numberHash(number)
         guard let row = try await database.query("""
             SELECT name_sealed, valid_start, valid_end, template_sealed FROM ctid_registry
             WHERE app_id = \(appId) AND number_hash = \(hash)
@@ -59,7 +59,7 @@ public struct PostgresIdentityRegistry: IdentityRegistry {
     }
 
     public func register(appId: UUID, number: String, identity: RegisteredIdentity) async throws {
-        let hash = numberHash(appId: appId, number: number)
+        let hash = numberHash(number)
         let name = try sealer.seal(Array(identity.name.utf8), context: nameContext(appId: appId, hash: hash))
         let template = identity.sealedTemplate.map { Array($0) }
         _ = try await database.query("""
