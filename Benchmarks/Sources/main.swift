@@ -8,6 +8,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("face-engine", "per-image pipeline and embedding equality vs Python face_recognition", runFaceEngineBenchmark),
     ("gallery", "1:N search at 10k/100k/1M templates vs numpy and FAISS; memory per template", runGalleryBenchmark),
     ("e2e", "face login over HTTP through the whole stack, 1 and 2 matcher replicas; requests in flight", runEndToEndBenchmark),
+    ("ctid", "CTID envelope seal/open and forged-tag refusal on one core vs Python cryptography", runCTIDBenchmark),
     ("accuracy", "rank-1 and FNIR/FPIR on a folder identity/image.jpg (not part of all)", runAccuracyTool),
 ]
 
