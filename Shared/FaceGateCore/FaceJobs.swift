@@ -12,6 +12,9 @@ public enum FaceJobKind: String, Codable, Sendable, CaseIterable {
     case detect
     /// Active liveness over a burst of frames against a challenge.
     case liveness
+    /// One face of an acceptable photo, returned as a template sealed with the platform key (for
+    /// reference portraits stored outside the gallery, e.g. the CTID registry). Nothing is persisted.
+    case template
 
     public var messageType: String { "face.\(rawValue)" }
 }
@@ -138,6 +141,8 @@ public struct FaceJobResult: Codable, Sendable {
     /// `enroll`: the template created.
     public var templateId: UUID?
     public var liveness: LivenessReport?
+    /// `template`: the embedding sealed with the platform key under the context a `verify` job's `referenceSealedTemplate` opens with.
+    public var sealedTemplate: Data?
     public var shardIndex: Int
     public var shardCount: Int
     /// Milliseconds per stage: decode, detect, embed, search, total.
@@ -153,6 +158,7 @@ public struct FaceJobResult: Codable, Sendable {
         self.quality = quality
         self.templateId = templateId
         self.liveness = liveness
+        self.sealedTemplate = nil
         self.shardIndex = shardIndex
         self.shardCount = shardCount
         self.timings = timings

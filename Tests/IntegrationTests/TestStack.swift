@@ -1,4 +1,5 @@
 import AuthGateway
+import CTIDVerifier
 import Crypto
 import FaceGateCore
 import Foundation
@@ -66,6 +67,7 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
     let signingSeed: [UInt8]
     var gateway: AuthGateway!
     var matcher: MatcherWorker?
+    var ctid: CTIDVerifier?
     private var runs: [Task<Void, Never>] = []
 
     init(database: TestDatabase, extra: [String: String] = [:]) throws {
@@ -94,7 +96,7 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
     }
 
     /// Starts the services (the matcher unless `withMatcher` is false) and waits until they serve.
-    static func start(withMatcher: Bool = true, extra: [String: String] = [:]) async throws -> TestStack {
+    static func start(withMatcher: Bool = true, withCTID: Bool = false, extra: [String: String] = [:]) async throws -> TestStack {
         let stack = try TestStack(database: try await TestDatabase.create(), extra: extra)
         let env = Environment(stack.environment)
         if withMatcher {
@@ -102,11 +104,17 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
             stack.matcher = matcher
             stack.runs.append(Task { _ = try? await matcher.group.run(handleSignals: false) })
         }
+        if withCTID {
+            let verifier = try CTIDVerifier(configuration: try CTIDConfiguration(environment: env))
+            stack.ctid = verifier
+            stack.runs.append(Task { _ = try? await verifier.group.run(handleSignals: false) })
+        }
         let gateway = try AuthGateway(configuration: try GatewayConfiguration(environment: env))
         stack.gateway = gateway
         stack.runs.append(Task { _ = try? await gateway.group.run(handleSignals: false) })
         try await stack.waitUntilReady()
         if let matcher = stack.matcher { try await matcher.jobs.waitUntilAssigned(timeout: .seconds(60)) }
+        if let ctid = stack.ctid { try await ctid.jobs.waitUntilAssigned(timeout: .seconds(60)) }
         return stack
     }
 
@@ -115,7 +123,8 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
         while ContinuousClock.now < deadline {
             let gatewayReady = await gateway.runtime.readiness.evaluate().ready && gateway.httpPort > 0
             let matcherReady = await matcher?.runtime.readiness.evaluate().ready ?? true
-            if gatewayReady && matcherReady { return }
+            let ctidReady = await ctid?.runtime.readiness.evaluate().ready ?? true
+            if gatewayReady && matcherReady && ctidReady { return }
             try await Task.sleep(for: .milliseconds(200))
         }
         throw TestSetupError("the stack did not become ready within 60 s")
@@ -124,6 +133,7 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
     func stop() async {
         gateway?.group.requestStop(reason: "test finished")
         matcher?.group.requestStop(reason: "test finished")
+        ctid?.group.requestStop(reason: "test finished")
         for run in runs { await run.value }
         await database.drop()
     }
@@ -211,8 +221,9 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
 
 extension TestStack {
     /// Runs `body` against a fresh stack and always stops it afterwards.
-    static func with(withMatcher: Bool = true, extra: [String: String] = [:], _ body: (TestStack) async throws -> Void) async throws {
-        let stack = try await start(withMatcher: withMatcher, extra: extra)
+    static func with(withMatcher: Bool = true, withCTID: Bool = false, extra: [String: String] = [:],
+                     _ body: (TestStack) async throws -> Void) async throws {
+        let stack = try await start(withMatcher: withMatcher, withCTID: withCTID, extra: extra)
         do {
             try await body(stack)
         } catch {

@@ -89,6 +89,7 @@ final class GatewayContext: Sendable {
         registerDeviceCredentialRoutes(on: router)
         registerAuditRoutes(on: router)
         registerDiscoveryRoutes(on: router)
+        registerCTIDRoutes(on: router)
     }
 
     /// Sends a face job and waits for the matcher's answer (merged across shards), within the request

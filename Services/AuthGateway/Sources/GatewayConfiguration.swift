@@ -29,6 +29,8 @@ public struct GatewayConfiguration: Sendable {
     public var throttleSeconds: Int
     public var lockAfter: Int
     public var secretGraceSeconds: Int
+    /// How long a CTID serial number stays usable.
+    public var ctidSerialTTLSeconds: Int
 
     public init(environment env: Environment) throws(ConfigurationError) {
         common = try CommonConfiguration(serviceName: "auth-gateway", defaultAdminPort: 9100, environment: env)
@@ -60,5 +62,6 @@ public struct GatewayConfiguration: Sendable {
         throttleSeconds = try env.int("FACEGATE_THROTTLE_SECONDS", default: 30, range: 1...86400)
         lockAfter = try env.int("FACEGATE_LOCK_AFTER", default: 50, range: 2...100_000)
         secretGraceSeconds = try env.int("FACEGATE_SECRET_GRACE_SECONDS", default: 86400, range: 0...2_592_000)
+        ctidSerialTTLSeconds = try env.int("FACEGATE_CTID_SERIAL_TTL_SECONDS", default: 600, range: 30...86400)
     }
 }

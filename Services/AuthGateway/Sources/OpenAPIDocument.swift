@@ -222,6 +222,28 @@ enum OpenAPIDocument {
       "post": {"summary": "Clear a credential's failed-attempt counters and lock (a blocked counter needs a new registration)", "security": [{"operatorKey": []}],
         "responses": {"204": {"description": "Reset"}, "default": {"$ref": "#/components/responses/Error"}}}
     },
+    "/v1/ctid/serial-numbers": {
+      "post": {"summary": "Issue a single-use CTID serial number and challenge code bound to the app and auth mode", "security": [{"accessToken": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["authMode"], "properties": {
+          "authMode": {"type": "string", "enum": ["0x40", "0x42", "0x10", "0x12"]}}}}}},
+        "responses": {"200": {"description": "{bizSerialNum, randNum, expiresIn}", "content": {"application/json": {"schema": {"type": "object", "properties": {
+          "bizSerialNum": {"type": "string"}, "randNum": {"type": "string"}, "expiresIn": {"type": "integer"}}}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/ctid/verifications": {
+      "post": {"summary": "Verify an identity claim sent as a CTID envelope (see README: CTID envelope); the answer is an envelope whose plaintext is {bizSerialNum, authResult, resultCode, message, transactionId}", "security": [{"accessToken": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["version", "appId", "iv", "data", "mac"], "properties": {"version": {"type": "string", "enum": ["v1"]}, "appId": {"type": "string", "format": "uuid"}, "iv": {"type": "string", "contentEncoding": "base64"}, "data": {"type": "string", "contentEncoding": "base64"}, "mac": {"type": "string", "contentEncoding": "base64"}}}}}},
+        "responses": {"200": {"description": "The verifier's answer envelope", "content": {"application/json": {"schema": {"type": "object", "required": ["version", "appId", "iv", "data", "mac"], "properties": {"version": {"type": "string", "enum": ["v1"]}, "appId": {"type": "string", "format": "uuid"}, "iv": {"type": "string", "contentEncoding": "base64"}, "data": {"type": "string", "contentEncoding": "base64"}, "mac": {"type": "string", "contentEncoding": "base64"}}}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}, "503": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/apps/{appId}/ctid-registry": {
+      "post": {"summary": "Add or replace a trusted identity record of the app (number hashed, name sealed, portrait kept as a sealed template)", "security": [{"operatorKey": []}],
+        "parameters": [{"$ref": "#/components/parameters/appId"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["number", "name", "validDateStart", "validDateEnd"], "properties": {
+          "number": {"type": "string", "pattern": "^[0-9]{17}[0-9Xx]$"}, "name": {"type": "string"}, "validDateStart": {"type": "string", "pattern": "^[0-9]{8}$"},
+          "validDateEnd": {"type": "string", "description": "YYYYMMDD or 长期"}, "photoData": {"type": "string", "contentEncoding": "base64"}}}}}},
+        "responses": {"201": {"description": "{number (masked), registered}"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
     "/v1/audit/transactions": {
       "get": {"summary": "Search transactions (newest first, cursor pages)", "security": [{"auditorKey": []}],
         "parameters": [

@@ -8,25 +8,66 @@ public struct CTIDConfiguration: Sendable {
     public var sealingKey: [UInt8]
     public var privateKey: [UInt8]
     public var serialTTLSeconds: Int
+    /// How long a portrait check may wait for a matcher.
+    public var faceJobTimeout: Duration
+    public var concurrency: Int
 
     public init(environment env: Environment) throws(ConfigurationError) {
         common = try CommonConfiguration(serviceName: "ctid-verifier", defaultAdminPort: 9102, environment: env)
         sealingKey = try env.base64Key("FACEGATE_SEALING_KEY", bytes: 32)
         privateKey = try env.base64Key("FACEGATE_CTID_PRIVATE_KEY", bytes: 32)
         serialTTLSeconds = try env.int("FACEGATE_CTID_SERIAL_TTL_SECONDS", default: 600, range: 30...86400)
+        faceJobTimeout = .seconds(try env.int("FACEGATE_REQUEST_TIMEOUT_SECONDS", default: 10, range: 1...120))
+        concurrency = try env.int("CTID_CONCURRENCY", default: 8, range: 1...256)
     }
 }
 
 /// The ctid-verifier process: holds the institution keys (sealed to its private key) and answers CTID
-/// verification jobs. This process starts, reports readiness and metrics, and stops cleanly.
+/// jobs from `ctid.jobs.v1` (group `ctid-verifier`), asking matchers for portrait checks through its
+/// own reply partition of `replies.ctid-verifier.v1`.
 public final class CTIDVerifier: Sendable {
     public let runtime: ServiceRuntime
     public let group: ServiceGroup
+    public let jobs: JobConsumer
 
-    public init(configuration: CTIDConfiguration) throws {
+    public init(configuration: CTIDConfiguration, registry: (any IdentityRegistry)? = nil) throws {
         runtime = try ServiceRuntime(configuration: configuration.common)
         let producer = try KafkaProducer(configuration: runtime.kafka)
-        group = ServiceGroup(services: [runtime.adminServer(), TopicsService(runtime: runtime), ProducerService(producer: producer)],
+        let faces = FaceRequester(runtime: runtime, producer: producer, timeout: configuration.faceJobTimeout)
+        let registry = try registry ?? PostgresIdentityRegistry(database: runtime.database, sealingKey: configuration.sealingKey)
+        let handler = CTIDJobHandler(runtime: runtime, producer: producer, registry: registry, faces: faces, privateKey: configuration.privateKey)
+        jobs = try JobConsumer(name: "ctid-jobs", runtime: runtime, topic: runtime.topics.ctidJobs,
+                               // Prefixed like the topics, so deployments sharing a broker never share the group.
+                               groupId: runtime.topics.prefix + "ctid-verifier",
+                               producer: producer, concurrency: configuration.concurrency) { message in await handler.handle(message) }
+        runtime.readiness.add("kafka-replies") { faces.isReady }
+        group = ServiceGroup(services: [runtime.adminServer(), TopicsFirst(runtime: runtime), ProducerService(producer: producer), faces, jobs],
                              logger: runtime.logger, shutdownTimeout: .seconds(configuration.common.shutdownSeconds))
     }
+}
+
+/// Creates the deployment's topics before the job consumer subscribes (retrying while the broker is
+/// away): a subscription to a topic that does not exist yet would see no partitions until the next
+/// metadata refresh, minutes later.
+final class TopicsFirst: Service {
+    let name = "topics"
+    private let runtime: ServiceRuntime
+
+    init(runtime: ServiceRuntime) { self.runtime = runtime }
+
+    func start() async throws {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                try await runtime.ensureTopics()
+                return
+            } catch {
+                runtime.logger.error("broker not reachable; retrying", ["attempt": String(attempt), "error": "\(error)"])
+                try await Task.sleep(for: .seconds(min(attempt, 5)))
+            }
+        }
+    }
+
+    func shutdown() async {}
 }

@@ -94,6 +94,7 @@ final class FaceJobHandler: Sendable {
         case .enroll: try await enroll(job, messageId: messageId)
         case .detect: try await detect(job)
         case .liveness: try await liveness(job)
+        case .template: try await template(job)
         }
     }
 
@@ -249,6 +250,27 @@ final class FaceJobHandler: Sendable {
             // Other matchers pick the template up at their next reconciliation.
             logger.warning("gallery change not broadcast", ["error": "\(error)", "template.id": templateId.uuidString.lowercased()])
         }
+        return result
+    }
+
+    /// The same quality gate as enrollment, then the embedding sealed as a reference template.
+    private func template(_ job: FaceJob) async throws -> FaceJobResult {
+        var timings: [String: Double] = [:]
+        let (face, faceCount): (DetectedFace, Int)
+        switch try await probe(job.image, timings: &timings) {
+        case .stop(let stop): return stop
+        case .face(let found, let count): (face, faceCount) = (found, count)
+        }
+        let quality = Self.report(face.quality)
+        if faceCount > 1 {
+            return FaceJobResult(outcome: .lowQuality, message: "\(faceCount) faces in the image; use a photo of one person",
+                                 faceCount: faceCount, quality: quality, timings: timings)
+        }
+        if face.quality.faceWidth < configuration.minimumFaceWidth || face.quality.sharpness < configuration.minimumSharpness {
+            return FaceJobResult(outcome: .lowQuality, message: "the face is too small or blurred", faceCount: faceCount, quality: quality, timings: timings)
+        }
+        var result = FaceJobResult(outcome: .detected, faceCount: faceCount, quality: quality, timings: timings)
+        result.sealedTemplate = Data(try sealer.sealTemplate(face.embedding!, templateId: platformAppId))
         return result
     }
 

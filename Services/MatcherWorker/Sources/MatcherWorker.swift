@@ -28,6 +28,7 @@ public final class MatcherWorker: Sendable {
         gallery = GallerySync(store: store, runtime: runtime, reconcileEvery: .seconds(configuration.reconcileSeconds))
         let handler = FaceJobHandler(engines: engines, store: store, database: runtime.database, producer: producer, sealer: sealer,
                                      configuration: configuration, changesTopic: runtime.topics.galleryChanges, runtime: runtime)
+        // Prefixed like the topics, so deployments (and test stacks) sharing a broker never share the group.
         jobs = try JobConsumer(name: "face-jobs", runtime: runtime, topic: runtime.topics.faceJobs, groupId: configuration.consumerGroup,
                                producer: producer, concurrency: configuration.engines * 2) { message in await handler.handle(message) }
         admin = runtime.adminServer()

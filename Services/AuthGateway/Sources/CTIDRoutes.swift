@@ -1,0 +1,110 @@
+import Crypto
+import FaceGateCore
+import Foundation
+import HTTPServer
+import KafkaClient
+
+/// CTID identity verification. The gateway issues serial numbers and forwards ciphertext: it holds no
+/// institution key and no sealing key, so opening envelopes and sealing registry rows is the
+/// ctid-verifier's work, reached as a job on `ctid.jobs.v1`.
+extension GatewayContext {
+    func registerCTIDRoutes(on router: APIRoutes) {
+        router.add("POST", "/v1/ctid/serial-numbers", maxBodyBytes: 4096) { [self] request in try await issueCTIDSerial(request) }
+        router.add("POST", "/v1/ctid/verifications") { [self] request in try await verifyCTID(request) }
+        router.add("POST", "/v1/apps/{appId}/ctid-registry") { [self] request in try await registerCTIDIdentity(request) }
+    }
+
+    /// Every envelope fault answers exactly these bytes (fixed here, not re-encoded per call, so not even
+    /// key order can differ): nothing tells which check failed.
+    static let invalidEnvelopeBody = Array(#"{"error":{"code":"INVALID_ENVELOPE","message":"\#(CTIDEnvelopeError.message)"}}"#.utf8)
+    static var invalidEnvelopeResponse: HTTPResponse {
+        HTTPResponse(status: 400, headers: [("Content-Type", "application/json")], body: .bytes(invalidEnvelopeBody))
+    }
+
+    struct SerialBody: Decodable { var authMode: String }
+    struct SerialAnswer: Encodable {
+        var bizSerialNum: String
+        var randNum: String
+        var expiresIn: Int
+    }
+
+    func issueCTIDSerial(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let app = try await requireClient(request)
+        try await apps.admit(app, module: .ctid)
+        let body = try request.decodeJSON(SerialBody.self)
+        guard CTIDAuthMode.isModeCode(body.authMode) else { throw APIError(.invalidRequest, "authMode must be a hex code such as \"0x42\"") }
+        guard let mode = CTIDAuthMode(wire: body.authMode) else {
+            throw APIError(.invalidRequest, "unsupported auth mode: \(body.authMode.lowercased()) needs the CTID network credential; use 0x40, 0x42, 0x10 or 0x12")
+        }
+        // 128 random bits as hex; the challenge code is 6 random digits (uniform, by rejection).
+        let serial = SecureRandom.bytes(16).map { String(format: "%02x", $0) }.joined()
+        var randNum = ""
+        while randNum.count < 6 {
+            let byte = SecureRandom.bytes(1)[0]
+            if byte < 250 { randNum.append(String(byte % 10)) }
+        }
+        let ttl = configuration.ctidSerialTTLSeconds
+        _ = try await database.query("""
+            INSERT INTO ctid_serials (serial, app_id, auth_mode, rand_num, expires_at)
+            VALUES (\(serial), \(app.id), \(mode.rawValue), \(randNum), now() + make_interval(secs => \(ttl)))
+            """)
+        return .json(SerialAnswer(bizSerialNum: serial, randNum: randNum, expiresIn: ttl))
+    }
+
+    func verifyCTID(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let app = try await requireClient(request)
+        try await apps.admit(app, module: .ctid)
+        // A body that is not even an envelope is still the verifier's to judge and record.
+        let envelope = try? FaceGateJSON.decode(CTIDEnvelope.self, from: request.body)
+        let device = request.headers["X-Device-Id"].flatMap { (1...128).contains($0.utf8.count) ? $0 : nil }
+        let result = try await ctidJob(CTIDJob(kind: .verify, appId: app.id, envelope: envelope, deviceId: device, clientIp: request.remoteAddress))
+        switch result.outcome {
+        case .answered:
+            guard let answer = result.envelope else { throw APIError(.internalError, "the verifier answered without an envelope") }
+            return .json(answer)
+        case .invalidEnvelope:
+            return Self.invalidEnvelopeResponse
+        case .unavailable:
+            throw APIError(.serviceUnavailable, "identity verification is unavailable right now; try again")
+        default:
+            throw APIError(.internalError, "unexpected verifier answer")
+        }
+    }
+
+    func registerCTIDIdentity(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await requireAdmin(request)
+        let app = try await existingApp(request)
+        let body = try request.decodeJSON(CTIDRegistration.self)
+        let result = try await ctidJob(CTIDJob(kind: .register, appId: app.id, registration: body))
+        switch result.outcome {
+        case .registered:
+            struct Registered: Encodable { var number: String; var registered = true }
+            return .json(Registered(number: ResidentIDNumber.mask(body.number.uppercased())), status: 201)
+        case .invalidRequest: throw APIError(.invalidRequest, result.message ?? "invalid registry entry")
+        case .notFound: throw APIError(.notFound, "no such app")
+        case .imageRejected: throw APIError(.lowQuality, result.message ?? "the photo has no usable face")
+        default: throw APIError(.serviceUnavailable, result.message ?? "identity verification is unavailable right now; try again")
+        }
+    }
+
+    /// Sends a CTID job and waits for the verifier's answer within the request deadline.
+    func ctidJob(_ job: CTIDJob) async throws -> CTIDJobResult {
+        let correlationId = UUID().uuidString.lowercased()
+        let deadline = ContinuousClock.now + configuration.requestTimeout
+        let wallDeadline = Date().addingTimeInterval(configuration.requestTimeout.seconds)
+        let topic = runtime.topics.ctidJobs
+        let replies: [KafkaMessage]
+        do {
+            replies = try await requester.request(correlationId: correlationId, deadline: deadline, expectedReplies: 1) { replyTo in
+                let envelope = MessageEnvelope(type: job.kind.messageType, correlationId: correlationId, appId: job.appId.wire,
+                                               deadline: wallDeadline, replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: job)
+                return KafkaRecord(topic: topic, key: Array(correlationId.utf8), value: try envelope.encoded(),
+                                   headers: [KafkaHeader(key: MessageHeader.traceparent, value: Array(newTraceparent().utf8))])
+            }
+        } catch {
+            logger.warning("ctid job not answered", ["error": "\(error)", "job.kind": job.kind.rawValue])
+            throw APIError(.serviceUnavailable, "identity verification is unavailable right now; try again")
+        }
+        return try MessageEnvelope<CTIDJobResult>.decode(replies[0].value).payload
+    }
+}

@@ -1,0 +1,248 @@
+import Crypto
+import FaceGateCore
+import Foundation
+import KafkaClient
+import PostgresClient
+import ServiceKit
+import Synchronization
+
+/// Answers CTID jobs: opens the app's envelope (tag first), consumes the serial once, checks the
+/// claimed identity against the registry (and the portrait through a matcher), answers in a fresh
+/// envelope, and records one `ctid.verify` transaction per attempt with the number masked.
+final class CTIDJobHandler: Sendable {
+    private let database: PostgresPool
+    private let producer: KafkaProducer
+    private let registry: any IdentityRegistry
+    private let faces: FaceRequester
+    private let transactions: TransactionLog
+    private let privateKey: [UInt8]
+    private let logger: Logger
+    private let keys = Mutex<[UUID: [UInt8]]>([:])
+    /// Distances this far above the app's threshold are "suspected" rather than "different".
+    static let suspectedBand: Float = 0.1
+
+    init(runtime: ServiceRuntime, producer: KafkaProducer, registry: any IdentityRegistry, faces: FaceRequester, privateKey: [UInt8]) {
+        database = runtime.database
+        self.producer = producer
+        self.registry = registry
+        self.faces = faces
+        self.privateKey = privateKey
+        logger = runtime.logger
+        transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger)
+    }
+
+    func handle(_ message: KafkaMessage) async -> JobDisposition {
+        let envelope: MessageEnvelope<CTIDJob>
+        do { envelope = try MessageEnvelope<CTIDJob>.decode(message.value) } catch { return .reject(error.description) }
+        guard let replyTo = envelope.replyTo else { return .reject("ctid job without replyTo") }
+        let result: CTIDJobResult
+        if envelope.isExpired() {
+            result = CTIDJobResult(outcome: .unavailable, message: "deadline passed before the job was taken")
+        } else {
+            do {
+                switch envelope.payload.kind {
+                case .verify: result = try await verify(envelope.payload, messageId: envelope.id)
+                case .register: result = try await register(envelope.payload)
+                }
+            } catch {
+                logger.warning("ctid job failed", ["error": "\(error)", "job.id": envelope.id])
+                return .retry("\(error)")
+            }
+        }
+        do {
+            let reply = MessageEnvelope(type: "\(envelope.payload.kind.messageType).result", correlationId: envelope.correlationId,
+                                        appId: envelope.appId, deadline: envelope.deadline, replyTo: nil, payload: result)
+            _ = try await producer.send(replyRecord(to: ReplyAddress(topic: replyTo.topic, partition: replyTo.partition),
+                                                    correlationId: envelope.correlationId, value: try reply.encoded()))
+        } catch {
+            return .retry("reply not sent: \(error)")
+        }
+        return .completed
+    }
+
+    // MARK: - Keys
+
+    /// The app's institution key, opened from `apps.ctid_key_sealed`; nil when the app has none.
+    func institutionKey(_ appId: UUID) async throws -> [UInt8]? {
+        if let key = keys.withLock({ $0[appId] }) { return key }
+        guard let row = try await database.query("SELECT ctid_key_sealed FROM apps WHERE id = \(appId)").first,
+              let sealed = try row.decode("ctid_key_sealed", as: [UInt8]?.self) else { return nil }
+        let key = try CTIDKeyBox.open(sealed, appId: appId, with: privateKey)
+        keys.withLock { $0[appId] = key }
+        return key
+    }
+
+    // MARK: - Verification
+
+    struct Verdict {
+        var authResult: String
+        var code: CTIDResultCode
+        var message: String
+        var score: Float?
+        var authMode: String?
+    }
+
+    private func verify(_ job: CTIDJob, messageId: String) async throws -> CTIDJobResult {
+        // A redelivered job answers what the first delivery answered (the serial is already consumed).
+        if let row = try await database.query("""
+            SELECT result FROM processed_messages WHERE consumer = 'ctid.verify' AND message_id = \(messageId)
+            """).first, let bytes = try row.decode("result", as: [UInt8]?.self) {
+            return try FaceGateJSON.decode(CTIDJobResult.self, from: bytes)
+        }
+        let started = ContinuousClock.now
+        let transactionId = UUID()
+        func record(_ outcome: String, detail: [String: String], score: Float? = nil) async throws {
+            try await transactions.append(TransactionRecord(
+                id: transactionId, appId: job.appId, kind: "ctid.verify", outcome: outcome, deviceId: job.deviceId, clientIp: job.clientIp,
+                score: score, latencyMs: Int((ContinuousClock.now - started).milliseconds.rounded()), detail: detail))
+        }
+        guard let sealed = job.envelope, let key = try await institutionKey(job.appId),
+              let plaintext = try? sealed.open(expectedAppId: job.appId, key: key),
+              let request = try? FaceGateJSON.decode(CTIDVerificationRequest.self, from: plaintext) else {
+            try await record(ErrorCode.invalidEnvelope.rawValue, detail: [:])
+            return CTIDJobResult(outcome: .invalidEnvelope, transactionId: transactionId)
+        }
+        let verdict = try await check(request, appId: job.appId)
+        var detail = ["idNumber": ResidentIDNumber.mask(request.idNumber), "resultCode": verdict.code.rawValue, "authResult": verdict.authResult]
+        if let mode = verdict.authMode { detail["authMode"] = mode }
+        try await record(verdict.code == .verified ? "SUCCESS" : "CTID_" + String(describing: verdict.code).uppercased(), detail: detail, score: verdict.score)
+        let answer = CTIDVerificationAnswer(bizSerialNum: request.bizSerialNum, authResult: verdict.authResult, resultCode: verdict.code.rawValue,
+                                            message: verdict.message, transactionId: transactionId.uuidString.lowercased())
+        let result = CTIDJobResult(outcome: .answered, envelope: try CTIDEnvelope.seal(try FaceGateJSON.encode(answer), appId: job.appId, key: key),
+                                   transactionId: transactionId)
+        _ = try await database.query("""
+            INSERT INTO processed_messages (consumer, message_id, result) VALUES ('ctid.verify', \(messageId), \(try FaceGateJSON.encode(result)))
+            ON CONFLICT DO NOTHING
+            """)
+        return result
+    }
+
+    /// Consumes the serial (one UPDATE: only one of any number of concurrent attempts gets the row),
+    /// then checks the claim element by element.
+    private func check(_ request: CTIDVerificationRequest, appId: UUID) async throws -> Verdict {
+        let serialFailure = Verdict(authResult: "XXXX", code: .serialInvalid, message: "the serial number is unknown, used, expired or does not match")
+        guard (1...128).contains(request.bizSerialNum.utf8.count) else { return serialFailure }
+        guard let row = try await database.query("""
+            UPDATE ctid_serials SET used_at = now()
+            WHERE serial = \(request.bizSerialNum) AND app_id = \(appId) AND used_at IS NULL
+            RETURNING auth_mode, rand_num, expires_at > now() AS live
+            """).first else { return serialFailure }
+        guard try row.decode("live", as: Bool.self),
+              constantTimeEquals(Array(try row.decode("rand_num", as: String.self).utf8), Array(request.randNum.utf8)) else { return serialFailure }
+        let rawMode = try row.decode("auth_mode", as: Int.self)
+        let modeText = String(format: "0x%02x", rawMode)
+        guard let mode = CTIDAuthMode(rawValue: rawMode) else {
+            return Verdict(authResult: "XXXX", code: .unsupportedMode, message: "unsupported auth mode", authMode: modeText)
+        }
+        func identityInvalid(_ code: CTIDResultCode, _ message: String) -> Verdict {
+            Verdict(authResult: "5XXX", code: code, message: message, authMode: mode.wire)
+        }
+        let number: ResidentIDNumber
+        do { number = try ResidentIDNumber(request.idNumber) } catch { return identityInvalid(.invalidData, error.description) }
+        let name = request.name.trimmingCharacters(in: .whitespaces)
+        guard (1...200).contains(name.count) else { return identityInvalid(.invalidData, "the name is missing or too long") }
+        if mode.checksValidity {
+            guard let start = request.validDateStart, let end = request.validDateEnd else {
+                return identityInvalid(.invalidData, "this mode needs validDateStart and validDateEnd")
+            }
+            switch Self.validity(start: start, end: end) {
+            case .malformed: return identityInvalid(.invalidData, "validity dates must be YYYYMMDD (the end may be 长期)")
+            case .notCurrent: return identityInvalid(.mismatch, "the identity document is not valid today")
+            case .current: break
+            }
+        }
+        guard let registered = try await registry.lookup(appId: appId, number: number.value) else {
+            return identityInvalid(.mismatch, "the identity could not be confirmed")
+        }
+        var identityMatches = registered.name == name
+        if mode.checksValidity {
+            identityMatches = identityMatches && registered.validStart == request.validDateStart && registered.validEnd == request.validDateEnd
+                && Self.validity(start: registered.validStart, end: registered.validEnd) == .current
+        }
+        guard identityMatches else { return identityInvalid(.mismatch, "the identity could not be confirmed") }
+        guard mode.checksPortrait else {
+            return Verdict(authResult: "", code: .verified, message: "verified", authMode: mode.wire)
+        }
+        guard let template = registered.sealedTemplate else {
+            return Verdict(authResult: "0DXX", code: .mismatch, message: "no portrait is on file for this identity", authMode: mode.wire)
+        }
+        guard let photo = request.photoData, !photo.isEmpty else {
+            return Verdict(authResult: "0XXX", code: .portraitUnusable, message: "this mode needs photoData", authMode: mode.wire)
+        }
+        let threshold = try await matchThreshold(appId)
+        // The serial is consumed: a matcher fault is answered (the client asks for a new serial), never retried.
+        let unavailable = Verdict(authResult: "0XXX", code: .unavailable, message: "face matching is unavailable right now; try again", authMode: mode.wire)
+        let face: FaceJobResult
+        do {
+            face = try await faces.faceJob(FaceJob(kind: .verify, appId: appId, image: photo, referenceSealedTemplate: template, threshold: threshold))
+        } catch {
+            logger.warning("portrait check not answered", ["error": "\(error)", "app.id": appId.uuidString.lowercased()])
+            return unavailable
+        }
+        let distance = face.candidates.first?.distance
+        switch face.outcome {
+        case .match:
+            return Verdict(authResult: "", code: .verified, message: "verified", score: distance, authMode: mode.wire)
+        case .noMatchFace:
+            let suspected = (distance ?? .infinity) <= threshold + Self.suspectedBand
+            return Verdict(authResult: suspected ? "02XX" : "01XX", code: .mismatch,
+                           message: suspected ? "the portrait may not be the same person" : "the portrait is a different person",
+                           score: distance, authMode: mode.wire)
+        case .timeout, .internalError:
+            return unavailable
+        default:
+            return Verdict(authResult: "0XXX", code: .portraitUnusable, message: "the portrait could not be used: " + (face.message ?? face.outcome.rawValue),
+                           authMode: mode.wire)
+        }
+    }
+
+    private func matchThreshold(_ appId: UUID) async throws -> Float {
+        guard let row = try await database.query("SELECT match_threshold FROM apps WHERE id = \(appId)").first else { return 0.5 }
+        return try row.decode("match_threshold", as: Float.self)
+    }
+
+    enum Validity { case malformed, notCurrent, current }
+
+    /// `start ≤ today ≤ end` in China Standard Time; `长期` is an open end.
+    static func validity(start: String, end: String, today: CalendarDate = CalendarDate(Date())) -> Validity {
+        guard let first = CalendarDate(yyyymmdd: start) else { return .malformed }
+        let last: CalendarDate?
+        if end == "长期" { last = nil } else {
+            guard let parsed = CalendarDate(yyyymmdd: end) else { return .malformed }
+            last = parsed
+        }
+        if let last, last < first { return .malformed }
+        return first <= today && (last.map { today <= $0 } ?? true) ? .current : .notCurrent
+    }
+
+    // MARK: - Registration
+
+    private func register(_ job: CTIDJob) async throws -> CTIDJobResult {
+        guard let entry = job.registration else { return CTIDJobResult(outcome: .invalidRequest, message: "no registration in the job") }
+        guard try await database.query("SELECT 1 FROM apps WHERE id = \(job.appId)").first != nil else {
+            return CTIDJobResult(outcome: .notFound, message: "no such app")
+        }
+        let number: ResidentIDNumber
+        do { number = try ResidentIDNumber(entry.number) } catch { return CTIDJobResult(outcome: .invalidRequest, message: error.description) }
+        let name = entry.name.trimmingCharacters(in: .whitespaces)
+        guard (1...200).contains(name.count) else { return CTIDJobResult(outcome: .invalidRequest, message: "name must be 1–200 characters") }
+        guard Self.validity(start: entry.validDateStart, end: entry.validDateEnd, today: CalendarDate(Date())) != .malformed else {
+            return CTIDJobResult(outcome: .invalidRequest, message: "validDateStart and validDateEnd must be YYYYMMDD (the end may be 长期), start before end")
+        }
+        var template: Data?
+        if let photo = entry.photoData {
+            let face: FaceJobResult
+            do { face = try await faces.faceJob(FaceJob(kind: .template, appId: job.appId, image: photo)) } catch {
+                return CTIDJobResult(outcome: .unavailable, message: "face matching is unavailable right now; try again")
+            }
+            switch face.outcome {
+            case .detected where face.sealedTemplate != nil: template = face.sealedTemplate
+            case .timeout, .internalError: return CTIDJobResult(outcome: .unavailable, message: "face matching is unavailable right now; try again")
+            default: return CTIDJobResult(outcome: .imageRejected, message: face.message ?? "the photo has no usable face (\(face.outcome.rawValue))")
+            }
+        }
+        try await registry.register(appId: job.appId, number: number.value,
+                                    identity: RegisteredIdentity(name: name, validStart: entry.validDateStart, validEnd: entry.validDateEnd, sealedTemplate: template))
+        return CTIDJobResult(outcome: .registered)
+    }
+}

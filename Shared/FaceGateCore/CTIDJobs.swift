@@ -1,0 +1,159 @@
+import Foundation
+
+/// Jobs on `ctid.jobs.v1`, answered by the ctid-verifier on the requester's reply partition. The
+/// gateway forwards ciphertext only: it never holds an institution key or the sealing key.
+public enum CTIDJobKind: String, Codable, Sendable, CaseIterable {
+    /// An encrypted verification envelope from a client app.
+    case verify
+    /// An operator's registry entry, to be sealed and stored (with a portrait template when a photo is given).
+    case register
+
+    public var messageType: String { "ctid.\(rawValue)" }
+}
+
+public struct CTIDJob: Codable, Sendable {
+    public var kind: CTIDJobKind
+    /// The app the caller authenticated as (access token or operator path), not the envelope's claim.
+    public var appId: UUID
+    public var envelope: CTIDEnvelope?
+    public var registration: CTIDRegistration?
+    public var deviceId: String?
+    public var clientIp: String?
+
+    public init(kind: CTIDJobKind, appId: UUID, envelope: CTIDEnvelope? = nil, registration: CTIDRegistration? = nil,
+                deviceId: String? = nil, clientIp: String? = nil) {
+        self.kind = kind
+        self.appId = appId
+        self.envelope = envelope
+        self.registration = registration
+        self.deviceId = deviceId
+        self.clientIp = clientIp
+    }
+}
+
+/// `POST /v1/apps/{appId}/ctid-registry` body: a trusted identity record of the app.
+public struct CTIDRegistration: Codable, Sendable {
+    public var number: String
+    public var name: String
+    public var validDateStart: String
+    /// `YYYYMMDD` or `长期` (long-term).
+    public var validDateEnd: String
+    /// base64 JPEG/PNG portrait.
+    public var photoData: Data?
+
+    public init(number: String, name: String, validDateStart: String, validDateEnd: String, photoData: Data? = nil) {
+        self.number = number
+        self.name = name
+        self.validDateStart = validDateStart
+        self.validDateEnd = validDateEnd
+        self.photoData = photoData
+    }
+}
+
+public struct CTIDJobResult: Codable, Sendable {
+    public enum Outcome: String, Codable, Sendable {
+        /// `envelope` carries the verifier's sealed answer.
+        case answered = "ANSWERED"
+        /// Any envelope fault; the gateway answers 400 `INVALID_ENVELOPE` with its one fixed body.
+        case invalidEnvelope = "INVALID_ENVELOPE"
+        case registered = "REGISTERED"
+        case invalidRequest = "INVALID_REQUEST"
+        case notFound = "NOT_FOUND"
+        /// The portrait could not be used (no face, bad image, low quality).
+        case imageRejected = "IMAGE_REJECTED"
+        case unavailable = "SERVICE_UNAVAILABLE"
+    }
+
+    public var outcome: Outcome
+    public var envelope: CTIDEnvelope?
+    public var message: String?
+    public var transactionId: UUID?
+
+    public init(outcome: Outcome, envelope: CTIDEnvelope? = nil, message: String? = nil, transactionId: UUID? = nil) {
+        self.outcome = outcome
+        self.envelope = envelope
+        self.message = message
+        self.transactionId = transactionId
+    }
+}
+
+/// The plaintext of a client's verification envelope.
+public struct CTIDVerificationRequest: Codable, Sendable {
+    public var bizSerialNum: String
+    public var randNum: String
+    public var idNumber: String
+    public var name: String
+    /// Modes 0x10, 0x12: `YYYYMMDD`.
+    public var validDateStart: String?
+    /// Modes 0x10, 0x12: `YYYYMMDD` or `长期`.
+    public var validDateEnd: String?
+    /// Portrait modes: base64 JPEG/PNG.
+    public var photoData: Data?
+
+    public init(bizSerialNum: String, randNum: String, idNumber: String, name: String, validDateStart: String? = nil,
+                validDateEnd: String? = nil, photoData: Data? = nil) {
+        self.bizSerialNum = bizSerialNum
+        self.randNum = randNum
+        self.idNumber = idNumber
+        self.name = name
+        self.validDateStart = validDateStart
+        self.validDateEnd = validDateEnd
+        self.photoData = photoData
+    }
+}
+
+/// The plaintext of the verifier's answer envelope.
+public struct CTIDVerificationAnswer: Codable, Sendable, Equatable {
+    public var bizSerialNum: String
+    /// `""` when every checked element passed; else 4 characters: identity (`0` valid, `5` invalid or
+    /// mismatch), portrait (`0` same, `1` different, `2` suspected, `D` none on file, `X` not checked), then `XX`.
+    public var authResult: String
+    public var resultCode: String
+    public var message: String
+    public var transactionId: String
+
+    public init(bizSerialNum: String, authResult: String, resultCode: String, message: String, transactionId: String) {
+        self.bizSerialNum = bizSerialNum
+        self.authResult = authResult
+        self.resultCode = resultCode
+        self.message = message
+        self.transactionId = transactionId
+    }
+}
+
+/// CTID authentication modes this platform answers without the national network credential.
+public enum CTIDAuthMode: Int, Sendable, CaseIterable {
+    case nameNumber = 0x40
+    case portraitNameNumber = 0x42
+    case nameNumberValidity = 0x10
+    case portraitNameNumberValidity = 0x12
+
+    /// `"0x42"` (case-insensitive hex with the 0x prefix).
+    public init?(wire: String) {
+        let lower = wire.lowercased()
+        guard lower.hasPrefix("0x"), let value = Int(lower.dropFirst(2), radix: 16) else { return nil }
+        self.init(rawValue: value)
+    }
+
+    /// A syntactically valid mode code (`0x00`–`0xff`), supported or not.
+    public static func isModeCode(_ wire: String) -> Bool {
+        let lower = wire.lowercased()
+        return lower.hasPrefix("0x") && lower.count == 4 && Int(lower.dropFirst(2), radix: 16) != nil
+    }
+
+    public var wire: String { String(format: "0x%02x", rawValue) }
+    public var checksPortrait: Bool { self == .portraitNameNumber || self == .portraitNameNumberValidity }
+    public var checksValidity: Bool { self == .nameNumberValidity || self == .portraitNameNumberValidity }
+}
+
+/// `resultCode` values of the answer.
+public enum CTIDResultCode: String, Sendable {
+    case verified = "0"
+    case mismatch = "1"
+    case serialInvalid = "2"
+    case invalidData = "3"
+    case unsupportedMode = "4"
+    case portraitUnusable = "5"
+    /// Face matching did not answer in time; ask for a new serial and try again.
+    case unavailable = "9"
+}
