@@ -89,22 +89,12 @@ extension GatewayContext {
 
     /// Sends a CTID job and waits for the verifier's answer within the request deadline.
     func ctidJob(_ job: CTIDJob) async throws -> CTIDJobResult {
-        let correlationId = UUID().uuidString.lowercased()
-        let deadline = ContinuousClock.now + configuration.requestTimeout
-        let wallDeadline = Date().addingTimeInterval(configuration.requestTimeout.seconds)
-        let topic = runtime.topics.ctidJobs
-        let replies: [KafkaMessage]
         do {
-            replies = try await requester.request(correlationId: correlationId, deadline: deadline, expectedReplies: 1) { replyTo in
-                let envelope = MessageEnvelope(type: job.kind.messageType, correlationId: correlationId, appId: job.appId.wire,
-                                               deadline: wallDeadline, replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: job)
-                return KafkaRecord(topic: topic, key: Array(correlationId.utf8), value: try envelope.encoded(),
-                                   headers: [KafkaHeader(key: MessageHeader.traceparent, value: Array(newTraceparent().utf8))])
-            }
+            return try await requester.send(job, type: job.kind.messageType, appId: job.appId, to: runtime.topics.ctidJobs,
+                                            as: CTIDJobResult.self)[0]
         } catch {
             logger.warning("ctid job not answered", ["error": "\(error)", "job.kind": job.kind.rawValue])
             throw APIError(.serviceUnavailable, "identity verification is unavailable right now; try again")
         }
-        return try MessageEnvelope<CTIDJobResult>.decode(replies[0].value).payload
     }
 }

@@ -21,7 +21,8 @@ public final class AuthGateway: Sendable {
         let runtime = try ServiceRuntime(configuration: configuration.common)
         self.runtime = runtime
         let producer = try KafkaProducer(configuration: runtime.kafka)
-        let requester = RequesterService(runtime: runtime, producer: producer, service: "auth-gateway")
+        let requester = RequesterService(runtime: runtime, producer: producer, service: "auth-gateway",
+                                         timeout: configuration.requestTimeout)
         let signing = try Ed25519PrivateKey(seed: configuration.signingKey)
         let signingKey = JWTSigningKey(kid: Self.keyId(signing.publicKey), privateKey: signing)
         var published = [(kid: signingKey.kid, key: signing.publicKey)]
@@ -95,26 +96,15 @@ final class GatewayContext: Sendable {
     /// Sends a face job and waits for the matcher's answer (merged across shards), within the request
     /// deadline. Broker down or matcher silent → `SERVICE_UNAVAILABLE`, never a hang.
     func faceJob(_ job: FaceJob) async throws -> FaceJobResult {
-        let correlationId = UUID().uuidString.lowercased()
-        let deadline = ContinuousClock.now + configuration.requestTimeout
-        let wallDeadline = Date().addingTimeInterval(configuration.requestTimeout.seconds)
-        let topic = runtime.topics.faceJobs
         let started = ContinuousClock.now
-        let replies: [KafkaMessage]
+        let results: [FaceJobResult]
         do {
-            replies = try await requester.request(correlationId: correlationId, deadline: deadline,
-                                                  expectedReplies: configuration.matcherShards) { replyTo in
-                let envelope = MessageEnvelope(type: job.kind.messageType, correlationId: correlationId, appId: job.appId.uuidString.lowercased(),
-                                               deadline: wallDeadline, replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: job)
-                return KafkaRecord(topic: topic, key: Array(correlationId.utf8), value: try envelope.encoded(),
-                                   headers: [KafkaHeader(key: MessageHeader.traceparent, value: Array(newTraceparent().utf8))])
-            }
+            results = try await requester.faceJob(job, expectedReplies: configuration.matcherShards)
         } catch {
             logger.warning("face job not answered", ["error": "\(error)", "job.kind": job.kind.rawValue])
             throw APIError(.serviceUnavailable, "face matching is unavailable right now; try again")
         }
         faceJobSeconds.observe(ContinuousClock.now - started, ["kind": job.kind.rawValue])
-        let results = try replies.map { try MessageEnvelope<FaceJobResult>.decode($0.value).payload }
         return merge(results, job: job)
     }
 
@@ -187,63 +177,4 @@ final class PublicHTTPService: Service {
         readiness.markDraining()
         await server.shutdown(gracePeriod: .seconds(10))
     }
-}
-
-/// The gateway's request–reply client: claims its reply partition (retrying while the broker or
-/// PostgreSQL is away) and is ready only once it has one.
-final class RequesterService: Service {
-    let name = "kafka-requester"
-    private let runtime: ServiceRuntime
-    private let producer: KafkaProducer
-    private let service: String
-    private let requester = Mutex<KafkaRequester?>(nil)
-    private let starter = Mutex<Task<Void, Never>?>(nil)
-
-    init(runtime: ServiceRuntime, producer: KafkaProducer, service: String) {
-        self.runtime = runtime
-        self.producer = producer
-        self.service = service
-    }
-
-    var isReady: Bool { requester.withLock { $0 != nil } }
-
-    func start() async throws {
-        let task = Task { [self] in
-            var attempt = 0
-            while !Task.isCancelled {
-                attempt += 1
-                do {
-                    try await runtime.ensureTopics()
-                    let candidate = KafkaRequester(configuration: runtime.kafka, replyTopic: runtime.topics.replies(service: service),
-                                                   lease: PostgresPartitionLease(database: runtime.database),
-                                                   owner: runtime.configuration.instanceId, producer: producer)
-                    try await candidate.start()
-                    requester.withLock { $0 = candidate }
-                    runtime.logger.info("reply partition claimed", ["kafka.partition": String(candidate.replyAddress.partition)])
-                    return
-                } catch {
-                    runtime.logger.error("broker or database not reachable; requests answer SERVICE_UNAVAILABLE until it is",
-                                         ["attempt": String(attempt), "error": "\(error)"])
-                    try? await Task.sleep(for: .seconds(min(attempt, 5)))
-                }
-            }
-        }
-        starter.withLock { $0 = task }
-    }
-
-    func request(correlationId: String, deadline: ContinuousClock.Instant, expectedReplies: Int,
-                 _ makeRecord: (ReplyAddress) throws -> KafkaRecord) async throws -> [KafkaMessage] {
-        guard let requester = requester.withLock({ $0 }) else { throw RequesterUnavailable() }
-        return try await requester.request(correlationId: correlationId, deadline: deadline, expectedReplies: expectedReplies, makeRecord)
-    }
-
-    func shutdown() async {
-        starter.withLock { $0 }?.cancel()
-        await starter.withLock { $0 }?.value
-        await requester.withLock { $0 }?.shutdown()
-    }
-}
-
-struct RequesterUnavailable: Error, CustomStringConvertible {
-    var description: String { "the reply partition is not claimed yet" }
 }

@@ -13,7 +13,7 @@ final class CTIDJobHandler: Sendable {
     private let database: PostgresPool
     private let producer: KafkaProducer
     private let registry: any IdentityRegistry
-    private let faces: FaceRequester
+    private let faces: RequesterService
     private let transactions: TransactionLog
     private let privateKey: [UInt8]
     private let logger: Logger
@@ -21,7 +21,7 @@ final class CTIDJobHandler: Sendable {
     /// Distances this far above the app's threshold are "suspected" rather than "different".
     static let suspectedBand: Float = 0.1
 
-    init(runtime: ServiceRuntime, producer: KafkaProducer, registry: any IdentityRegistry, faces: FaceRequester, privateKey: [UInt8]) {
+    init(runtime: ServiceRuntime, producer: KafkaProducer, registry: any IdentityRegistry, faces: RequesterService, privateKey: [UInt8]) {
         database = runtime.database
         self.producer = producer
         self.registry = registry
@@ -174,7 +174,7 @@ final class CTIDJobHandler: Sendable {
         let unavailable = Verdict(authResult: "0XXX", code: .unavailable, message: "face matching is unavailable right now; try again", authMode: mode.wire)
         let face: FaceJobResult
         do {
-            face = try await faces.faceJob(FaceJob(kind: .verify, appId: appId, image: photo, referenceSealedTemplate: template, threshold: threshold))
+            face = try await faces.faceJob(FaceJob(kind: .verify, appId: appId, image: photo, referenceSealedTemplate: template, threshold: threshold))[0]
         } catch {
             logger.warning("portrait check not answered", ["error": "\(error)", "app.id": appId.uuidString.lowercased()])
             return unavailable
@@ -232,7 +232,7 @@ final class CTIDJobHandler: Sendable {
         var template: Data?
         if let photo = entry.photoData {
             let face: FaceJobResult
-            do { face = try await faces.faceJob(FaceJob(kind: .template, appId: job.appId, image: photo)) } catch {
+            do { face = try await faces.faceJob(FaceJob(kind: .template, appId: job.appId, image: photo))[0] } catch {
                 return CTIDJobResult(outcome: .unavailable, message: "face matching is unavailable right now; try again")
             }
             switch face.outcome {

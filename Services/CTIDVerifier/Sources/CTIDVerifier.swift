@@ -33,7 +33,7 @@ public final class CTIDVerifier: Sendable {
     public init(configuration: CTIDConfiguration, registry: (any IdentityRegistry)? = nil) throws {
         runtime = try ServiceRuntime(configuration: configuration.common)
         let producer = try KafkaProducer(configuration: runtime.kafka)
-        let faces = FaceRequester(runtime: runtime, producer: producer, timeout: configuration.faceJobTimeout)
+        let faces = RequesterService(runtime: runtime, producer: producer, service: "ctid-verifier", timeout: configuration.faceJobTimeout)
         let registry = try registry ?? PostgresIdentityRegistry(database: runtime.database, sealingKey: configuration.sealingKey)
         let handler = CTIDJobHandler(runtime: runtime, producer: producer, registry: registry, faces: faces, privateKey: configuration.privateKey)
         jobs = try JobConsumer(name: "ctid-jobs", runtime: runtime, topic: runtime.topics.ctidJobs,

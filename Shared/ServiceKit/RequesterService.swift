@@ -1,0 +1,85 @@
+import FaceGateCore
+import Foundation
+import KafkaClient
+import Synchronization
+
+/// A service's request–reply client: claims its own reply partition (retrying while the broker or
+/// PostgreSQL is away) and is ready only once it has one. Requests before then fail at once, so callers
+/// answer SERVICE_UNAVAILABLE instead of waiting.
+public final class RequesterService: Service {
+    public let name = "kafka-requester"
+    private let runtime: ServiceRuntime
+    private let producer: KafkaProducer
+    private let service: String
+    private let timeout: Duration
+    private let requester = Mutex<KafkaRequester?>(nil)
+    private let starter = Mutex<Task<Void, Never>?>(nil)
+
+    /// `service` names the reply topic (`replies.<service>.v1`); `timeout` bounds every request.
+    public init(runtime: ServiceRuntime, producer: KafkaProducer, service: String, timeout: Duration) {
+        self.runtime = runtime
+        self.producer = producer
+        self.service = service
+        self.timeout = timeout
+    }
+
+    public var isReady: Bool { requester.withLock { $0 != nil } }
+
+    public func start() async throws {
+        let task = Task { [self] in
+            var attempt = 0
+            while !Task.isCancelled {
+                attempt += 1
+                do {
+                    try await runtime.ensureTopics()
+                    let candidate = KafkaRequester(configuration: runtime.kafka, replyTopic: runtime.topics.replies(service: service),
+                                                   lease: PostgresPartitionLease(database: runtime.database),
+                                                   owner: runtime.configuration.instanceId, producer: producer)
+                    try await candidate.start()
+                    requester.withLock { $0 = candidate }
+                    runtime.logger.info("reply partition claimed", ["kafka.partition": String(candidate.replyAddress.partition)])
+                    return
+                } catch {
+                    runtime.logger.error("broker or database not reachable; requests fail until it is",
+                                         ["attempt": String(attempt), "error": "\(error)"])
+                    try? await Task.sleep(for: .seconds(min(attempt, 5)))
+                }
+            }
+        }
+        starter.withLock { $0 = task }
+    }
+
+    /// Sends `payload` in a versioned envelope to `topic` and waits, within the timeout, for
+    /// `expectedReplies` answers (one per shard when the workers are sharded).
+    public func send<Payload: Codable & Sendable, Answer: Codable & Sendable>(
+        _ payload: Payload, type: String, appId: UUID, to topic: String, expectedReplies: Int = 1, as answer: Answer.Type
+    ) async throws -> [Answer] {
+        guard let requester = requester.withLock({ $0 }) else { throw RequesterUnavailable() }
+        let correlationId = UUID().wire
+        let wallDeadline = Date().addingTimeInterval(timeout.seconds)
+        let replies = try await requester.request(correlationId: correlationId, deadline: .now + timeout,
+                                                  expectedReplies: expectedReplies) { replyTo in
+            let envelope = MessageEnvelope(type: type, correlationId: correlationId, appId: appId.wire, deadline: wallDeadline,
+                                           replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: payload)
+            return KafkaRecord(topic: topic, key: Array(correlationId.utf8), value: try envelope.encoded(),
+                               headers: [KafkaHeader(key: MessageHeader.traceparent, value: Array(newTraceparent().utf8))])
+        }
+        return try replies.map { try MessageEnvelope<Answer>.decode($0.value).payload }
+    }
+
+    /// A face job on `face.jobs.v1`: the matchers' answers, one per shard.
+    public func faceJob(_ job: FaceJob, expectedReplies: Int = 1) async throws -> [FaceJobResult] {
+        try await send(job, type: job.kind.messageType, appId: job.appId, to: runtime.topics.faceJobs,
+                       expectedReplies: expectedReplies, as: FaceJobResult.self)
+    }
+
+    public func shutdown() async {
+        starter.withLock { $0 }?.cancel()
+        await starter.withLock { $0 }?.value
+        await requester.withLock { $0 }?.shutdown()
+    }
+}
+
+public struct RequesterUnavailable: Error, CustomStringConvertible {
+    public var description: String { "the reply partition is not claimed yet" }
+}
