@@ -14,23 +14,32 @@ swift build -c release 2>&1 | grep -E "error|warning: unre|Compiling|Build compl
 BIN="$ROOT/.build/release"
 "$BIN/facegate" migrate
 
-PIDS=()
+PIDS="$STATE/services"
+mkdir -p "$PIDS"
+rm -f "$PIDS"/*.pid
+# Each service runs in its own session, so a Ctrl-C reaches only this script, which then stops every
+# service once, gracefully (SIGTERM), and the servers after them. Pid files are written by the
+# processes themselves (setsid may fork).
 stop_all() {
   trap - INT TERM EXIT
   echo; echo "[run] stopping…"
-  for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -f "$STATE"/*.pid
+  for file in "$PIDS"/*.pid; do [ -e "$file" ] && kill -TERM "$(cat "$file")" 2>/dev/null || true; done
+  for _ in $(seq 1 300); do
+    alive=0
+    for file in "$PIDS"/*.pid; do [ -e "$file" ] && kill -0 "$(cat "$file")" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.1
+  done
+  for file in "$PIDS"/*.pid; do [ -e "$file" ] && kill -KILL "$(cat "$file")" 2>/dev/null || true; done
+  rm -f "$PIDS"/*.pid
   scripts/stack.sh down run
+  exit 0
 }
 trap stop_all INT TERM EXIT
 
 start() {
   local name="$1"; shift
-  ( exec "$@" ) > >(sed -u "s/^/[$name] /") 2>&1 &
-  local pid=$!
-  PIDS+=("$pid")
-  echo "$pid" >"$STATE/$name.pid"
+  setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$PIDS/$name.pid" "$@" > >(sed -u "s/^/[$name] /") 2>&1 &
 }
 
 start matcher-worker "$BIN/matcher-worker"
@@ -68,4 +77,8 @@ Try it (photos: .run/testdata):
        --data-binary @.run/testdata/obama2.jpg http://127.0.0.1:8080/v1/face-login
 Press Ctrl-C to stop.
 INFO
-wait
+while sleep 1; do
+  for file in "$PIDS"/*.pid; do
+    kill -0 "$(cat "$file")" 2>/dev/null || { echo "[run] $(basename "$file" .pid) exited; stopping"; exit 1; }
+  done
+done

@@ -109,7 +109,7 @@ pg_up() {
   if [ -f "$dir/data/postmaster.pid" ] && kill -0 "$(head -n 1 "$dir/data/postmaster.pid")" 2>/dev/null; then
     log "PostgreSQL already running on $PG_PORT"
   else
-    as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+    as_pg setsid "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
       -o "-p $PG_PORT -k $dir -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=off" start >/dev/null
     log "PostgreSQL on 127.0.0.1:$PG_PORT (data $dir/data)"
   fi
@@ -129,9 +129,11 @@ broker_up() {
   if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
     log "broker already running on $KAFKA_PORT"; return 0
   fi
-  "$RUN/tansu" broker --listener-url "tcp://127.0.0.1:$KAFKA_PORT" --advertised-listener-url "tcp://127.0.0.1:$KAFKA_PORT" \
+  # Its own session, like PostgreSQL below: a Ctrl-C in the terminal must not stop it before the services.
+  # The pid file is written by the process itself (setsid may fork).
+  setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$pidfile" "$RUN/tansu" broker \
+    --listener-url "tcp://127.0.0.1:$KAFKA_PORT" --advertised-listener-url "tcp://127.0.0.1:$KAFKA_PORT" \
     >"$RUN/$profile/broker.log" 2>&1 &
-  echo $! >"$pidfile"
   for _ in $(seq 1 50); do
     (exec 3<>"/dev/tcp/127.0.0.1/$KAFKA_PORT") 2>/dev/null && { log "broker on 127.0.0.1:$KAFKA_PORT"; return 0; }
     sleep 0.1
