@@ -1,3 +1,4 @@
+import FaceGateCore
 import Foundation
 import Synchronization
 
@@ -35,7 +36,7 @@ public struct Logger: Sendable {
     public func log(_ level: LogLevel, _ message: String, _ extra: [String: String] = [:]) {
         guard level >= self.level else { return }
         var fields = metadata.merging(extra) { _, new in new }
-        fields["ts"] = RFC3339Now.string()
+        fields["ts"] = RFC3339.string(from: Date())
         fields["level"] = level.rawValue
         fields["label"] = label
         fields["msg"] = message
@@ -69,18 +70,6 @@ public struct Logger: Sendable {
             }
         }
         return out + "\""
-    }
-}
-
-private enum RFC3339Now {
-    static func string() -> String {
-        var tv = timeval()
-        gettimeofday(&tv, nil)
-        var seconds = time_t(tv.tv_sec)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-                      Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(tv.tv_usec / 1000))
     }
 }
 

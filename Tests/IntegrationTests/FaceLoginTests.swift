@@ -9,62 +9,62 @@ import Testing
 @Suite(.serialized) struct FaceLoginTests {
     @Test func enrollLoginConfirmExchangeOnARealStack() async throws {
         try await TestStack.with() { stack in
-        let app = try await stack.createApp()
-        let obama = try await stack.createUser(app, employeeNumber: "E1001", name: "Barack Obama")
+            let app = try await stack.createApp()
+            let obama = try await stack.createUser(app, employeeNumber: "E1001", name: "Barack Obama")
 
-        let enrolled = try await stack.enroll(app, user: obama, photo: "obama.jpg")
-        #expect(enrolled.status == 201)
-        #expect(enrolled.string("templateId") != nil)
-        let quality = enrolled.json["quality"] as? [String: Any]
-        #expect((quality?["faceWidth"] as? Int ?? 0) > 80)
+            let enrolled = try await stack.enroll(app, user: obama, photo: "obama.jpg")
+            #expect(enrolled.status == 201)
+            #expect(enrolled.string("templateId") != nil)
+            let quality = enrolled.json["quality"] as? [String: Any]
+            #expect((quality?["faceWidth"] as? Int ?? 0) > 80)
 
-        let token = try await stack.accessToken(app)
+            let token = try await stack.accessToken(app)
 
-        // A new device: the face matches, the employee number confirms the device.
-        let first = try await stack.faceLogin(token, device: "phone-1", photo: "obama2.jpg")
-        #expect(first.status == 200)
-        #expect(first.string("status") == "CONFIRM_REQUIRED")
-        let confirmation = try #require(first.string("confirmationId"))
+            // A new device: the face matches, the employee number confirms the device.
+            let first = try await stack.faceLogin(token, device: "phone-1", photo: "obama2.jpg")
+            #expect(first.status == 200)
+            #expect(first.string("status") == "CONFIRM_REQUIRED")
+            let confirmation = try #require(first.string("confirmationId"))
 
-        let wrong = try await stack.call("POST", "/v1/face-login/confirm", bearer: token,
-                                         json: ["confirmationId": confirmation, "employeeNumber": "E9999"], headers: ["X-Device-Id": "phone-1"])
-        #expect(wrong.status == 422)
-        #expect(wrong.errorCode == "EMPLOYEE_NUMBER_MISMATCH")
-        #expect(wrong.headers["content-type"]?.hasPrefix("application/json") == true)
+            let wrong = try await stack.call("POST", "/v1/face-login/confirm", bearer: token,
+                                             json: ["confirmationId": confirmation, "employeeNumber": "E9999"], headers: ["X-Device-Id": "phone-1"])
+            #expect(wrong.status == 422)
+            #expect(wrong.errorCode == "EMPLOYEE_NUMBER_MISMATCH")
+            #expect(wrong.headers["content-type"]?.hasPrefix("application/json") == true)
 
-        let otherDevice = try await stack.call("POST", "/v1/face-login/confirm", bearer: token,
-                                               json: ["confirmationId": confirmation, "employeeNumber": "E1001"], headers: ["X-Device-Id": "phone-2"])
-        #expect(otherDevice.status == 404)
+            let otherDevice = try await stack.call("POST", "/v1/face-login/confirm", bearer: token,
+                                                   json: ["confirmationId": confirmation, "employeeNumber": "E1001"], headers: ["X-Device-Id": "phone-2"])
+            #expect(otherDevice.status == 404)
 
-        let confirmed = try await stack.call("POST", "/v1/face-login/confirm", bearer: token,
-                                             json: ["confirmationId": confirmation, "employeeNumber": "E1001"], headers: ["X-Device-Id": "phone-1"])
-        #expect(confirmed.status == 200)
-        #expect(confirmed.string("status") == "SUCCESS")
-        #expect(confirmed.string("userId") == obama)
-        let identityToken = try #require(confirmed.string("identityToken"))
-        #expect(confirmed.json["expiresIn"] as? Int == 300)
+            let confirmed = try await stack.call("POST", "/v1/face-login/confirm", bearer: token,
+                                                 json: ["confirmationId": confirmation, "employeeNumber": "E1001"], headers: ["X-Device-Id": "phone-1"])
+            #expect(confirmed.status == 200)
+            #expect(confirmed.string("status") == "SUCCESS")
+            #expect(confirmed.string("userId") == obama)
+            let identityToken = try #require(confirmed.string("identityToken"))
+            #expect(confirmed.json["expiresIn"] as? Int == 300)
 
-        let reused = try await stack.call("POST", "/v1/face-login/confirm", bearer: token,
-                                          json: ["confirmationId": confirmation, "employeeNumber": "E1001"], headers: ["X-Device-Id": "phone-1"])
-        #expect(reused.errorCode == "CONFIRMATION_INVALID")
+            let reused = try await stack.call("POST", "/v1/face-login/confirm", bearer: token,
+                                              json: ["confirmationId": confirmation, "employeeNumber": "E1001"], headers: ["X-Device-Id": "phone-1"])
+            #expect(reused.errorCode == "CONFIRMATION_INVALID")
 
-        // The app server turns the identity token into the user, once.
-        let exchanged = try await stack.call("POST", "/v1/identity/exchange", basic: (app.id, app.secret), json: ["identityToken": identityToken])
-        #expect(exchanged.status == 200)
-        #expect(exchanged.string("employeeNumber") == "E1001")
-        #expect(exchanged.string("name") == "Barack Obama")
-        #expect(exchanged.string("deviceId") == "phone-1")
-        #expect(exchanged.string("method") == "face")
-        let again = try await stack.call("POST", "/v1/identity/exchange", basic: (app.id, app.secret), json: ["identityToken": identityToken])
-        #expect(again.status == 409)
-        #expect(again.errorCode == "IDENTITY_TOKEN_USED")
+            // The app server turns the identity token into the user, once.
+            let exchanged = try await stack.call("POST", "/v1/identity/exchange", basic: (app.id, app.secret), json: ["identityToken": identityToken])
+            #expect(exchanged.status == 200)
+            #expect(exchanged.string("employeeNumber") == "E1001")
+            #expect(exchanged.string("name") == "Barack Obama")
+            #expect(exchanged.string("deviceId") == "phone-1")
+            #expect(exchanged.string("method") == "face")
+            let again = try await stack.call("POST", "/v1/identity/exchange", basic: (app.id, app.secret), json: ["identityToken": identityToken])
+            #expect(again.status == 409)
+            #expect(again.errorCode == "IDENTITY_TOKEN_USED")
 
-        // The confirmed device logs in straight away, from other photos of the same person too.
-        for photo in ["obama3.jpg", "obama_partial_face.jpg", "32bit.png"] {
-            let login = try await stack.faceLogin(token, device: "phone-1", photo: photo)
-            #expect(login.status == 200, "\(photo): \(login.status) \(String(decoding: login.body, as: UTF8.self))")
-            #expect(login.string("status") == "SUCCESS", "\(photo)")
-            #expect(login.string("userId") == obama)
+            // The confirmed device logs in straight away, from other photos of the same person too.
+            for photo in ["obama3.jpg", "obama_partial_face.jpg", "32bit.png"] {
+                let login = try await stack.faceLogin(token, device: "phone-1", photo: photo)
+                #expect(login.status == 200, "\(photo): \(login.status) \(String(decoding: login.body, as: UTF8.self))")
+                #expect(login.string("status") == "SUCCESS", "\(photo)")
+                #expect(login.string("userId") == obama)
         }
 
         // Someone else is not let in; a non-image is refused before any matching.
@@ -98,27 +98,27 @@ import Testing
 
     @Test func tokensAreCheckedStrictly() async throws {
         try await TestStack.with(withMatcher: false) { stack in
-        let app = try await stack.createApp()
-        let key = JWTSigningKey(kid: "k", privateKey: try Ed25519PrivateKey(seed: stack.signingSeed))
+            let app = try await stack.createApp()
+            let key = JWTSigningKey(kid: "k", privateKey: try Ed25519PrivateKey(seed: stack.signingSeed))
 
-        let expiredClaims = AccessTokenClaims(issuer: "facegate", appId: UUID(uuidString: app.id)!,
-                                              issuedAt: Date().addingTimeInterval(-7300), ttl: 7200)
-        // The gateway publishes its own kid; sign with that kid to isolate the expiry check.
-        let jwks = try await stack.call("GET", "/.well-known/jwks.json")
-        let kid = try #require(((jwks.json["keys"] as? [[String: Any]])?.first?["kid"]) as? String)
-        let signer = JWTSigningKey(kid: kid, privateKey: try Ed25519PrivateKey(seed: stack.signingSeed))
-        let expired = try JWT.sign(expiredClaims, type: TokenType.access, key: signer)
-        let expiredReply = try await stack.faceLogin(expired, device: "d", photo: "obama.jpg")
-        #expect(expiredReply.status == 401)
-        #expect(expiredReply.errorCode == "ACCESS_TOKEN_EXPIRED")
+            let expiredClaims = AccessTokenClaims(issuer: "facegate", appId: UUID(uuidString: app.id)!,
+                                                  issuedAt: Date().addingTimeInterval(-7300), ttl: 7200)
+            // The gateway publishes its own kid; sign with that kid to isolate the expiry check.
+            let jwks = try await stack.call("GET", "/.well-known/jwks.json")
+            let kid = try #require(((jwks.json["keys"] as? [[String: Any]])?.first?["kid"]) as? String)
+            let signer = JWTSigningKey(kid: kid, privateKey: try Ed25519PrivateKey(seed: stack.signingSeed))
+            let expired = try JWT.sign(expiredClaims, type: TokenType.access, key: signer)
+            let expiredReply = try await stack.faceLogin(expired, device: "d", photo: "obama.jpg")
+            #expect(expiredReply.status == 401)
+            #expect(expiredReply.errorCode == "ACCESS_TOKEN_EXPIRED")
 
-        let valid = try await stack.accessToken(app)
-        var tampered = Array(valid)
-        tampered[tampered.count / 2] = tampered[tampered.count / 2] == "A" ? "B" : "A"
-        for token in [String(tampered), "garbage", try JWT.sign(expiredClaims, type: TokenType.access, key: key)] {
-            let reply = try await stack.faceLogin(token, device: "d", photo: "obama.jpg")
-            #expect(reply.status == 401)
-            #expect(reply.errorCode == "ACCESS_TOKEN_INVALID")
+            let valid = try await stack.accessToken(app)
+            var tampered = Array(valid)
+            tampered[tampered.count / 2] = tampered[tampered.count / 2] == "A" ? "B" : "A"
+            for token in [String(tampered), "garbage", try JWT.sign(expiredClaims, type: TokenType.access, key: key)] {
+                let reply = try await stack.faceLogin(token, device: "d", photo: "obama.jpg")
+                #expect(reply.status == 401)
+                #expect(reply.errorCode == "ACCESS_TOKEN_INVALID")
         }
         // An identity token used as an access token is refused (typ and aud differ).
         let identity = IdentityTokenClaims(issuer: "facegate", appId: UUID(uuidString: app.id)!, userId: UUID(), deviceId: "d",
@@ -143,15 +143,15 @@ import Testing
 
     @Test func modulesQuotasAndBruteForceRules() async throws {
         try await TestStack.with() { stack in
-        let app = try await stack.createApp()
-        let user = try await stack.createUser(app, employeeNumber: "7", name: "Obama")
-        #expect(try await stack.enroll(app, user: user, photo: "obama.jpg").status == 201)
-        let token = try await stack.accessToken(app)
+            let app = try await stack.createApp()
+            let user = try await stack.createUser(app, employeeNumber: "7", name: "Obama")
+            #expect(try await stack.enroll(app, user: user, photo: "obama.jpg").status == 201)
+            let token = try await stack.accessToken(app)
 
-        // Five failures, then the sixth attempt is throttled with Retry-After, even with the right face.
-        for attempt in 1...5 {
-            let reply = try await stack.faceLogin(token, device: "brute", photo: "biden.jpg")
-            #expect(reply.errorCode == "NO_MATCH_FACE", "attempt \(attempt)")
+            // Five failures, then the sixth attempt is throttled with Retry-After, even with the right face.
+            for attempt in 1...5 {
+                let reply = try await stack.faceLogin(token, device: "brute", photo: "biden.jpg")
+                #expect(reply.errorCode == "NO_MATCH_FACE", "attempt \(attempt)")
         }
         let throttled = try await stack.faceLogin(token, device: "brute", photo: "obama2.jpg")
         #expect(throttled.status == 429)
@@ -180,14 +180,14 @@ import Testing
 
     @Test func matcherAbsentMeansServiceUnavailableInTime() async throws {
         try await TestStack.with(withMatcher: false, extra: ["FACEGATE_REQUEST_TIMEOUT_SECONDS": "2"]) { stack in
-        let app = try await stack.createApp()
-        let token = try await stack.accessToken(app)
-        let started = ContinuousClock.now
-        let reply = try await stack.faceLogin(token, device: "d", photo: "obama2.jpg")
-        let waited = ContinuousClock.now - started
-        #expect(reply.status == 503)
-        #expect(reply.errorCode == "SERVICE_UNAVAILABLE")
-        #expect(waited < .seconds(10), "answered after \(waited)")
+            let app = try await stack.createApp()
+            let token = try await stack.accessToken(app)
+            let started = ContinuousClock.now
+            let reply = try await stack.faceLogin(token, device: "d", photo: "obama2.jpg")
+            let waited = ContinuousClock.now - started
+            #expect(reply.status == 503)
+            #expect(reply.errorCode == "SERVICE_UNAVAILABLE")
+            #expect(waited < .seconds(10), "answered after \(waited)")
         }
     }
 }
