@@ -181,6 +181,24 @@ final class FaceJobHandler: Sendable {
                              faceCount: faceCount, quality: Self.report(face.quality), timings: timings)
     }
 
+    /// What enrollment and reference templates require: exactly one face, wide and sharp enough.
+    private func qualityGate(_ face: DetectedFace, faceCount: Int, timings: [String: Double]) -> FaceJobResult? {
+        let quality = Self.report(face.quality)
+        if faceCount > 1 {
+            return FaceJobResult(outcome: .lowQuality, message: "\(faceCount) faces in the image; use a photo of one person",
+                                 faceCount: faceCount, quality: quality, timings: timings)
+        }
+        if face.quality.faceWidth < configuration.minimumFaceWidth {
+            return FaceJobResult(outcome: .lowQuality, message: "face is \(face.quality.faceWidth) px wide; at least \(configuration.minimumFaceWidth) px needed",
+                                 faceCount: faceCount, quality: quality, timings: timings)
+        }
+        if face.quality.sharpness < configuration.minimumSharpness {
+            return FaceJobResult(outcome: .lowQuality, message: "face is too blurred (sharpness \(Int(face.quality.sharpness)))",
+                                 faceCount: faceCount, quality: quality, timings: timings)
+        }
+        return nil
+    }
+
     private func enroll(_ job: FaceJob, messageId: String) async throws -> FaceJobResult {
         guard let userId = job.userId else { return FaceJobResult(outcome: .internalError, message: "enroll needs a user") }
         // A redelivered enrollment answers what the first delivery answered.
@@ -196,18 +214,7 @@ final class FaceJobHandler: Sendable {
         case .face(let found, let count): (face, faceCount) = (found, count)
         }
         let quality = Self.report(face.quality)
-        if faceCount > 1 {
-            return FaceJobResult(outcome: .lowQuality, message: "\(faceCount) faces in the image; enroll a photo of one person",
-                                 faceCount: faceCount, quality: quality, timings: timings)
-        }
-        if face.quality.faceWidth < configuration.minimumFaceWidth {
-            return FaceJobResult(outcome: .lowQuality, message: "face is \(face.quality.faceWidth) px wide; at least \(configuration.minimumFaceWidth) px needed",
-                                 faceCount: faceCount, quality: quality, timings: timings)
-        }
-        if face.quality.sharpness < configuration.minimumSharpness {
-            return FaceJobResult(outcome: .lowQuality, message: "face is too blurred (sharpness \(Int(face.quality.sharpness)))",
-                                 faceCount: faceCount, quality: quality, timings: timings)
-        }
+        if let refused = qualityGate(face, faceCount: faceCount, timings: timings) { return refused }
         let embedding = face.embedding!
         if job.duplicateCheck {
             let threshold = job.threshold ?? configuration.defaultThreshold
@@ -262,13 +269,7 @@ final class FaceJobHandler: Sendable {
         case .face(let found, let count): (face, faceCount) = (found, count)
         }
         let quality = Self.report(face.quality)
-        if faceCount > 1 {
-            return FaceJobResult(outcome: .lowQuality, message: "\(faceCount) faces in the image; use a photo of one person",
-                                 faceCount: faceCount, quality: quality, timings: timings)
-        }
-        if face.quality.faceWidth < configuration.minimumFaceWidth || face.quality.sharpness < configuration.minimumSharpness {
-            return FaceJobResult(outcome: .lowQuality, message: "the face is too small or blurred", faceCount: faceCount, quality: quality, timings: timings)
-        }
+        if let refused = qualityGate(face, faceCount: faceCount, timings: timings) { return refused }
         var result = FaceJobResult(outcome: .detected, faceCount: faceCount, quality: quality, timings: timings)
         result.sealedTemplate = Data(try sealer.sealTemplate(face.embedding!, templateId: platformAppId))
         return result
