@@ -52,6 +52,8 @@ final class FaceJobHandler: Sendable {
         } else {
             do {
                 result = try await run(job, messageId: envelope.id)
+            } catch let stop as Stop {
+                result = stop.result
             } catch let error as FaceEngineError {
                 result = Self.result(for: error)
             } catch {
@@ -102,14 +104,14 @@ final class FaceJobHandler: Sendable {
         MatchRule(threshold: job.threshold ?? configuration.defaultThreshold, margin: job.margin ?? configuration.ambiguityMargin)
     }
 
-    /// The largest face of an image with its embedding and the number of faces, or the outcome that stops the job.
-    enum Probe {
-        case face(DetectedFace, Int)
-        case stop(FaceJobResult)
+    /// An outcome that ends a job early (no face, bad image, …), thrown from deep in a job and answered as is.
+    struct Stop: Error {
+        var result: FaceJobResult
     }
 
-    private func probe(_ image: Data?, timings: inout [String: Double]) async throws -> Probe {
-        guard let image else { return .stop(FaceJobResult(outcome: .imageFormatError, message: "no image in the job")) }
+    /// The largest face of an image with its embedding and the number of faces; throws `Stop` otherwise.
+    private func probe(_ image: Data?, timings: inout [String: Double]) async throws -> (DetectedFace, Int) {
+        guard let image else { throw Stop(result: FaceJobResult(outcome: .imageFormatError, message: "no image in the job")) }
         let analysis = try await engines.analyze(Array(image))
         timings["decode"] = analysis.decodeMilliseconds
         timings["detect"] = analysis.detectMilliseconds
@@ -118,18 +120,14 @@ final class FaceJobHandler: Sendable {
         stageSeconds.observe(analysis.detectMilliseconds / 1000, ["stage": "detect"])
         stageSeconds.observe(analysis.embedMilliseconds / 1000, ["stage": "embed"])
         guard let face = analysis.faces.first, face.embedding != nil else {
-            return .stop(FaceJobResult(outcome: .noFace, faceCount: 0, timings: timings))
+            throw Stop(result: FaceJobResult(outcome: .noFace, faceCount: 0, timings: timings))
         }
-        return .face(face, analysis.faceCount)
+        return (face, analysis.faceCount)
     }
 
     private func identify(_ job: FaceJob) async throws -> FaceJobResult {
         var timings: [String: Double] = [:]
-        let (face, faceCount): (DetectedFace, Int)
-        switch try await probe(job.image, timings: &timings) {
-        case .stop(let stop): return stop
-        case .face(let found, let count): (face, faceCount) = (found, count)
-        }
+        let (face, faceCount) = try await probe(job.image, timings: &timings)
         let searchStart = ContinuousClock.now
         let matches = store.registry.gallery(for: job.appId).search(face.embedding!, k: max(1, min(job.topK, 100)))
         timings["search"] = (ContinuousClock.now - searchStart).milliseconds
@@ -141,23 +139,20 @@ final class FaceJobHandler: Sendable {
 
     private func verify(_ job: FaceJob) async throws -> FaceJobResult {
         var timings: [String: Double] = [:]
-        let (face, faceCount): (DetectedFace, Int)
-        switch try await probe(job.image, timings: &timings) {
-        case .stop(let stop): return stop
-        case .face(let found, let count): (face, faceCount) = (found, count)
-        }
+        let (face, faceCount) = try await probe(job.image, timings: &timings)
         let probe = face.embedding!
         var candidates: [FaceCandidate] = []
         if let reference = job.referenceImage {
             var referenceTimings: [String: Double] = [:]
-            switch try await self.probe(reference, timings: &referenceTimings) {
-            case .stop(var stop):
-                stop.message = "reference image: " + (stop.message ?? stop.outcome.rawValue)
-                return stop
-            case .face(let referenceFace, _):
-                candidates.append(FaceCandidate(userId: platformAppId, templateId: platformAppId,
-                                                distance: euclideanDistance(probe, referenceFace.embedding!)))
+            let referenceFace: DetectedFace
+            do {
+                (referenceFace, _) = try await self.probe(reference, timings: &referenceTimings)
+            } catch var stop as Stop {
+                stop.result.message = "reference image: " + (stop.result.message ?? stop.result.outcome.rawValue)
+                throw stop
             }
+            candidates.append(FaceCandidate(userId: platformAppId, templateId: platformAppId,
+                                            distance: euclideanDistance(probe, referenceFace.embedding!)))
         } else if let sealed = job.referenceSealedTemplate {
             let reference = try sealer.openTemplate(Array(sealed), templateId: platformAppId)
             candidates.append(FaceCandidate(userId: platformAppId, templateId: platformAppId, distance: euclideanDistance(probe, reference)))
@@ -208,11 +203,7 @@ final class FaceJobHandler: Sendable {
             return try FaceGateJSON.decode(FaceJobResult.self, from: bytes)
         }
         var timings: [String: Double] = [:]
-        let (face, faceCount): (DetectedFace, Int)
-        switch try await probe(job.image, timings: &timings) {
-        case .stop(let stop): return stop
-        case .face(let found, let count): (face, faceCount) = (found, count)
-        }
+        let (face, faceCount) = try await probe(job.image, timings: &timings)
         let quality = Self.report(face.quality)
         if let refused = qualityGate(face, faceCount: faceCount, timings: timings) { return refused }
         let embedding = face.embedding!
@@ -263,11 +254,7 @@ final class FaceJobHandler: Sendable {
     /// The same quality gate as enrollment, then the embedding sealed as a reference template.
     private func template(_ job: FaceJob) async throws -> FaceJobResult {
         var timings: [String: Double] = [:]
-        let (face, faceCount): (DetectedFace, Int)
-        switch try await probe(job.image, timings: &timings) {
-        case .stop(let stop): return stop
-        case .face(let found, let count): (face, faceCount) = (found, count)
-        }
+        let (face, faceCount) = try await probe(job.image, timings: &timings)
         let quality = Self.report(face.quality)
         if let refused = qualityGate(face, faceCount: faceCount, timings: timings) { return refused }
         var result = FaceJobResult(outcome: .detected, faceCount: faceCount, quality: quality, timings: timings)
