@@ -1,13 +1,18 @@
 import Synchronization
 
-/// Makes sure the deployment's topics exist, retrying in the background while the broker is away
-/// (readiness reports the broker meanwhile).
+/// Makes sure the deployment's topics exist, retrying while the broker is away (readiness reports the
+/// broker meanwhile). With `waitForTopics`, `start` returns only once they exist: a consumer that
+/// subscribes to a topic not yet created sees no partitions until the next metadata refresh, minutes later.
 public final class TopicsService: Service {
     public let name = "topics"
     private let runtime: ServiceRuntime
+    private let waitForTopics: Bool
     private let task = Mutex<Task<Void, Never>?>(nil)
 
-    public init(runtime: ServiceRuntime) { self.runtime = runtime }
+    public init(runtime: ServiceRuntime, waitForTopics: Bool = false) {
+        self.runtime = runtime
+        self.waitForTopics = waitForTopics
+    }
 
     public func start() async throws {
         let runtime = self.runtime
@@ -26,6 +31,7 @@ public final class TopicsService: Service {
                 }
             }
         }
+        if waitForTopics { await task.withLock({ $0 })?.value }
     }
 
     public func shutdown() async {

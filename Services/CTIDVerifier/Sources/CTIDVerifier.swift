@@ -41,33 +41,7 @@ public final class CTIDVerifier: Sendable {
                                groupId: runtime.topics.prefix + "ctid-verifier",
                                producer: producer, concurrency: configuration.concurrency) { message in await handler.handle(message) }
         runtime.readiness.add("kafka-replies") { faces.isReady }
-        group = ServiceGroup(services: [runtime.adminServer(), TopicsFirst(runtime: runtime), ProducerService(producer: producer), faces, jobs],
+        group = ServiceGroup(services: [runtime.adminServer(), TopicsService(runtime: runtime, waitForTopics: true), ProducerService(producer: producer), faces, jobs],
                              logger: runtime.logger, shutdownTimeout: .seconds(configuration.common.shutdownSeconds))
     }
-}
-
-/// Creates the deployment's topics before the job consumer subscribes (retrying while the broker is
-/// away): a subscription to a topic that does not exist yet would see no partitions until the next
-/// metadata refresh, minutes later.
-final class TopicsFirst: Service {
-    let name = "topics"
-    private let runtime: ServiceRuntime
-
-    init(runtime: ServiceRuntime) { self.runtime = runtime }
-
-    func start() async throws {
-        var attempt = 0
-        while true {
-            attempt += 1
-            do {
-                try await runtime.ensureTopics()
-                return
-            } catch {
-                runtime.logger.error("broker not reachable; retrying", ["attempt": String(attempt), "error": "\(error)"])
-                try await Task.sleep(for: .seconds(min(attempt, 5)))
-            }
-        }
-    }
-
-    func shutdown() async {}
 }
