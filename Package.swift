@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "ctid-verifier", targets: ["ctid-verifier"]),
         .executable(name: "kiosk-orchestrator", targets: ["kiosk-orchestrator"]),
         .executable(name: "facegate", targets: ["facegate"]),
+        .library(name: "FaceGateClient", targets: ["FaceGateClient"]),
     ],
     targets: [
         // C libraries, each seen by exactly one Swift wrapper.
@@ -22,6 +23,7 @@ let package = Package(
         .systemLibrary(name: "CPostgres", path: "Shared/CPostgres", pkgConfig: "libpq"),
         .systemLibrary(name: "COpenSSL", path: "Shared/COpenSSL", pkgConfig: "openssl"),
         .systemLibrary(name: "CMicroHTTPD", path: "Shared/CMicroHTTPD", pkgConfig: "libmicrohttpd"),
+        .systemLibrary(name: "CTesseract", path: "Shared/CTesseract", pkgConfig: "tesseract"),
         .target(
             name: "CFaceEngine", path: "Shared/CFaceEngine",
             cxxSettings: optimizedCXX,
@@ -42,6 +44,7 @@ let package = Package(
         .target(name: "JWT", dependencies: ["Crypto"], path: "Shared/JWT"),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], path: "Shared/HTTPServer"),
         .target(name: "FaceEngine", dependencies: ["CFaceEngine", "CGallery"], path: "Shared/FaceEngine"),
+        .target(name: "DocumentOCR", dependencies: ["CTesseract", "FaceGateCore"], path: "Shared/DocumentOCR"),
         .target(
             name: "ServiceKit",
             dependencies: ["KafkaClient", "PostgresClient", "HTTPServer", "FaceGateCore"],
@@ -67,7 +70,7 @@ let package = Package(
         .executableTarget(name: "ctid-verifier", dependencies: ["CTIDVerifier", "ServiceKit"], path: "Services/CTIDVerifier/Main"),
         .target(
             name: "KioskOrchestrator",
-            dependencies: ["ServiceKit", "FaceGateCore", "KafkaClient", "PostgresClient"],
+            dependencies: ["ServiceKit", "FaceGateCore", "DocumentOCR", "Crypto", "JWT", "KafkaClient", "PostgresClient"],
             path: "Services/KioskOrchestrator/Sources"),
         .executableTarget(name: "kiosk-orchestrator", dependencies: ["KioskOrchestrator", "ServiceKit"], path: "Services/KioskOrchestrator/Main"),
         .target(
@@ -76,11 +79,18 @@ let package = Package(
             path: "Services/FaceGateCLI/Sources"),
         .executableTarget(name: "facegate", dependencies: ["FaceGateCLI"], path: "Services/FaceGateCLI/Main"),
 
+        // The Swift client apps use: the mobile SDKs' shapes over the HTTP API.
+        .target(name: "FaceGateClient", dependencies: ["Crypto"], path: "Client/FaceGateClient"),
+
         // Benchmarks: one executable, one subcommand per benchmark; peers run beside it from Benchmarks/peers.
         .executableTarget(
             name: "facegate-bench",
-            dependencies: ["FaceEngine", "KafkaClient", "PostgresClient", "HTTPServer", "ServiceKit", "FaceGateCore"],
+            dependencies: ["FaceEngine", "KafkaClient", "PostgresClient", "HTTPServer", "ServiceKit", "FaceGateCore",
+                           "DocumentOCR", "FaceGateTestSupport"],
             path: "Benchmarks/Sources"),
+
+        // Test fixtures made from the real photos: ID-card images with a valid MRZ, liveness frame bursts.
+        .target(name: "FaceGateTestSupport", dependencies: ["FaceEngine", "FaceGateCore"], path: "Tests/Support"),
 
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "JWT"], path: "Tests/CryptoTests"),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"], path: "Tests/PostgresClientTests"),
@@ -89,9 +99,13 @@ let package = Package(
         .testTarget(name: "FaceEngineTests", dependencies: ["FaceEngine"], path: "Tests/FaceEngineTests"),
         .testTarget(name: "FaceGateCoreTests", dependencies: ["FaceGateCore"], path: "Tests/FaceGateCoreTests"),
         .testTarget(
+            name: "DocumentOCRTests", dependencies: ["DocumentOCR", "FaceGateCore", "FaceGateTestSupport"],
+            path: "Tests/DocumentOCRTests"),
+        .testTarget(
             name: "IntegrationTests",
             dependencies: ["AuthGateway", "MatcherWorker", "CTIDVerifier", "KioskOrchestrator", "ServiceKit",
-                           "FaceGateCore", "KafkaClient", "PostgresClient", "HTTPServer", "Crypto", "JWT", "FaceEngine"],
+                           "FaceGateCore", "KafkaClient", "PostgresClient", "HTTPServer", "Crypto", "JWT", "FaceEngine",
+                           "DocumentOCR", "FaceGateClient", "FaceGateTestSupport"],
             path: "Tests/IntegrationTests"),
     ],
     swiftLanguageModes: [.v6],

@@ -30,7 +30,7 @@ public final class AuthGateway: Sendable {
             let key = try Ed25519PrivateKey(seed: seed).publicKey
             published.append((kid: Self.keyId(key), key: key))
         }
-        context = GatewayContext(configuration: configuration, runtime: runtime, producer: producer, requester: requester,
+        context = try GatewayContext(configuration: configuration, runtime: runtime, producer: producer, requester: requester,
                                  signingKey: signingKey, keySet: JWTKeySet(published))
         let router = Router()
         context.registerRoutes(on: router)
@@ -66,9 +66,10 @@ final class GatewayContext: Sendable {
     let apps: AppStore
     let logger: Logger
     let faceJobSeconds: Histogram
+    let interviewTokens: InterviewTokens
 
     init(configuration: GatewayConfiguration, runtime: ServiceRuntime, producer: KafkaProducer, requester: RequesterService,
-         signingKey: JWTSigningKey, keySet: JWTKeySet) {
+         signingKey: JWTSigningKey, keySet: JWTKeySet) throws {
         self.configuration = configuration
         self.runtime = runtime
         self.database = runtime.database
@@ -80,6 +81,7 @@ final class GatewayContext: Sendable {
         self.apps = AppStore(database: runtime.database)
         self.logger = runtime.logger
         faceJobSeconds = runtime.metrics.histogram("facegate_face_job_round_trip_seconds", help: "Gateway → matcher → gateway time")
+        interviewTokens = try InterviewTokens(signingSeed: configuration.signingKey)
     }
 
     func registerRoutes(on router: Router) {
