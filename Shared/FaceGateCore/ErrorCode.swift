@@ -31,6 +31,14 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     case identityTokenExpired = "IDENTITY_TOKEN_EXPIRED"
     case identityTokenUsed = "IDENTITY_TOKEN_USED"
     case confirmationInvalid = "CONFIRMATION_INVALID"
+    case documentUnreadable = "DOCUMENT_UNREADABLE"
+    case documentExpired = "DOCUMENT_EXPIRED"
+    case documentInvalid = "DOCUMENT_INVALID"
+    case documentRegistered = "DOCUMENT_ALREADY_REGISTERED"
+    case noPortrait = "NO_PORTRAIT"
+    case faceMismatch = "FACE_MISMATCH"
+    case sessionExpired = "SESSION_EXPIRED"
+    case tooManyAttempts = "TOO_MANY_ATTEMPTS"
     case internalError = "INTERNAL"
 
     public var httpStatus: Int {
@@ -42,7 +50,9 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
         case .conflict, .identityTokenUsed, .confirmationInvalid: 409
         case .payloadTooLarge: 413
         case .noFace, .noMatchFace, .imageFormatError, .ambiguousMatch, .lowQuality, .duplicateFace,
-             .spoofDetected, .employeeNumberMismatch, .authenticationFailed, .confirmRequired: 422
+             .spoofDetected, .employeeNumberMismatch, .authenticationFailed, .confirmRequired,
+             .documentUnreadable, .documentExpired, .documentInvalid, .documentRegistered, .noPortrait, .faceMismatch, .tooManyAttempts: 422
+        case .sessionExpired: 410
         case .credentialLocked: 423
         case .rateLimited: 429
         case .serviceUnavailable, .timeout: 503

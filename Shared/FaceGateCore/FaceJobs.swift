@@ -39,6 +39,8 @@ public struct FaceJob: Codable, Sendable {
     /// `liveness`: the frames and the actions the challenge asked for, in order.
     public var frames: [Data]?
     public var actions: [LivenessAction]?
+    /// `liveness`: also identify the most frontal frame when liveness passes.
+    public var identify: Bool?
 
     public init(kind: FaceJobKind, appId: UUID, image: Data? = nil, referenceImage: Data? = nil, userId: UUID? = nil,
                 referenceSealedTemplate: Data? = nil, topK: Int = 5, threshold: Float? = nil, margin: Float? = nil,
@@ -143,6 +145,8 @@ public struct FaceJobResult: Codable, Sendable {
     public var liveness: LivenessReport?
     /// `template`: the embedding sealed with the platform key under the context a `verify` job's `referenceSealedTemplate` opens with.
     public var sealedTemplate: Data?
+    /// `liveness`: the frame the identification used.
+    public var bestFrameIndex: Int?
     public var shardIndex: Int
     public var shardCount: Int
     /// Milliseconds per stage: decode, detect, embed, search, total.
@@ -162,6 +166,22 @@ public struct FaceJobResult: Codable, Sendable {
         self.shardIndex = shardIndex
         self.shardCount = shardCount
         self.timings = timings
+    }
+}
+
+extension FaceJobResult {
+    /// One shard's answer is the answer; several shards' top-k lists are merged and decided again.
+    public static func merged(_ results: [FaceJobResult], for job: FaceJob) -> FaceJobResult {
+        guard results.count > 1, var merged = results.first(where: { $0.outcome != .noMatchFace && $0.outcome != .match && $0.outcome != .ambiguousMatch }) ?? results.first else {
+            return results[0]
+        }
+        if job.kind == .identify, results.allSatisfy({ [.match, .noMatchFace, .ambiguousMatch].contains($0.outcome) }) {
+            merged.candidates = MatchRule.merge(results.map(\.candidates), k: job.topK)
+            merged.outcome = MatchRule(threshold: job.threshold ?? 0.5, margin: job.margin ?? 0.06).decide(merged.candidates).outcome
+        } else if job.kind == .enroll, let owner = results.first(where: { $0.templateId != nil }) {
+            merged = owner
+        }
+        return merged
     }
 }
 

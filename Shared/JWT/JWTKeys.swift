@@ -11,6 +11,18 @@ public struct JWTSigningKey: Sendable {
     }
 
     public var publicKey: Ed25519PublicKey { privateKey.publicKey }
+
+    /// The key of a 32-byte Ed25519 seed, its `kid` derived from the public key (`keyId`), so every
+    /// process holding the seed signs under the same `kid`.
+    public init(seed: [UInt8]) throws {
+        let key = try Ed25519PrivateKey(seed: seed)
+        self.init(kid: Self.keyId(key.publicKey), privateKey: key)
+    }
+
+    /// `kid`: the first 8 bytes of SHA-256 of the public key, base64url.
+    public static func keyId(_ key: Ed25519PublicKey) -> String {
+        Base64URL.encode(Array(SHA256.hash(key.rawRepresentation).prefix(8)))
+    }
 }
 
 /// The public keys tokens are accepted from, looked up by `kid`. Holding the outgoing and the

@@ -50,9 +50,11 @@ public final class RequesterService: Service {
     }
 
     /// Sends `payload` in a versioned envelope to `topic` and waits, within the timeout, for
-    /// `expectedReplies` answers (one per shard when the workers are sharded).
+    /// `expectedReplies` answers (one per shard when the workers are sharded). The record's key is the
+    /// correlation id unless `key` orders it with others (a kiosk session's commands).
     public func send<Payload: Codable & Sendable, Answer: Codable & Sendable>(
-        _ payload: Payload, type: String, appId: UUID, to topic: String, expectedReplies: Int = 1, as answer: Answer.Type
+        _ payload: Payload, type: String, appId: UUID, to topic: String, key: String? = nil, expectedReplies: Int = 1,
+        as answer: Answer.Type
     ) async throws -> [Answer] {
         guard let requester = requester.withLock({ $0 }) else { throw RequesterUnavailable() }
         let correlationId = UUID().wire
@@ -61,7 +63,7 @@ public final class RequesterService: Service {
                                                   expectedReplies: expectedReplies) { replyTo in
             let envelope = MessageEnvelope(type: type, correlationId: correlationId, appId: appId.wire, deadline: wallDeadline,
                                            replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: payload)
-            return KafkaRecord(topic: topic, key: Array(correlationId.utf8), value: try envelope.encoded(),
+            return KafkaRecord(topic: topic, key: Array((key ?? correlationId).utf8), value: try envelope.encoded(),
                                headers: [KafkaHeader(key: MessageHeader.traceparent, value: Array(newTraceparent().utf8))])
         }
         return try replies.map { try MessageEnvelope<Answer>.decode($0.value).payload }

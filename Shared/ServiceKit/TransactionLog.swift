@@ -19,27 +19,36 @@ public struct TransactionLog: Sendable {
     }
 
     public func append(_ record: TransactionRecord) async throws {
-        try await database.withTransaction { connection in
-            let app = record.appId
-            _ = try await connection.query("""
-                INSERT INTO transaction_chain_heads (app_id, last_seq, last_hash)
-                VALUES (\(app), 0, \(TransactionRecord.genesisHash)) ON CONFLICT (app_id) DO NOTHING
-                """)
-            let head = try await connection.query("SELECT last_seq, last_hash FROM transaction_chain_heads WHERE app_id = \(app) FOR UPDATE")
-            guard let row = head.first else { throw TransactionLogError.chainHeadMissing }
-            let seq = try row.decode("last_seq", as: Int64.self) + 1
-            let previous = try row.decode("last_hash", as: [UInt8].self)
-            let hash = record.rowHash(previousHash: previous, chainSeq: seq)
-            let detail = String(decoding: try FaceGateJSON.encode(record.detail), as: UTF8.self)
-            _ = try await connection.query("""
-                INSERT INTO transactions (id, app_id, chain_seq, kind, outcome, user_id, device_id, client_ip, score,
-                                          latency_ms, detail, created_at, prev_hash, row_hash)
-                VALUES (\(record.id), \(app), \(seq), \(record.kind), \(record.outcome), \(record.userId), \(record.deviceId),
-                        \(record.clientIp), \(record.score.map { Double($0) }), \(record.latencyMs), \(detail)::jsonb,
-                        \(record.createdAt), \(previous), \(hash))
-                """)
-            _ = try await connection.query("UPDATE transaction_chain_heads SET last_seq = \(seq), last_hash = \(hash) WHERE app_id = \(app)")
-        }
+        try await database.withTransaction { connection in try await Self.insert(record, in: connection) }
+        await publish(record)
+    }
+
+    /// Chains `record` inside the caller's database transaction, so it commits together with the
+    /// caller's other writes; call `publish` once that transaction has committed.
+    public static func insert(_ record: TransactionRecord, in connection: PostgresConnection) async throws {
+        let app = record.appId
+        _ = try await connection.query("""
+            INSERT INTO transaction_chain_heads (app_id, last_seq, last_hash)
+            VALUES (\(app), 0, \(TransactionRecord.genesisHash)) ON CONFLICT (app_id) DO NOTHING
+            """)
+        let head = try await connection.query("SELECT last_seq, last_hash FROM transaction_chain_heads WHERE app_id = \(app) FOR UPDATE")
+        guard let row = head.first else { throw TransactionLogError.chainHeadMissing }
+        let seq = try row.decode("last_seq", as: Int64.self) + 1
+        let previous = try row.decode("last_hash", as: [UInt8].self)
+        let hash = record.rowHash(previousHash: previous, chainSeq: seq)
+        let detail = String(decoding: try FaceGateJSON.encode(record.detail), as: UTF8.self)
+        _ = try await connection.query("""
+            INSERT INTO transactions (id, app_id, chain_seq, kind, outcome, user_id, device_id, client_ip, score,
+                                      latency_ms, detail, created_at, prev_hash, row_hash)
+            VALUES (\(record.id), \(app), \(seq), \(record.kind), \(record.outcome), \(record.userId), \(record.deviceId),
+                    \(record.clientIp), \(record.score.map { Double($0) }), \(record.latencyMs), \(detail)::jsonb,
+                    \(record.createdAt), \(previous), \(hash))
+            """)
+        _ = try await connection.query("UPDATE transaction_chain_heads SET last_seq = \(seq), last_hash = \(hash) WHERE app_id = \(app)")
+    }
+
+    /// Publishes a committed record on the audit topic (best effort: PostgreSQL is the record).
+    public func publish(_ record: TransactionRecord) async {
         if let producer {
             do {
                 let value = try FaceGateJSON.encode(record)

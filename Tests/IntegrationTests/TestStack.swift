@@ -3,6 +3,7 @@ import CTIDVerifier
 import Crypto
 import FaceGateCore
 import Foundation
+import KioskOrchestrator
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -68,6 +69,7 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
     var gateway: AuthGateway!
     var matcher: MatcherWorker?
     var ctid: CTIDVerifier?
+    var kiosk: KioskOrchestrator?
     private var runs: [Task<Void, Never>] = []
 
     init(database: TestDatabase, extra: [String: String] = [:]) throws {
@@ -96,7 +98,8 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
     }
 
     /// Starts the services (the matcher unless `withMatcher` is false) and waits until they serve.
-    static func start(withMatcher: Bool = true, withCTID: Bool = false, extra: [String: String] = [:]) async throws -> TestStack {
+    static func start(withMatcher: Bool = true, withCTID: Bool = false, withKiosk: Bool = false,
+                      extra: [String: String] = [:]) async throws -> TestStack {
         let stack = try TestStack(database: try await TestDatabase.create(), extra: extra)
         let env = Environment(stack.environment)
         if withMatcher {
@@ -109,12 +112,18 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
             stack.ctid = verifier
             stack.runs.append(Task { _ = try? await verifier.group.run(handleSignals: false) })
         }
+        if withKiosk {
+            let orchestrator = try KioskOrchestrator(configuration: try KioskConfiguration(environment: env))
+            stack.kiosk = orchestrator
+            stack.runs.append(Task { _ = try? await orchestrator.group.run(handleSignals: false) })
+        }
         let gateway = try AuthGateway(configuration: try GatewayConfiguration(environment: env))
         stack.gateway = gateway
         stack.runs.append(Task { _ = try? await gateway.group.run(handleSignals: false) })
         try await stack.waitUntilReady()
         if let matcher = stack.matcher { try await matcher.jobs.waitUntilAssigned(timeout: .seconds(60)) }
         if let ctid = stack.ctid { try await ctid.jobs.waitUntilAssigned(timeout: .seconds(60)) }
+        if let kiosk = stack.kiosk { try await kiosk.commands.waitUntilAssigned(timeout: .seconds(60)) }
         return stack
     }
 
@@ -124,7 +133,8 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
             let gatewayReady = await gateway.runtime.readiness.evaluate().ready && gateway.httpPort > 0
             let matcherReady = await matcher?.runtime.readiness.evaluate().ready ?? true
             let ctidReady = await ctid?.runtime.readiness.evaluate().ready ?? true
-            if gatewayReady && matcherReady && ctidReady { return }
+            let kioskReady = await kiosk?.runtime.readiness.evaluate().ready ?? true
+            if gatewayReady && matcherReady && ctidReady && kioskReady { return }
             try await Task.sleep(for: .milliseconds(200))
         }
         throw TestSetupError("the stack did not become ready within 60 s")
@@ -134,6 +144,7 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
         gateway?.group.requestStop(reason: "test finished")
         matcher?.group.requestStop(reason: "test finished")
         ctid?.group.requestStop(reason: "test finished")
+        kiosk?.group.requestStop(reason: "test finished")
         for run in runs { await run.value }
         await database.drop()
     }
@@ -221,9 +232,9 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
 
 extension TestStack {
     /// Runs `body` against a fresh stack and always stops it afterwards.
-    static func with(withMatcher: Bool = true, withCTID: Bool = false, extra: [String: String] = [:],
+    static func with(withMatcher: Bool = true, withCTID: Bool = false, withKiosk: Bool = false, extra: [String: String] = [:],
                      _ body: (TestStack) async throws -> Void) async throws {
-        let stack = try await start(withMatcher: withMatcher, withCTID: withCTID, extra: extra)
+        let stack = try await start(withMatcher: withMatcher, withCTID: withCTID, withKiosk: withKiosk, extra: extra)
         do {
             try await body(stack)
         } catch {

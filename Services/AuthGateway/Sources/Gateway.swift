@@ -23,12 +23,11 @@ public final class AuthGateway: Sendable {
         let producer = try KafkaProducer(configuration: runtime.kafka)
         let requester = RequesterService(runtime: runtime, producer: producer, service: "auth-gateway",
                                          timeout: configuration.requestTimeout)
-        let signing = try Ed25519PrivateKey(seed: configuration.signingKey)
-        let signingKey = JWTSigningKey(kid: Self.keyId(signing.publicKey), privateKey: signing)
-        var published = [(kid: signingKey.kid, key: signing.publicKey)]
+        let signingKey = try JWTSigningKey(seed: configuration.signingKey)
+        var published = [(kid: signingKey.kid, key: signingKey.publicKey)]
         for seed in configuration.previousSigningKeys {
             let key = try Ed25519PrivateKey(seed: seed).publicKey
-            published.append((kid: Self.keyId(key), key: key))
+            published.append((kid: JWTSigningKey.keyId(key), key: key))
         }
         context = try GatewayContext(configuration: configuration, runtime: runtime, producer: producer, requester: requester,
                                  signingKey: signingKey, keySet: JWTKeySet(published))
@@ -46,11 +45,6 @@ public final class AuthGateway: Sendable {
 
     /// The public port actually bound (tests bind port 0).
     public var httpPort: Int { http.port }
-
-    /// `kid`: the first 8 bytes of SHA-256 of the public key, base64url.
-    static func keyId(_ key: Ed25519PublicKey) -> String {
-        Base64URL.encode(Array(SHA256.hash(key.rawRepresentation).prefix(8)))
-    }
 }
 
 /// Everything a request handler needs.
@@ -93,6 +87,7 @@ final class GatewayContext: Sendable {
         registerAuditRoutes(on: router)
         registerDiscoveryRoutes(on: router)
         registerCTIDRoutes(on: router)
+        registerKioskSessionRoutes(on: router)
     }
 
     /// Sends a face job and waits for the matcher's answer (merged across shards), within the request
@@ -107,21 +102,7 @@ final class GatewayContext: Sendable {
             throw APIError(.serviceUnavailable, "face matching is unavailable right now; try again")
         }
         faceJobSeconds.observe(ContinuousClock.now - started, ["kind": job.kind.rawValue])
-        return merge(results, job: job)
-    }
-
-    /// One shard's answer is the answer; several shards' top-k lists are merged and decided again.
-    func merge(_ results: [FaceJobResult], job: FaceJob) -> FaceJobResult {
-        guard results.count > 1, var merged = results.first(where: { $0.outcome != .noMatchFace && $0.outcome != .match && $0.outcome != .ambiguousMatch }) ?? results.first else {
-            return results[0]
-        }
-        if job.kind == .identify, results.allSatisfy({ [.match, .noMatchFace, .ambiguousMatch].contains($0.outcome) }) {
-            merged.candidates = MatchRule.merge(results.map(\.candidates), k: job.topK)
-            merged.outcome = MatchRule(threshold: job.threshold ?? 0.5, margin: job.margin ?? 0.06).decide(merged.candidates).outcome
-        } else if job.kind == .enroll, let owner = results.first(where: { $0.templateId != nil }) {
-            merged = owner
-        }
-        return merged
+        return FaceJobResult.merged(results, for: job)
     }
 }
 

@@ -1,0 +1,166 @@
+import Crypto
+import FaceGateCore
+import Foundation
+import HTTPServer
+import ServiceKit
+import Synchronization
+
+/// Kiosk onboarding sessions. The kiosk-orchestrator owns them: every step is a command on
+/// `kiosk.commands.v1` keyed by session and answered with the session after it. The gateway checks the
+/// caller (access token, `X-Interview-Token`), consumes liveness challenges, and serves the session and
+/// its events from PostgreSQL.
+extension GatewayContext {
+    func registerKioskSessionRoutes(on router: APIRoutes) {
+        router.add("POST", "/v1/kiosk/sessions", maxBodyBytes: 4096) { [self] request in try await createKioskSession(request) }
+        router.add("GET", "/v1/kiosk/sessions/{interviewId}") { [self] request in try await kioskSession(request) }
+        router.add("DELETE", "/v1/kiosk/sessions/{interviewId}") { [self] request in try await cancelKioskSession(request) }
+        router.add("POST", "/v1/kiosk/sessions/{interviewId}/selfie") { [self] request in try await kioskSelfie(request) }
+        router.add("POST", "/v1/kiosk/sessions/{interviewId}/id-front") { [self] request in try await kioskDocument(request, step: .idFront) }
+        router.add("POST", "/v1/kiosk/sessions/{interviewId}/id-back") { [self] request in try await kioskDocument(request, step: .idBack) }
+        router.add("GET", "/v1/kiosk/sessions/{interviewId}/events") { [self] request in try await kioskEvents(request) }
+    }
+
+    var kioskSessions: KioskSessionStore { KioskSessionStore(database: database) }
+
+    func createKioskSession(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let app = try await requireClient(request)
+        let device = try deviceId(request)
+        try await apps.admit(app, module: .kiosk)
+        let id = UUID()
+        let token = interviewTokens.token(for: id)
+        let view = try await kioskCommand(KioskCommand(sessionId: id, appId: app.id, deviceId: device, clientIp: request.remoteAddress,
+                                                       step: .create, tokenHash: Data(SHA256.hash(Array(token.utf8)))))
+        struct Created: Encodable { var interviewId: String; var interviewToken: String; var expiresIn: Int }
+        return .json(Created(interviewId: id.wire, interviewToken: token, expiresIn: max(0, Int(view.expiresAt.timeIntervalSinceNow.rounded()))),
+                     status: 201)
+    }
+
+    func kioskSelfie(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let (app, device, id) = try await requireKioskStep(request)
+        let (challengeId, frames) = try livenessFrames(from: request)
+        let actions: [LivenessAction]? = if app.liveness.kiosk == .active {
+            try await consumeLivenessChallenge(challengeId, appId: app.id, deviceId: device)
+        } else {
+            nil
+        }
+        return .json(try await kioskCommand(KioskCommand(sessionId: id, appId: app.id, deviceId: device, clientIp: request.remoteAddress,
+                                                         step: .selfie, frames: frames, actions: actions)))
+    }
+
+    func kioskDocument(_ request: HTTPRequest, step: KioskCommand.Step) async throws -> HTTPResponse {
+        let (app, device, id) = try await requireKioskStep(request)
+        let image = try image(request)
+        return .json(try await kioskCommand(KioskCommand(sessionId: id, appId: app.id, deviceId: device, clientIp: request.remoteAddress,
+                                                         step: step, image: Data(image))))
+    }
+
+    func cancelKioskSession(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = try requireInterview(request)
+        guard let session = try await kioskSessions.session(id) else { throw APIError(.notFound, "no such kiosk session") }
+        _ = try await kioskCommand(KioskCommand(sessionId: id, appId: session.appId, clientIp: request.remoteAddress, step: .cancel))
+        return HTTPResponse(status: 204)
+    }
+
+    func kioskSession(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = try requireInterview(request)
+        guard let session = try await kioskSessions.session(id) else { throw APIError(.notFound, "no such kiosk session") }
+        return .json(try await kioskSessions.view(of: session))
+    }
+
+    /// Server-Sent Events: the session's step events from `Last-Event-ID` on, then new ones as they are
+    /// committed (PostgreSQL polled every 300 ms), a comment every 15 s to keep proxies from closing the
+    /// stream; it ends after a final event or when the session expires.
+    func kioskEvents(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let id = try requireInterview(request)
+        guard let session = try await kioskSessions.session(id) else { throw APIError(.notFound, "no such kiosk session") }
+        let lastEventId = request.headers["Last-Event-ID"] ?? request.query["lastEventId"] ?? "0"
+        guard let after = Int(lastEventId), after >= 0 else { throw APIError(.invalidRequest, "Last-Event-ID must be an event id") }
+        let sessions = kioskSessions
+        let logger = self.logger
+        let cursor = Mutex(EventCursor(seq: after, expiresAt: session.expiresAt))
+        let stream = AsyncStream<[UInt8]> {
+            if cursor.withLock({ $0.opened == false }) {
+                cursor.withLock { $0.opened = true }
+                return Array("retry: 2000\n\n".utf8)
+            }
+            while !Task.isCancelled {
+                let (seq, finished, expiresAt, quietSince) = cursor.withLock { ($0.seq, $0.finished, $0.expiresAt, $0.lastWrite) }
+                if finished { return nil }
+                do {
+                    let events = try await sessions.events(of: id, after: seq, limit: 50)
+                    if !events.isEmpty {
+                        cursor.withLock {
+                            $0.seq = events.last!.seq
+                            $0.finished = events.contains(where: \.isFinal)
+                            $0.lastWrite = .now
+                        }
+                        return events.flatMap(Self.serverSentEvent)
+                    }
+                } catch {
+                    logger.warning("kiosk event stream stopped", ["kiosk.session": id.wire, "error": "\(error)"])
+                    return nil
+                }
+                if expiresAt < Date() { return nil }
+                if ContinuousClock.now - quietSince > .seconds(15) {
+                    cursor.withLock { $0.lastWrite = .now }
+                    return Array(": keep-alive\n\n".utf8)
+                }
+                try? await Task.sleep(for: .milliseconds(300))
+            }
+            return nil
+        }
+        return HTTPResponse(status: 200, headers: [("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"),
+                                                   ("X-Accel-Buffering", "no")],
+                            body: .stream(stream))
+    }
+
+    struct EventCursor: Sendable {
+        var seq: Int
+        var expiresAt: Date
+        var opened = false
+        var finished = false
+        var lastWrite = ContinuousClock.now
+    }
+
+    static func serverSentEvent(_ event: KioskEvent) -> [UInt8] {
+        let data = (try? FaceGateJSON.encode(event.data)) ?? Array("{}".utf8)
+        return Array("id: \(event.seq)\nevent: \(event.event.rawValue)\ndata: ".utf8) + data + Array("\n\n".utf8)
+    }
+
+    // MARK: - Callers
+
+    /// A step: the client app's access token, the kiosk module, and the session's interview token.
+    func requireKioskStep(_ request: HTTPRequest) async throws -> (AppRecord, String, UUID) {
+        let app = try await requireClient(request)
+        let device = try deviceId(request)
+        let id = try requireInterview(request)
+        try await apps.admit(app, module: .kiosk)
+        return (app, device, id)
+    }
+
+    /// The session named in the path, proven by its interview token (`X-Interview-Token`, or the
+    /// `interviewToken` query parameter for browsers' EventSource).
+    func requireInterview(_ request: HTTPRequest) throws -> UUID {
+        let id = try request.uuidParameter("interviewId")
+        guard let token = request.headers["X-Interview-Token"] ?? request.query["interviewToken"],
+              interviewTokens.isValid(token, for: id) else {
+            throw APIError(.unauthorized, "X-Interview-Token must be the token issued with this kiosk session")
+        }
+        return id
+    }
+
+    /// Sends a command to the orchestrator and answers its view of the session, or its refusal.
+    func kioskCommand(_ command: KioskCommand) async throws -> KioskSessionView {
+        let reply: KioskCommandReply
+        do {
+            reply = try await requester.send(command, type: KioskCommand.messageType, appId: command.appId, to: runtime.topics.kioskCommands,
+                                             key: command.sessionId.wire, as: KioskCommandReply.self)[0]
+        } catch {
+            logger.warning("kiosk command not answered", ["error": "\(error)", "kiosk.step": command.step.rawValue])
+            throw APIError(.serviceUnavailable, "the kiosk service is unavailable right now; the session keeps its state, try again")
+        }
+        if let code = reply.error { throw APIError(code, reply.message ?? "the kiosk step was refused") }
+        guard let session = reply.session else { throw APIError(.internalError, "the kiosk service answered without a session") }
+        return session
+    }
+}

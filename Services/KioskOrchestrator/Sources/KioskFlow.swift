@@ -1,0 +1,442 @@
+import Crypto
+import FaceGateCore
+import Foundation
+import JWT
+import KafkaClient
+import PostgresClient
+import ServiceKit
+
+/// The onboarding state machine. Each command does the work of one client step, then commits the
+/// session's new state, its step events and (for decisions) one transaction together. The stages after
+/// the document's back — processing, face match, approval — commit one by one, so a command re-delivered
+/// after a crash picks up at the first stage not yet committed; a step the session has already passed
+/// answers the session as it is (a repeat is harmless), a step it has not reached is refused.
+final class KioskFlow: Sendable {
+    private let configuration: KioskConfiguration
+    private let database: PostgresPool
+    private let store: KioskSessionStore
+    private let producer: KafkaProducer
+    private let faces: RequesterService
+    private let documents: any DocumentReader
+    private let sealer: Sealer
+    private let signingKey: JWTSigningKey
+    private let transactions: TransactionLog
+    private let eventsTopic: String
+    private let logger: Logger
+
+    init(configuration: KioskConfiguration, runtime: ServiceRuntime, producer: KafkaProducer, faces: RequesterService,
+         documents: any DocumentReader) throws {
+        self.configuration = configuration
+        database = runtime.database
+        store = KioskSessionStore(database: runtime.database)
+        self.producer = producer
+        self.faces = faces
+        self.documents = documents
+        sealer = try Sealer(key: configuration.sealingKey)
+        signingKey = try JWTSigningKey(seed: configuration.signingKey)
+        transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger)
+        eventsTopic = runtime.topics.kioskEvents
+        logger = runtime.logger
+    }
+
+    func handle(_ message: KafkaMessage) async -> JobDisposition {
+        let envelope: MessageEnvelope<KioskCommand>
+        do { envelope = try MessageEnvelope<KioskCommand>.decode(message.value) } catch { return .reject(error.description) }
+        guard let replyTo = envelope.replyTo else { return .reject("kiosk command without replyTo") }
+        let reply: KioskCommandReply
+        do {
+            reply = try await process(envelope.payload)
+        } catch {
+            logger.warning("kiosk command failed", ["error": "\(error)", "kiosk.session": envelope.payload.sessionId.wire,
+                                                    "kiosk.step": envelope.payload.step.rawValue])
+            return .retry("\(error)")
+        }
+        do {
+            let answer = MessageEnvelope(type: KioskCommand.messageType + ".result", correlationId: envelope.correlationId,
+                                         appId: envelope.appId, deadline: envelope.deadline, replyTo: nil, payload: reply)
+            _ = try await producer.send(replyRecord(to: ReplyAddress(topic: replyTo.topic, partition: replyTo.partition),
+                                                    correlationId: envelope.correlationId, value: try answer.encoded()))
+        } catch {
+            // The session already moved on; the client sees it through GET or the event stream.
+            logger.warning("kiosk reply not sent", ["error": "\(error)"])
+        }
+        return .completed
+    }
+
+    func process(_ command: KioskCommand) async throws -> KioskCommandReply {
+        if command.step == .create { return try await create(command) }
+        guard var session = try await store.session(command.sessionId), session.appId == command.appId else {
+            return KioskCommandReply(error: .notFound, message: "no such kiosk session")
+        }
+        var run = Run(command: command)
+        if session.isExpired {
+            try await commit(&session, &run, to: .expired, events: [(.kioskError, KioskEventData(message: "the session has expired", code: .sessionExpired))],
+                             data: KioskSessionData())
+            return KioskCommandReply(error: .sessionExpired, message: "the kiosk session has expired; start a new one")
+        }
+        switch command.step {
+        case .cancel:
+            if !session.state.isFinal {
+                try await commit(&session, &run, to: .cancelled, events: [(.userCancelledSession, KioskEventData())], data: KioskSessionData())
+            }
+        case .selfie, .idFront, .idBack:
+            let wanted = command.step.state!
+            // The back's command also owns the stages after it, so it resumes them.
+            let resumable: Set<KioskState> = command.step == .idBack ? [.faceMatch, .approval] : []
+            if session.state.order < wanted.order {
+                return KioskCommandReply(error: .conflict, message: "the session is waiting for the \(session.state.rawValue) step")
+            }
+            if session.state == wanted || resumable.contains(session.state) {
+                switch command.step {
+                case .selfie: try await selfie(&session, &run)
+                case .idFront: try await idFront(&session, &run)
+                default: try await idBack(&session, &run)
+                }
+            }
+        case .create:
+            break
+        }
+        return KioskCommandReply(session: try await store.view(of: session, events: run.events))
+    }
+
+    /// What one command has produced so far.
+    struct Run {
+        var command: KioskCommand
+        var events: [KioskEvent] = []
+        let started = ContinuousClock.now
+    }
+
+    // MARK: - Steps
+
+    func create(_ command: KioskCommand) async throws -> KioskCommandReply {
+        guard let tokenHash = command.tokenHash else { return KioskCommandReply(error: .invalidRequest, message: "tokenHash is required") }
+        let data = String(decoding: try FaceGateJSON.encode(KioskSessionData()), as: UTF8.self)
+        _ = try await database.query("""
+            INSERT INTO kiosk_sessions (id, app_id, token_hash, device_id, state, data, expires_at)
+            VALUES (\(command.sessionId), \(command.appId), \(Array(tokenHash)), \(command.deviceId), \(KioskState.selfie.rawValue),
+                    \(data)::jsonb, now() + make_interval(secs => \(configuration.sessionTTLSeconds)))
+            ON CONFLICT (id) DO NOTHING
+            """)
+        guard let session = try await store.session(command.sessionId) else { throw KioskStoreError.corrupt("session not created") }
+        return KioskCommandReply(session: try await store.view(of: session))
+    }
+
+    /// Liveness (when the app asks for it) and 1:N search in one matcher job: a known face completes
+    /// the flow as an existing customer, an unknown one moves on to the document.
+    func selfie(_ session: inout KioskSession, _ run: inout Run) async throws {
+        guard let frames = run.command.frames, !frames.isEmpty else {
+            return try await fail(&session, &run, .selfieScanCompleted, .invalidRequest, "the selfie step needs frames")
+        }
+        let threshold = try await matchThreshold(session.appId)
+        var job: FaceJob
+        if let actions = run.command.actions {
+            job = FaceJob(kind: .liveness, appId: session.appId, threshold: threshold, frames: frames, actions: actions)
+            job.identify = true
+        } else {
+            job = FaceJob(kind: .identify, appId: session.appId, image: frames[0], threshold: threshold)
+        }
+        let result = try await faceJob(job)
+        switch result.outcome {
+        case .match:
+            let userId = result.candidates[0].userId
+            let name = try await database.query("SELECT name FROM users WHERE id = \(userId)").first?.decode("name", as: String.self)
+            let transaction = record(session, run, kind: "kiosk.flow", outcome: "SUCCESS", userId: userId, score: result.candidates[0].distance,
+                                     detail: ["existingUser": "true"])
+            let token = try identityToken(session, user: userId, transaction: transaction.id)
+            var data = KioskSessionData()
+            data.result = KioskResult(success: true, customerUUID: userId, token: token, name: name, existingUser: true)
+            try await commit(&session, &run, to: .completed, events: [
+                (.selfieScanCompleted, KioskEventData(success: true, existingUser: true, spoofAttempt: false)),
+                (.kioskFlowCompleted, KioskEventData(success: true, existingUser: true, customerUUID: userId, token: token, name: name)),
+            ], data: data, transaction: transaction)
+        case .noMatchFace:
+            let best = result.bestFrameIndex ?? 0
+            var data = session.data
+            data.selfie = Data(try sealer.seal(Array(frames[min(best, frames.count - 1)]), context: Self.selfieContext(session.id)))
+            data.livenessPassed = run.command.actions != nil
+            try await commit(&session, &run, to: .idFront, events: [
+                (.selfieScanCompleted, KioskEventData(success: true, existingUser: false, spoofAttempt: false)),
+            ], data: data)
+        case .spoofDetected:
+            try await fail(&session, &run, .selfieScanCompleted, .spoofDetected,
+                           result.liveness?.reasons.joined(separator: "; ") ?? "liveness check failed", spoof: true)
+        case .timeout, .internalError:
+            throw KioskFlowError.matcher(result.message ?? result.outcome.rawValue)
+        default:
+            let code = result.outcome.errorCode ?? .internalError
+            try await fail(&session, &run, .selfieScanCompleted, code, result.message ?? "the selfie was not usable")
+        }
+    }
+
+    /// The document's front must show a face: its template (sealed with the platform key) is the
+    /// reference of the face match. The photo itself is not kept.
+    func idFront(_ session: inout KioskSession, _ run: inout Run) async throws {
+        guard let image = run.command.image else {
+            return try await fail(&session, &run, .idFrontCompleted, .invalidRequest, "the id-front step needs an image")
+        }
+        let result = try await faceJob(FaceJob(kind: .template, appId: session.appId, image: image))
+        switch result.outcome {
+        case .enrolled, .detected, .match:
+            guard let sealed = result.sealedTemplate else { throw KioskFlowError.matcher("template job answered without a template") }
+            var data = session.data
+            data.portrait = sealed
+            try await commit(&session, &run, to: .idBack, events: [(.idFrontCompleted, KioskEventData(success: true))], data: data)
+        case .noFace, .lowQuality:
+            try await fail(&session, &run, .idFrontCompleted, .noPortrait, result.message ?? "no usable portrait was found on the document")
+        case .timeout, .internalError:
+            throw KioskFlowError.matcher(result.message ?? result.outcome.rawValue)
+        default:
+            try await fail(&session, &run, .idFrontCompleted, result.outcome.errorCode ?? .internalError, result.message ?? "the photo was not usable")
+        }
+    }
+
+    /// Reads the MRZ, checks the document, matches its portrait against the selfie, and approves:
+    /// each stage committed before the next starts.
+    func idBack(_ session: inout KioskSession, _ run: inout Run) async throws {
+        if session.state == .idBack {
+            guard let image = run.command.image else {
+                return try await fail(&session, &run, .idBackCompleted, .invalidRequest, "the id-back step needs an image")
+            }
+            let reading: DocumentReading
+            do {
+                reading = try await documents.read(Array(image))
+            } catch let failure as DocumentReadFailure {
+                return try await fail(&session, &run, .idBackCompleted, failure.code, failure.message)
+            }
+            var data = session.data
+            let document = reading.document
+            if reading.isExpired {
+                data.portrait = nil
+                try await commit(&session, &run, to: .idFront, events: [
+                    (.idBackCompleted, KioskEventData(success: true)),
+                    (.idProcessed, KioskEventData(success: false, error: .documentExpired,
+                                                  message: "the document expired on \(document.expiryDate); scan another document", ocrData: document)),
+                ], data: data)
+                return
+            }
+            guard !(document.surname + document.givenNames).isEmpty else {
+                return try await fail(&session, &run, .idProcessed, .documentInvalid, "the document carries no name")
+            }
+            data.document = document
+            try await commit(&session, &run, to: .faceMatch, events: [
+                (.idBackCompleted, KioskEventData(success: true)),
+                (.idProcessed, KioskEventData(success: true, ocrData: document)),
+            ], data: data)
+        }
+        if session.state == .faceMatch { try await faceMatch(&session, &run) }
+        if session.state == .approval { try await approve(&session, &run) }
+    }
+
+    func faceMatch(_ session: inout KioskSession, _ run: inout Run) async throws {
+        guard let sealedSelfie = session.data.selfie, let portrait = session.data.portrait else {
+            throw KioskStoreError.corrupt("face match without a selfie or a portrait")
+        }
+        let selfie = try sealer.open(Array(sealedSelfie), context: Self.selfieContext(session.id))
+        let threshold = try await matchThreshold(session.appId)
+        let result = try await faceJob(FaceJob(kind: .verify, appId: session.appId, image: Data(selfie),
+                                               referenceSealedTemplate: portrait, threshold: threshold))
+        let distance = result.candidates.first?.distance
+        var data = session.data
+        data.faceDistance = distance
+        switch result.outcome {
+        case .match:
+            try await commit(&session, &run, to: .approval, events: [(.faceMatchCompleted, KioskEventData(success: true, distance: distance))], data: data)
+        case .noMatchFace, .noFace, .lowQuality, .ambiguousMatch:
+            let transaction = record(session, run, kind: "kiosk.onboarding", outcome: ErrorCode.faceMismatch.rawValue, score: distance)
+            try await commit(&session, &run, to: .failed, events: [
+                (.faceMatchCompleted, KioskEventData(success: false, error: .faceMismatch,
+                                                     message: "the face on the document does not match the selfie", distance: distance)),
+                (.kioskFlowCompleted, KioskEventData(success: false, existingUser: false)),
+            ], data: Self.finished(data, KioskResult(success: false, customerUUID: nil, token: nil, name: nil, existingUser: false)),
+               transaction: transaction)
+        default:
+            throw KioskFlowError.matcher(result.message ?? result.outcome.rawValue)
+        }
+    }
+
+    /// Approval rules: a selfie that passed liveness when the app asks for it, a face match within the
+    /// app's threshold, an unexpired document whose check digits held, a name. Then the customer is
+    /// created (its id derived from the session, so a re-run creates nothing twice) and the selfie enrolled.
+    func approve(_ session: inout KioskSession, _ run: inout Run) async throws {
+        guard let document = session.data.document, let sealedSelfie = session.data.selfie else {
+            throw KioskStoreError.corrupt("approval without a document or a selfie")
+        }
+        let customerId = session.data.customerId ?? Self.customerId(for: session.id)
+        let name = document.displayName
+        _ = try await database.query("""
+            INSERT INTO users (id, app_id, employee_number, name, source) VALUES (\(customerId), \(session.appId), \(customerNumber(document)), \(name), 'kiosk')
+            ON CONFLICT DO NOTHING
+            """)
+        guard try await database.query("SELECT 1 FROM users WHERE id = \(customerId)").first != nil else {
+            // Another customer of the app already holds this document number.
+            let transaction = record(session, run, kind: "kiosk.onboarding", outcome: ErrorCode.documentRegistered.rawValue)
+            try await commit(&session, &run, to: .failed, events: [
+                (.kioskFlowCompleted, KioskEventData(success: false, existingUser: false, error: .documentRegistered,
+                                                     message: "the document is already registered to another customer")),
+            ], data: Self.finished(session.data, KioskResult(success: false, customerUUID: nil, token: nil, name: nil, existingUser: false)),
+               transaction: transaction)
+            return
+        }
+        let enrolled = try await database.query("SELECT 1 FROM face_templates WHERE user_id = \(customerId) LIMIT 1").first != nil
+        if !enrolled {
+            let selfie = try sealer.open(Array(sealedSelfie), context: Self.selfieContext(session.id))
+            let result = try await faceJob(FaceJob(kind: .enroll, appId: session.appId, image: Data(selfie), userId: customerId))
+            guard result.outcome == .enrolled else {
+                if [.timeout, .internalError].contains(result.outcome) { throw KioskFlowError.matcher(result.message ?? result.outcome.rawValue) }
+                _ = try await database.query("DELETE FROM users WHERE id = \(customerId) AND source = 'kiosk'")
+                let code = result.outcome.errorCode ?? .internalError
+                let transaction = record(session, run, kind: "kiosk.onboarding", outcome: code.rawValue)
+                try await commit(&session, &run, to: .failed, events: [
+                    (.kioskFlowCompleted, KioskEventData(success: false, existingUser: false, error: code, message: result.message)),
+                ], data: Self.finished(session.data, KioskResult(success: false, customerUUID: nil, token: nil, name: nil, existingUser: false)),
+                   transaction: transaction)
+                return
+            }
+        }
+        let transaction = record(session, run, kind: "kiosk.onboarding", outcome: "SUCCESS", userId: customerId, score: session.data.faceDistance,
+                                 detail: ["documentType": document.documentType, "issuingState": document.issuingState,
+                                          "livenessChecked": String(session.data.livenessPassed ?? false)])
+        let token = try identityToken(session, user: customerId, transaction: transaction.id)
+        let result = KioskResult(success: true, customerUUID: customerId, token: token, name: name, existingUser: false)
+        try await commit(&session, &run, to: .completed, events: [
+            (.kioskFlowCompleted, KioskEventData(success: true, existingUser: false, customerUUID: customerId, token: token, name: name)),
+        ], data: Self.finished(session.data, result), transaction: transaction, customerId: customerId)
+    }
+
+    // MARK: - Helpers
+
+    /// A step failed on its merits: its event says why and the session stays at the step for a retake,
+    /// until the attempts run out.
+    func fail(_ session: inout KioskSession, _ run: inout Run, _ event: KioskEventName, _ code: ErrorCode, _ message: String,
+              spoof: Bool = false) async throws {
+        var data = session.data
+        let step = event.stepName ?? event.rawValue
+        let failures = (data.failures?[step] ?? 0) + 1
+        data.failures = (data.failures ?? [:]).merging([step: failures]) { $1 }
+        var events: [(KioskEventName, KioskEventData)] = [
+            (event, KioskEventData(success: false, spoofAttempt: event == .selfieScanCompleted ? spoof : nil, error: code, message: message)),
+        ]
+        var state = session.state
+        var transaction: TransactionRecord?
+        if spoof || failures >= configuration.maxAttempts {
+            transaction = record(session, run, kind: "kiosk.\(run.command.step.rawValue)", outcome: spoof ? code.rawValue : ErrorCode.tooManyAttempts.rawValue)
+        }
+        if failures >= configuration.maxAttempts {
+            state = .failed
+            events.append((.kioskError, KioskEventData(message: "\(failures) failed attempts at the \(step) step", code: .tooManyAttempts)))
+            data = Self.finished(data, KioskResult(success: false, customerUUID: nil, token: nil, name: nil, existingUser: false))
+        }
+        try await commit(&session, &run, to: state, events: events, data: data, transaction: transaction)
+    }
+
+    /// Commits the session's next state, its events and the optional transaction atomically, provided
+    /// nobody moved the session meanwhile; then publishes them (best effort).
+    func commit(_ session: inout KioskSession, _ run: inout Run, to state: KioskState, events: [(KioskEventName, KioskEventData)],
+                data: KioskSessionData, transaction: TransactionRecord? = nil, customerId: UUID? = nil) async throws {
+        let expected = session.state
+        let id = session.id
+        let dataText = String(decoding: try FaceGateJSON.encode(data), as: UTF8.self)
+        let encoded = try events.map { ($0.0, String(decoding: try FaceGateJSON.encode($0.1), as: UTF8.self), $0.1) }
+        let store = self.store
+        let stored: [KioskEvent] = try await database.withTransaction { connection in
+            guard let current = try await store.session(id, lock: connection), current.state == expected else {
+                throw KioskFlowError.moved
+            }
+            let last = try await connection.query("SELECT coalesce(max(seq), 0) AS seq FROM kiosk_events WHERE session_id = \(id)")
+            var seq = try last.first!.decode("seq", as: Int.self)
+            var stored: [KioskEvent] = []
+            for (name, text, value) in encoded {
+                seq += 1
+                let row = try await connection.query("""
+                    INSERT INTO kiosk_events (session_id, seq, name, data) VALUES (\(id), \(seq), \(name.rawValue), \(text)::jsonb)
+                    RETURNING created_at
+                    """)
+                stored.append(KioskEvent(seq: seq, event: name, data: value, at: try row.first!.decode("created_at")))
+            }
+            _ = try await connection.query("""
+                UPDATE kiosk_sessions SET state = \(state.rawValue), data = \(dataText)::jsonb,
+                       customer_id = coalesce(customer_id, \(customerId)), updated_at = now()
+                WHERE id = \(id)
+                """)
+            if let transaction { try await TransactionLog.insert(transaction, in: connection) }
+            return stored
+        }
+        session.state = state
+        session.data = data
+        run.events += stored
+        if let transaction { await transactions.publish(transaction) }
+        for event in stored {
+            do {
+                var value = try FaceGateJSON.encode(event)
+                value = Array(#"{"interviewId":"\#(id.wire)","appId":"\#(session.appId.wire)","#.utf8) + value.dropFirst()
+                _ = try await producer.send(KafkaRecord(topic: eventsTopic, key: Array(id.wire.utf8), value: value))
+            } catch {
+                logger.warning("kiosk event not published", ["kiosk.session": id.wire, "error": "\(error)"])
+            }
+        }
+    }
+
+    func faceJob(_ job: FaceJob) async throws -> FaceJobResult {
+        do {
+            return FaceJobResult.merged(try await faces.faceJob(job, expectedReplies: configuration.matcherShards), for: job)
+        } catch {
+            throw KioskFlowError.matcher("\(error)")
+        }
+    }
+
+    func matchThreshold(_ appId: UUID) async throws -> Float? {
+        try await database.query("SELECT match_threshold FROM apps WHERE id = \(appId)").first?.decode("match_threshold", as: Float?.self)
+    }
+
+    func record(_ session: KioskSession, _ run: Run, kind: String, outcome: String, userId: UUID? = nil, score: Float? = nil,
+                detail: [String: String] = [:]) -> TransactionRecord {
+        TransactionRecord(id: UUID(), appId: session.appId, kind: kind, outcome: outcome, userId: userId, deviceId: session.deviceId,
+                          clientIp: run.command.clientIp, score: score,
+                          latencyMs: Int((ContinuousClock.now - run.started).milliseconds.rounded()),
+                          detail: detail.merging(["interviewId": session.id.wire]) { $1 })
+    }
+
+    func identityToken(_ session: KioskSession, user: UUID, transaction: UUID) throws -> String {
+        let claims = IdentityTokenClaims(issuer: configuration.issuer, appId: session.appId, userId: user, deviceId: session.deviceId ?? "kiosk",
+                                         method: "kiosk", transactionId: transaction, issuedAt: Date(), ttl: configuration.identityTokenTTL)
+        return try JWT.sign(claims, type: TokenType.identity, key: signingKey)
+    }
+
+    /// The customer number: the document's, prefixed by its issuer, unique per app.
+    func customerNumber(_ document: KioskOCRData) -> String {
+        "\(document.issuingState)-\(document.documentNumber)"
+    }
+
+    /// A final session keeps its result and drops the biometric material.
+    static func finished(_ data: KioskSessionData, _ result: KioskResult) -> KioskSessionData {
+        var data = data
+        data.selfie = nil
+        data.portrait = nil
+        data.result = result
+        return data
+    }
+
+    static func selfieContext(_ session: UUID) -> String { "kiosk-selfie:\(session.wire)" }
+
+    /// The customer created by a session: the session id hashed into a UUID (version 8, RFC 9562).
+    static func customerId(for session: UUID) -> UUID {
+        var bytes = SHA256.hash(Array("facegate kiosk customer \(session.wire)".utf8)).prefix(16).map { $0 }
+        bytes[6] = bytes[6] & 0x0F | 0x80
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    }
+}
+
+enum KioskFlowError: Error, CustomStringConvertible {
+    /// The session changed under the command (a concurrent command); the retry sees the new state.
+    case moved
+    case matcher(String)
+
+    var description: String {
+        switch self {
+        case .moved: "the session moved on during the command"
+        case .matcher(let detail): "face matching unavailable: \(detail)"
+        }
+    }
+}

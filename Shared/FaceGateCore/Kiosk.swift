@@ -1,0 +1,231 @@
+import Foundation
+
+/// Where a kiosk onboarding session stands. A client drives `selfie`, `idFront` and `idBack`; `faceMatch`
+/// and `approval` are the orchestrator's own stages after the back of the document was read (persisted,
+/// so a restarted orchestrator resumes there); the last four are final.
+public enum KioskState: String, Codable, Sendable, CaseIterable {
+    case selfie, idFront, idBack, faceMatch, approval, completed, failed, cancelled, expired
+
+    public var isFinal: Bool { [.completed, .failed, .cancelled, .expired].contains(self) }
+
+    /// Position in the flow, for telling a repeated step from one out of order.
+    public var order: Int { Self.allCases.firstIndex(of: self)! }
+}
+
+/// A command on `kiosk.commands.v1`, keyed by session id so one session's commands stay in order.
+public struct KioskCommand: Codable, Sendable {
+    public enum Step: String, Codable, Sendable {
+        case create, selfie, idFront, idBack, cancel
+
+        /// The state a session must be in for this step to do work.
+        public var state: KioskState? {
+            switch self {
+            case .selfie: .selfie
+            case .idFront: .idFront
+            case .idBack: .idBack
+            case .create, .cancel: nil
+            }
+        }
+    }
+
+    public var commandId: UUID
+    public var sessionId: UUID
+    public var appId: UUID
+    public var deviceId: String?
+    public var clientIp: String?
+    public var step: Step
+    /// `selfie`: the burst, and the actions of the consumed challenge (nil when the app's kiosk liveness is off).
+    public var frames: [Data]?
+    public var actions: [LivenessAction]?
+    /// `idFront` / `idBack`: the photo of the document.
+    public var image: Data?
+    /// `create`: SHA-256 of the interview token.
+    public var tokenHash: Data?
+
+    public init(commandId: UUID = UUID(), sessionId: UUID, appId: UUID, deviceId: String? = nil, clientIp: String? = nil,
+                step: Step, frames: [Data]? = nil, actions: [LivenessAction]? = nil, image: Data? = nil, tokenHash: Data? = nil) {
+        self.commandId = commandId
+        self.sessionId = sessionId
+        self.appId = appId
+        self.deviceId = deviceId
+        self.clientIp = clientIp
+        self.step = step
+        self.frames = frames
+        self.actions = actions
+        self.image = image
+        self.tokenHash = tokenHash
+    }
+
+    public static let messageType = "kiosk.command"
+}
+
+/// Step event names, as the kiosk SDK's callbacks know them (`on` + capitalised name).
+public enum KioskEventName: String, Codable, Sendable, CaseIterable {
+    case selfieScanCompleted, idFrontCompleted, idBackCompleted, idProcessed, faceMatchCompleted
+    case kioskFlowCompleted, kioskError, userCancelledSession
+
+    /// The step a successful or failed event reports, as listed in a session's `steps`.
+    public var stepName: String? {
+        switch self {
+        case .selfieScanCompleted: "selfie"
+        case .idFrontCompleted: "idFront"
+        case .idBackCompleted: "idBack"
+        case .idProcessed: "idProcessed"
+        case .faceMatchCompleted: "faceMatch"
+        case .kioskFlowCompleted: "approval"
+        case .kioskError, .userCancelledSession: nil
+        }
+    }
+}
+
+/// The fields read from the document's machine-readable zone (dates `YYYY-MM-DD`).
+public struct KioskOCRData: Codable, Sendable, Equatable {
+    public var documentType: String
+    public var issuingState: String
+    public var documentNumber: String
+    public var surname: String
+    public var givenNames: String
+    public var nationality: String
+    public var birthDate: String
+    public var sex: String
+    public var expiryDate: String
+
+    public init(documentType: String, issuingState: String, documentNumber: String, surname: String, givenNames: String,
+                nationality: String, birthDate: String, sex: String, expiryDate: String) {
+        self.documentType = documentType
+        self.issuingState = issuingState
+        self.documentNumber = documentNumber
+        self.surname = surname
+        self.givenNames = givenNames
+        self.nationality = nationality
+        self.birthDate = birthDate
+        self.sex = sex
+        self.expiryDate = expiryDate
+    }
+
+    /// "Given Surname", capitalised word by word from the MRZ's upper case.
+    public var displayName: String {
+        (givenNames.split(separator: " ") + surname.split(separator: " "))
+            .map { $0.prefix(1).uppercased() + $0.dropFirst().lowercased() }.joined(separator: " ")
+    }
+}
+
+/// The data of one step event; absent fields are left out of the JSON.
+public struct KioskEventData: Codable, Sendable, Equatable {
+    public var success: Bool?
+    public var existingUser: Bool?
+    public var spoofAttempt: Bool?
+    public var error: String?
+    public var message: String?
+    public var ocrData: KioskOCRData?
+    public var distance: Float?
+    public var customerUUID: String?
+    public var token: String?
+    public var name: String?
+    /// `kioskError`: the error code.
+    public var code: String?
+
+    public init(success: Bool? = nil, existingUser: Bool? = nil, spoofAttempt: Bool? = nil, error: ErrorCode? = nil,
+                message: String? = nil, ocrData: KioskOCRData? = nil, distance: Float? = nil, customerUUID: UUID? = nil,
+                token: String? = nil, name: String? = nil, code: ErrorCode? = nil) {
+        self.success = success
+        self.existingUser = existingUser
+        self.spoofAttempt = spoofAttempt
+        self.error = error?.rawValue
+        self.message = message
+        self.ocrData = ocrData
+        self.distance = distance
+        self.customerUUID = customerUUID?.wire
+        self.token = token
+        self.name = name
+        self.code = code?.rawValue
+    }
+}
+
+/// One stored step event; `seq` is the Server-Sent Events id.
+public struct KioskEvent: Codable, Sendable, Equatable {
+    public var seq: Int
+    public var event: KioskEventName
+    public var data: KioskEventData
+    public var at: Date
+
+    public init(seq: Int, event: KioskEventName, data: KioskEventData, at: Date) {
+        self.seq = seq
+        self.event = event
+        self.data = data
+        self.at = at
+    }
+
+    /// Ends an event stream: nothing can follow it.
+    public var isFinal: Bool {
+        switch event {
+        case .kioskFlowCompleted, .userCancelledSession: true
+        case .kioskError: data.code == ErrorCode.sessionExpired.rawValue || data.code == ErrorCode.tooManyAttempts.rawValue
+        default: false
+        }
+    }
+}
+
+/// The outcome of a finished flow.
+public struct KioskResult: Codable, Sendable, Equatable {
+    public var success: Bool
+    public var customerUUID: String?
+    public var token: String?
+    public var name: String?
+    public var existingUser: Bool
+
+    public init(success: Bool, customerUUID: UUID?, token: String?, name: String?, existingUser: Bool) {
+        self.success = success
+        self.customerUUID = customerUUID?.wire
+        self.token = token
+        self.name = name
+        self.existingUser = existingUser
+    }
+}
+
+/// What `GET /v1/kiosk/sessions/{id}` and every step call answer.
+public struct KioskSessionView: Codable, Sendable {
+    public struct Step: Codable, Sendable, Equatable {
+        public var name: String
+        public var success: Bool
+        public var at: Date
+        public init(name: String, success: Bool, at: Date) {
+            self.name = name
+            self.success = success
+            self.at = at
+        }
+    }
+
+    public var interviewId: String
+    public var state: KioskState
+    public var steps: [Step]
+    public var result: KioskResult?
+    public var expiresAt: Date
+    /// Step calls: the events this call produced.
+    public var events: [KioskEvent]?
+
+    public init(interviewId: UUID, state: KioskState, steps: [Step], result: KioskResult?, expiresAt: Date, events: [KioskEvent]? = nil) {
+        self.interviewId = interviewId.wire
+        self.state = state
+        self.steps = steps
+        self.result = result
+        self.expiresAt = expiresAt
+        self.events = events
+    }
+}
+
+/// The orchestrator's answer to a command: the session after it, or why the command was refused.
+public struct KioskCommandReply: Codable, Sendable {
+    public var session: KioskSessionView?
+    public var error: ErrorCode?
+    public var message: String?
+
+    public init(session: KioskSessionView) {
+        self.session = session
+    }
+
+    public init(error: ErrorCode, message: String) {
+        self.error = error
+        self.message = message
+    }
+}

@@ -1,0 +1,202 @@
+import FaceGateCore
+import Foundation
+import Testing
+
+/// Kiosk onboarding sessions through the whole stack: gateway → kiosk.commands.v1 → kiosk-orchestrator
+/// → matcher, state in PostgreSQL, events as Server-Sent Events.
+@Suite struct KioskFlowTests {
+    @Test func sessionRefusesStepsOutOfOrderAndWrongTokensAndCancels() async throws {
+        try await TestStack.with(withKiosk: true) { stack in
+            let app = try await stack.createApp()
+            let kiosk = try await KioskDriver(stack: stack, app: app)
+            let session = try await kiosk.start()
+
+            let view = try await kiosk.get(session)
+            #expect(view.status == 200)
+            #expect(view.string("state") == "selfie")
+
+            let wrong = try await stack.call("GET", "/v1/kiosk/sessions/\(session.id)", headers: ["X-Interview-Token": "not-the-token"])
+            #expect(wrong.status == 401)
+            #expect(wrong.errorCode == "UNAUTHORIZED")
+            let other = try await kiosk.start()
+            let crossed = try await stack.call("GET", "/v1/kiosk/sessions/\(session.id)", headers: ["X-Interview-Token": other.token])
+            #expect(crossed.status == 401)
+
+            let early = try await kiosk.document(session, step: "id-back", image: try TestEnvironment.image("obama.jpg"))
+            #expect(early.status == 409)
+            #expect(early.errorCode == "CONFLICT")
+
+            let cancelled = try await stack.call("DELETE", "/v1/kiosk/sessions/\(session.id)", headers: ["X-Interview-Token": session.token])
+            #expect(cancelled.status == 204)
+            #expect(try await kiosk.get(session).string("state") == "cancelled")
+            let events = try await kiosk.events(session)
+            #expect(events.map(\.name) == ["userCancelledSession"])
+            let late = try await kiosk.selfie(session, frames: [try TestEnvironment.image("obama2.jpg")])
+            #expect(late.status == 200)
+            #expect(late.string("state") == "cancelled")
+            #expect((late.json["events"] as? [Any])?.isEmpty == true)
+        }
+    }
+
+    @Test func knownFaceCompletesAtTheSelfieAsAnExistingCustomer() async throws {
+        try await TestStack.with(withKiosk: true) { stack in
+            let app = try await stack.createApp(extra: ["liveness": ["faceLogin": "off", "kiosk": "off"]])
+            let user = try await stack.createUser(app, employeeNumber: "C-1", name: "Barack Obama")
+            #expect(try await stack.enroll(app, user: user, photo: "obama.jpg").status == 201)
+            let kiosk = try await KioskDriver(stack: stack, app: app)
+            let session = try await kiosk.start()
+
+            let reply = try await kiosk.selfie(session, frames: [try TestEnvironment.image("obama2.jpg")])
+            #expect(reply.status == 200)
+            #expect(reply.string("state") == "completed")
+            let result = try #require(reply.json["result"] as? [String: Any])
+            #expect(result["success"] as? Bool == true)
+            #expect(result["existingUser"] as? Bool == true)
+            #expect(result["customerUUID"] as? String == user)
+            #expect(result["name"] as? String == "Barack Obama")
+            let token = try #require(result["token"] as? String)
+            let exchanged = try await stack.call("POST", "/v1/identity/exchange", basic: (app.id, app.secret), json: ["identityToken": token])
+            #expect(exchanged.status == 200)
+            #expect(exchanged.string("userId") == user)
+            #expect(exchanged.string("method") == "kiosk")
+
+            let events = try await kiosk.events(session)
+            #expect(events.map(\.name) == ["selfieScanCompleted", "kioskFlowCompleted"])
+            #expect(events[0].data["existingUser"] as? Bool == true)
+            let replayed = try await kiosk.events(session, lastEventId: events[0].id)
+            #expect(replayed.map(\.name) == ["kioskFlowCompleted"])
+
+            // A repeated selfie is answered with the session as it is, and adds nothing.
+            let again = try await kiosk.selfie(session, frames: [try TestEnvironment.image("obama2.jpg")])
+            #expect(again.string("state") == "completed")
+            #expect(try await kiosk.events(session).count == 2)
+        }
+    }
+
+    @Test func unknownFaceMovesToTheDocumentAndAFrontWithoutPortraitCanBeRetaken() async throws {
+        try await TestStack.with(withKiosk: true) { stack in
+            let app = try await stack.createApp(extra: ["liveness": ["faceLogin": "off", "kiosk": "off"]])
+            let kiosk = try await KioskDriver(stack: stack, app: app)
+            let session = try await kiosk.start()
+            let selfie = try await kiosk.selfie(session, frames: [try TestEnvironment.image("obama2.jpg")])
+            #expect(selfie.string("state") == "idFront")
+            let selfieEvent = try #require((selfie.json["events"] as? [[String: Any]])?.first)
+            #expect(selfieEvent["event"] as? String == "selfieScanCompleted")
+
+            let blank = try await kiosk.document(session, step: "id-front", image: try KioskDriver.blankCard())
+            #expect(blank.status == 200)
+            #expect(blank.string("state") == "idFront")
+            let failed = try #require((blank.json["events"] as? [[String: Any]])?.first)
+            #expect((failed["data"] as? [String: Any])?["error"] as? String == "NO_PORTRAIT")
+
+            let front = try await kiosk.document(session, step: "id-front", image: try TestEnvironment.image("obama.jpg"))
+            #expect(front.string("state") == "idBack")
+            let steps = try #require(try await kiosk.get(session).json["steps"] as? [[String: Any]])
+            #expect(steps.map { $0["name"] as? String } == ["selfie", "idFront", "idFront"])
+            #expect(steps.map { $0["success"] as? Bool } == [true, false, true])
+        }
+    }
+}
+
+/// Drives kiosk sessions over HTTP as a kiosk tablet would.
+struct KioskDriver {
+    let stack: TestStack
+    let app: TestStack.App
+    let accessToken: String
+    let device = "kiosk-" + UUID().uuidString.prefix(8)
+
+    init(stack: TestStack, app: TestStack.App) async throws {
+        self.stack = stack
+        self.app = app
+        accessToken = try await stack.accessToken(app)
+    }
+
+    struct Session {
+        var id: String
+        var token: String
+    }
+
+    struct Event {
+        var id: String
+        var name: String
+        var data: [String: Any]
+    }
+
+    func start() async throws -> Session {
+        let reply = try await stack.call("POST", "/v1/kiosk/sessions", bearer: accessToken, headers: ["X-Device-Id": device])
+        guard reply.status == 201, let id = reply.string("interviewId"), let token = reply.string("interviewToken") else {
+            throw TestSetupError("kiosk session not created: \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+        }
+        return Session(id: id, token: token)
+    }
+
+    func get(_ session: Session) async throws -> TestStack.Reply {
+        try await stack.call("GET", "/v1/kiosk/sessions/\(session.id)", headers: ["X-Interview-Token": session.token])
+    }
+
+    func selfie(_ session: Session, frames: [Data], challengeId: String = "") async throws -> TestStack.Reply {
+        let (body, contentType) = Self.multipart(fields: ["challengeId": challengeId], files: frames.map { ("frame", $0) })
+        return try await stack.call("POST", "/v1/kiosk/sessions/\(session.id)/selfie", bearer: accessToken, body: body, contentType: contentType,
+                                    headers: ["X-Device-Id": device, "X-Interview-Token": session.token])
+    }
+
+    func document(_ session: Session, step: String, image: Data) async throws -> TestStack.Reply {
+        try await stack.call("POST", "/v1/kiosk/sessions/\(session.id)/\(step)", bearer: accessToken, body: image,
+                             contentType: image.starts(with: [0x89, 0x50]) ? "image/png" : "image/jpeg",
+                             headers: ["X-Device-Id": device, "X-Interview-Token": session.token])
+    }
+
+    /// The whole event stream of a session that has ended (the server closes it after the final event).
+    func events(_ session: Session, lastEventId: String? = nil) async throws -> [Event] {
+        var headers = ["X-Interview-Token": session.token]
+        if let lastEventId { headers["Last-Event-ID"] = lastEventId }
+        let reply = try await stack.call("GET", "/v1/kiosk/sessions/\(session.id)/events", headers: headers)
+        guard reply.status == 200, reply.headers["content-type"]?.hasPrefix("text/event-stream") == true else {
+            throw TestSetupError("no event stream: \(reply.status)")
+        }
+        return Self.parseEvents(String(decoding: reply.body, as: UTF8.self))
+    }
+
+    static func parseEvents(_ text: String) -> [Event] {
+        text.components(separatedBy: "\n\n").compactMap { block in
+            var id = "", name = "", data = ""
+            for line in block.split(separator: "\n") {
+                if line.hasPrefix("id: ") { id = String(line.dropFirst(4)) }
+                if line.hasPrefix("event: ") { name = String(line.dropFirst(7)) }
+                if line.hasPrefix("data: ") { data += line.dropFirst(6) }
+            }
+            guard !name.isEmpty else { return nil }
+            let object = (try? JSONSerialization.jsonObject(with: Data(data.utf8))) as? [String: Any] ?? [:]
+            return Event(id: id, name: name, data: object)
+        }
+    }
+
+    static func multipart(fields: [String: String], files: [(String, Data)]) -> (Data, String) {
+        let boundary = "fg" + UUID().uuidString
+        var body = Data()
+        for (name, value) in fields {
+            body += Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(value)\r\n".utf8)
+        }
+        for (index, (name, data)) in files.enumerated() {
+            body += Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(name)\"; filename=\"\(name)\(index).jpg\"\r\nContent-Type: image/jpeg\r\n\r\n".utf8)
+            body += data + Data("\r\n".utf8)
+        }
+        body += Data("--\(boundary)--\r\n".utf8)
+        return (body, "multipart/form-data; boundary=\(boundary)")
+    }
+
+    /// A card-coloured JPEG with no face on it, made by ImageMagick.
+    static func blankCard() throws -> Data {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("blank-\(UUID().uuidString).jpg")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/convert")
+        process.arguments = ["-size", "856x540", "xc:#dfe8ef", "-fill", "#335", "-draw", "rectangle 40,40 300,380", url.path]
+        try process.run()
+        while process.isRunning { usleep(20_000) }
+        defer { try? FileManager.default.removeItem(at: url) }
+        guard process.terminationStatus == 0, let data = FileManager.default.contents(atPath: url.path) else {
+            throw TestSetupError("ImageMagick could not draw a blank card")
+        }
+        return data
+    }
+}
