@@ -200,3 +200,48 @@ struct KioskDriver {
         return data
     }
 }
+
+@Suite struct HousekeepingTests {
+    @Test func expiredSessionsEndWithAnEventAndLoseTheirBiometricData() async throws {
+        try await TestStack.with(withKiosk: true, extra: ["KIOSK_SWEEP_SECONDS": "1", "FACEGATE_SWEEP_SECONDS": "1"]) { stack in
+            let app = try await stack.createApp(extra: ["liveness": ["faceLogin": "off", "kiosk": "off"]])
+            let kiosk = try await KioskDriver(stack: stack, app: app)
+            let session = try await kiosk.start()
+            #expect(try await kiosk.selfie(session, frames: [try TestEnvironment.image("obama2.jpg")]).string("state") == "idFront")
+            let sealed = try await stack.database.pool.query("SELECT data->>'selfie' AS selfie FROM kiosk_sessions WHERE id = \(UUID(uuidString: session.id)!)")
+            #expect(try sealed.first?.decode("selfie", as: String?.self) != nil)
+
+            // Expire it, and a spent token id from long ago; the sweepers run every second.
+            let id = UUID(uuidString: session.id)!
+            _ = try await stack.database.pool.query("UPDATE kiosk_sessions SET expires_at = now() - interval '1 second' WHERE id = \(id)")
+            _ = try await stack.database.pool.query("""
+                INSERT INTO used_token_ids (jti, app_id, expires_at) VALUES ('old-token', \(UUID(uuidString: app.id)!), now() - interval '2 hours')
+                """)
+            let deadline = ContinuousClock.now + .seconds(20)
+            var state: String?
+            while ContinuousClock.now < deadline {
+                // The stored state: the API already shows an overdue session as expired before the sweep.
+                state = try await stack.database.pool.query("SELECT state FROM kiosk_sessions WHERE id = \(id)").first?.decode("state", as: String.self)
+                if state == "expired" { break }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            #expect(state == "expired")
+            #expect(try await kiosk.get(session).string("state") == "expired")
+            let events = try await kiosk.events(session)
+            #expect(events.map(\.name) == ["selfieScanCompleted", "kioskError"])
+            #expect(events.last?.data["code"] as? String == "SESSION_EXPIRED")
+            let erased = try await stack.database.pool.query("SELECT data->>'selfie' AS selfie FROM kiosk_sessions WHERE id = \(id)")
+            #expect(try erased.first?.decode("selfie", as: String?.self) == nil)
+            let front = try await kiosk.document(session, step: "id-front", image: try TestEnvironment.image("obama.jpg"))
+            #expect(front.status == 410)
+            #expect(front.errorCode == "SESSION_EXPIRED")
+
+            var swept = false
+            while ContinuousClock.now < deadline, !swept {
+                swept = try await stack.database.pool.query("SELECT 1 FROM used_token_ids WHERE jti = 'old-token'").first == nil
+                if !swept { try await Task.sleep(for: .milliseconds(200)) }
+            }
+            #expect(swept)
+        }
+    }
+}

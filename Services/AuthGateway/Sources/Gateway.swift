@@ -36,7 +36,11 @@ public final class AuthGateway: Sendable {
         http = PublicHTTPService(configuration: configuration, router: router, runtime: runtime)
         admin = runtime.adminServer()
         runtime.readiness.add("kafka-replies") { requester.isReady }
-        group = ServiceGroup(services: [admin, requester, http, ProducerService(producer: producer)], logger: runtime.logger,
+        let context = self.context
+        let sweeper = PeriodicService(name: "expired-records", every: configuration.sweepInterval, logger: runtime.logger) {
+            try await context.sweepExpiredRecords()
+        }
+        group = ServiceGroup(services: [admin, requester, http, ProducerService(producer: producer), sweeper], logger: runtime.logger,
                              shutdownTimeout: .seconds(configuration.common.shutdownSeconds))
     }
 
@@ -88,6 +92,14 @@ final class GatewayContext: Sendable {
         registerDiscoveryRoutes(on: router)
         registerCTIDRoutes(on: router)
         registerKioskSessionRoutes(on: router)
+    }
+
+    /// Deletes single-use records that can no longer be used: spent or expired token ids (the token's own
+    /// `exp` refuses it from then on), challenges, confirmations and CTID serials, an hour after expiry.
+    func sweepExpiredRecords() async throws {
+        for table in ["used_token_ids", "one_time_challenges", "login_confirmations", "ctid_serials"] {
+            _ = try await database.query(PostgresQuery(unsafeSQL: "DELETE FROM \(table) WHERE expires_at < now() - interval '1 hour'"))
+        }
     }
 
     /// Sends a face job and waits for the matcher's answer (merged across shards), within the request

@@ -23,6 +23,8 @@ public struct GatewayConfiguration: Sendable {
     public var requestTimeout: Duration
     public var maxBodyBytes: Int
     public var matcherShards: Int
+    /// How often spent single-use records are deleted.
+    public var sweepInterval: Duration
     /// Brute-force rule (NIST SP 800-63B): after `throttleAfter` consecutive failures at least
     /// `throttleSeconds` between attempts; after `lockAfter` failures the device is locked until reset.
     public var throttleAfter: Int
@@ -63,5 +65,6 @@ public struct GatewayConfiguration: Sendable {
         lockAfter = try env.int("FACEGATE_LOCK_AFTER", default: 50, range: 2...100_000)
         secretGraceSeconds = try env.int("FACEGATE_SECRET_GRACE_SECONDS", default: 86400, range: 0...2_592_000)
         ctidSerialTTLSeconds = try env.int("FACEGATE_CTID_SERIAL_TTL_SECONDS", default: 600, range: 30...86400)
+        sweepInterval = .seconds(try env.int("FACEGATE_SWEEP_SECONDS", default: 60, range: 1...86400))
     }
 }

@@ -69,6 +69,9 @@ final class KioskFlow: Sendable {
             return KioskCommandReply(error: .notFound, message: "no such kiosk session")
         }
         var run = Run(command: command)
+        if session.state == .expired, command.step != .cancel {
+            return KioskCommandReply(error: .sessionExpired, message: "the kiosk session has expired; start a new one")
+        }
         if session.isExpired {
             try await commit(&session, &run, to: .expired, events: [(.kioskError, KioskEventData(message: "the session has expired", code: .sessionExpired))],
                              data: KioskSessionData())
@@ -104,6 +107,30 @@ final class KioskFlow: Sendable {
         var command: KioskCommand
         var events: [KioskEvent] = []
         let started = ContinuousClock.now
+    }
+
+    /// Ends sessions that expired unfinished: a `kioskError` SESSION_EXPIRED event, the sealed selfie and
+    /// portrait erased. A session another replica expired first is left alone.
+    func expireSessions() async throws -> Int {
+        let rows = try await database.query("""
+            SELECT id, app_id FROM kiosk_sessions
+            WHERE state NOT IN ('completed', 'failed', 'cancelled', 'expired') AND expires_at < now()
+            ORDER BY expires_at LIMIT 100
+            """)
+        var expired = 0
+        for row in rows {
+            let id: UUID = try row.decode("id")
+            guard var session = try await store.session(id), session.isExpired else { continue }
+            var run = Run(command: KioskCommand(sessionId: id, appId: try row.decode("app_id"), step: .cancel))
+            do {
+                try await commit(&session, &run, to: .expired, events: [(.kioskError, KioskEventData(message: "the session has expired", code: .sessionExpired))],
+                                 data: KioskSessionData())
+                expired += 1
+            } catch KioskFlowError.moved {
+                continue
+            }
+        }
+        return expired
     }
 
     // MARK: - Steps

@@ -19,6 +19,7 @@ public struct KioskConfiguration: Sendable {
     public var maxAttempts: Int
     public var tessdataPath: String?
     public var ocrEngines: Int
+    public var sweepInterval: Duration
 
     public init(environment env: Environment) throws(ConfigurationError) {
         common = try CommonConfiguration(serviceName: "kiosk-orchestrator", defaultAdminPort: 9103, environment: env)
@@ -33,6 +34,7 @@ public struct KioskConfiguration: Sendable {
         maxAttempts = try env.int("KIOSK_MAX_ATTEMPTS", default: 5, range: 1...100)
         tessdataPath = env.optionalString("FACEGATE_TESSDATA_PREFIX")
         ocrEngines = try env.int("KIOSK_OCR_ENGINES", default: 1, range: 1...64)
+        sweepInterval = .seconds(try env.int("KIOSK_SWEEP_SECONDS", default: 30, range: 1...3600))
     }
 }
 
@@ -56,8 +58,11 @@ public final class KioskOrchestrator: Sendable {
                                    groupId: runtime.topics.prefix + "kiosk-orchestrator",
                                    producer: producer, concurrency: configuration.concurrency) { message in await flow.handle(message) }
         runtime.readiness.add("kafka-replies") { faces.isReady }
+        let sweeper = PeriodicService(name: "kiosk-expiry", every: configuration.sweepInterval, logger: runtime.logger) {
+            _ = try await flow.expireSessions()
+        }
         group = ServiceGroup(services: [runtime.adminServer(), TopicsService(runtime: runtime, waitForTopics: true), ProducerService(producer: producer),
-                                        faces, commands],
+                                        faces, commands, sweeper],
                              logger: runtime.logger, shutdownTimeout: .seconds(configuration.common.shutdownSeconds))
     }
 }
