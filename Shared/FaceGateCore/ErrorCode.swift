@@ -39,6 +39,7 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     case faceMismatch = "FACE_MISMATCH"
     case sessionExpired = "SESSION_EXPIRED"
     case tooManyAttempts = "TOO_MANY_ATTEMPTS"
+    case approvalDenied = "APPROVAL_DENIED"
     case internalError = "INTERNAL"
 
     public var httpStatus: Int {
@@ -51,7 +52,7 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
         case .payloadTooLarge: 413
         case .noFace, .noMatchFace, .imageFormatError, .ambiguousMatch, .lowQuality, .duplicateFace,
              .spoofDetected, .employeeNumberMismatch, .authenticationFailed, .confirmRequired,
-             .documentUnreadable, .documentExpired, .documentInvalid, .documentRegistered, .noPortrait, .faceMismatch, .tooManyAttempts: 422
+             .documentUnreadable, .documentExpired, .documentInvalid, .documentRegistered, .noPortrait, .faceMismatch, .tooManyAttempts, .approvalDenied: 422
         case .sessionExpired: 410
         case .credentialLocked: 423
         case .rateLimited: 429

@@ -229,3 +229,59 @@ public struct KioskCommandReply: Codable, Sendable {
         self.message = message
     }
 }
+
+/// An app's rules for approving a new kiosk customer, beyond the fixed ones (the selfie passed the
+/// app's liveness policy, the document's check digits held, it has not expired, it carries a name).
+/// Every field is optional; absent means "no extra rule".
+public struct KioskApprovalPolicy: Codable, Sendable, Equatable {
+    /// Largest selfie-to-portrait distance accepted; the app's `matchThreshold` when absent.
+    public var faceMatchThreshold: Float?
+    /// Youngest age, in whole years on the day of approval.
+    public var minimumAge: Int?
+    /// Accepted document types by their first letter: `P` passports, `I`, `A`, `C` identity cards.
+    public var documentTypes: [String]?
+    /// Accepted issuing states (ICAO three-letter codes).
+    public var issuingStates: [String]?
+
+    public init(faceMatchThreshold: Float? = nil, minimumAge: Int? = nil, documentTypes: [String]? = nil, issuingStates: [String]? = nil) {
+        self.faceMatchThreshold = faceMatchThreshold
+        self.minimumAge = minimumAge
+        self.documentTypes = documentTypes
+        self.issuingStates = issuingStates
+    }
+
+    /// Why the policy refuses `document` on `day`, nil when it is accepted.
+    public func refusal(of document: KioskOCRData, on day: Date = Date()) -> String? {
+        if let types = documentTypes, !types.contains(where: { document.documentType.hasPrefix($0) }) {
+            return "document type \(document.documentType) is not accepted"
+        }
+        if let states = issuingStates, !states.contains(document.issuingState) {
+            return "documents issued by \(document.issuingState) are not accepted"
+        }
+        if let minimumAge {
+            guard let age = Self.age(birthDate: document.birthDate, on: day) else { return "the birth date is not readable" }
+            if age < minimumAge { return "the customer must be at least \(minimumAge) years old" }
+        }
+        return nil
+    }
+
+    /// Whole years from a `YYYY-MM-DD` birth date to `day` (UTC).
+    public static func age(birthDate: String, on day: Date) -> Int? {
+        let parts = birthDate.split(separator: "-").compactMap { Int($0) }
+        guard parts.count == 3 else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let today = calendar.dateComponents([.year, .month, .day], from: day)
+        guard let year = today.year, let month = today.month, let dayOfMonth = today.day else { return nil }
+        return year - parts[0] - ((month, dayOfMonth) < (parts[1], parts[2]) ? 1 : 0)
+    }
+
+    /// Checks the operator's input; the message names the field.
+    public func validationError() -> String? {
+        if let threshold = faceMatchThreshold, !(0.2...0.8).contains(threshold) { return "kioskApproval.faceMatchThreshold must be between 0.2 and 0.8" }
+        if let age = minimumAge, !(0...150).contains(age) { return "kioskApproval.minimumAge must be between 0 and 150" }
+        if documentTypes?.contains(where: { !(1...2).contains($0.count) }) == true { return "kioskApproval.documentTypes holds 1–2 letter codes" }
+        if issuingStates?.contains(where: { $0.count != 3 }) == true { return "kioskApproval.issuingStates holds three-letter codes" }
+        return nil
+    }
+}

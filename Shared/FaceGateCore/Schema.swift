@@ -15,6 +15,7 @@ public enum Schema {
         Step(version: 2, name: "transactions hash chain", sql: transactions),
         Step(version: 3, name: "service role and row-level security", sql: roles),
         Step(version: 4, name: "device credential attestation and lookups", sql: deviceCredentials),
+        Step(version: 5, name: "kiosk approval policy and session lookups", sql: kioskApproval),
     ]
 
     static let core = """
@@ -280,5 +281,12 @@ public enum Schema {
     ALTER TABLE device_credentials ADD COLUMN attestation bytea, ADD COLUMN last_used_at timestamptz;
     CREATE INDEX device_credentials_user ON device_credentials (app_id, user_id);
     CREATE INDEX one_time_challenges_expiry ON one_time_challenges (expires_at);
+    """
+
+    static let kioskApproval = """
+    ALTER TABLE apps ADD COLUMN kiosk_approval jsonb NOT NULL DEFAULT '{}';
+    -- Kiosk login finds the session that onboarded a customer; the expiry sweep finds overdue sessions.
+    CREATE INDEX kiosk_sessions_customer ON kiosk_sessions (customer_id) WHERE customer_id IS NOT NULL;
+    CREATE INDEX kiosk_sessions_open_expiry ON kiosk_sessions (expires_at) WHERE state NOT IN ('completed', 'failed', 'cancelled', 'expired');
     """
 }

@@ -60,6 +60,7 @@ struct AppRecord: Sendable {
     var modules: Modules
     var matchThreshold: Float
     var liveness: LivenessPolicy
+    var kioskApproval: KioskApprovalPolicy
     var quotas: Quotas
     var createdAt: Date
 
@@ -70,12 +71,14 @@ struct AppRecord: Sendable {
         var modules: Modules
         var matchThreshold: Float
         var liveness: LivenessPolicy
+        var kioskApproval: KioskApprovalPolicy
         var quotas: Quotas
         var createdAt: Date
     }
 
     var publicView: Public {
-        Public(appId: id.wire, name: name, modules: modules, matchThreshold: matchThreshold, liveness: liveness, quotas: quotas, createdAt: createdAt)
+        Public(appId: id.wire, name: name, modules: modules, matchThreshold: matchThreshold, liveness: liveness, kioskApproval: kioskApproval, quotas: quotas,
+               createdAt: createdAt)
     }
 }
 
@@ -86,7 +89,7 @@ struct AppStore: Sendable {
     func find(_ id: UUID) async throws -> AppRecord? {
         let rows = try await database.query("""
             SELECT id, name, secret_hash, previous_secret_hash, previous_secret_valid_until, modules::text AS modules,
-                   match_threshold, liveness::text AS liveness, quotas::text AS quotas, created_at
+                   match_threshold, liveness::text AS liveness, kiosk_approval::text AS kiosk_approval, quotas::text AS quotas, created_at
             FROM apps WHERE id = \(id)
             """)
         guard let row = rows.first else { return nil }
@@ -97,7 +100,7 @@ struct AppStore: Sendable {
             id: try row.decode("id"), name: try row.decode("name"), secretHash: try row.decode("secret_hash"),
             previousSecretHash: try row.decode("previous_secret_hash"), previousSecretValidUntil: try row.decode("previous_secret_valid_until"),
             modules: try json("modules", Modules.self), matchThreshold: try row.decode("match_threshold"),
-            liveness: try json("liveness", LivenessPolicy.self), quotas: try json("quotas", Quotas.self), createdAt: try row.decode("created_at"))
+            liveness: try json("liveness", LivenessPolicy.self), kioskApproval: try json("kiosk_approval", KioskApprovalPolicy.self), quotas: try json("quotas", Quotas.self), createdAt: try row.decode("created_at"))
     }
 
     /// Module gate for a client call: disabled → `MODULE_DISABLED`; trial beyond its daily quota →

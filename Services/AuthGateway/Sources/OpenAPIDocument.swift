@@ -24,6 +24,8 @@ enum OpenAPIDocument {
       "deviceId": {"name": "X-Device-Id", "in": "header", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 128}},
       "credentialId": {"name": "credentialId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
       "cursor": {"name": "cursor", "in": "query", "schema": {"type": "string"}},
+      "interviewId": {"name": "interviewId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
+      "interviewToken": {"name": "X-Interview-Token", "in": "header", "schema": {"type": "string"}, "description": "The token issued with the kiosk session"},
       "limit": {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1}}
     },
     "schemas": {
@@ -34,7 +36,9 @@ enum OpenAPIDocument {
             "MODULE_DISABLED", "MODULE_NOT_FORMAL", "ACCESS_TOKEN_INVALID", "ACCESS_TOKEN_EXPIRED", "NO_FACE", "NO_MATCH_FACE",
             "IMAGE_FORMAT_ERROR", "EMPLOYEE_NUMBER_MISMATCH", "SPOOF_DETECTED", "AMBIGUOUS_MATCH", "LOW_QUALITY", "DUPLICATE_FACE",
             "AUTHENTICATION_FAILED", "CREDENTIAL_LOCKED", "CREDENTIAL_NOT_ENROLLED", "RATE_LIMITED", "SERVICE_UNAVAILABLE",
-            "INVALID_ENVELOPE", "IDENTITY_TOKEN_INVALID", "IDENTITY_TOKEN_EXPIRED", "IDENTITY_TOKEN_USED", "CONFIRMATION_INVALID", "INTERNAL"]},
+            "INVALID_ENVELOPE", "IDENTITY_TOKEN_INVALID", "IDENTITY_TOKEN_EXPIRED", "IDENTITY_TOKEN_USED", "CONFIRMATION_INVALID",
+            "DOCUMENT_UNREADABLE", "DOCUMENT_EXPIRED", "DOCUMENT_INVALID", "DOCUMENT_ALREADY_REGISTERED", "NO_PORTRAIT", "FACE_MISMATCH",
+            "SESSION_EXPIRED", "TOO_MANY_ATTEMPTS", "APPROVAL_DENIED", "INTERNAL"]},
           "message": {"type": "string"},
           "transactionId": {"type": "string", "format": "uuid"}}}}
       },
@@ -44,11 +48,24 @@ enum OpenAPIDocument {
         "kiosk": {"$ref": "#/components/schemas/ModuleState"}, "deviceAuth": {"$ref": "#/components/schemas/ModuleState"}}},
       "Liveness": {"type": "object", "properties": {
         "faceLogin": {"type": "string", "enum": ["off", "active"]}, "kiosk": {"type": "string", "enum": ["off", "active"]}}},
+      "KioskApproval": {"type": "object", "description": "Extra rules for approving a new kiosk customer; absent fields add no rule.", "properties": {
+        "faceMatchThreshold": {"type": "number", "minimum": 0.2, "maximum": 0.8}, "minimumAge": {"type": "integer"},
+        "documentTypes": {"type": "array", "items": {"type": "string"}}, "issuingStates": {"type": "array", "items": {"type": "string"}}}},
+      "KioskSession": {"type": "object", "required": ["interviewId", "state", "steps", "expiresAt"], "properties": {
+        "interviewId": {"type": "string", "format": "uuid"},
+        "state": {"type": "string", "enum": ["selfie", "idFront", "idBack", "faceMatch", "approval", "completed", "failed", "cancelled", "expired"]},
+        "steps": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "success": {"type": "boolean"}, "at": {"type": "string", "format": "date-time"}}}},
+        "result": {"type": ["object", "null"], "properties": {"success": {"type": "boolean"}, "customerUUID": {"type": "string", "format": "uuid"},
+          "token": {"type": "string"}, "name": {"type": "string"}, "existingUser": {"type": "boolean"}}},
+        "expiresAt": {"type": "string", "format": "date-time"},
+        "events": {"type": "array", "description": "Step calls: the events this call produced", "items": {"type": "object", "properties": {
+          "seq": {"type": "integer"}, "event": {"type": "string"}, "data": {"type": "object"}, "at": {"type": "string", "format": "date-time"}}}}}},
       "Quotas": {"type": "object", "description": "Limits of the trial state (defaults: 1000 calls a day per module, 100 enrolled users).",
         "properties": {"dailyCalls": {"type": "integer"}, "gallerySize": {"type": "integer"}}},
       "App": {"type": "object", "properties": {
         "appId": {"type": "string", "format": "uuid"}, "name": {"type": "string"}, "modules": {"$ref": "#/components/schemas/Modules"},
-        "matchThreshold": {"type": "number"}, "liveness": {"$ref": "#/components/schemas/Liveness"}, "quotas": {"$ref": "#/components/schemas/Quotas"},
+        "matchThreshold": {"type": "number"}, "liveness": {"$ref": "#/components/schemas/Liveness"},
+        "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"}, "quotas": {"$ref": "#/components/schemas/Quotas"},
         "createdAt": {"type": "string", "format": "date-time"}}},
       "User": {"type": "object", "properties": {
         "userId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"}, "name": {"type": "string"},
@@ -83,7 +100,8 @@ enum OpenAPIDocument {
       "post": {"summary": "Create an app (secrets are shown only here)", "security": [{"operatorKey": []}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["name"], "properties": {
           "name": {"type": "string"}, "modules": {"$ref": "#/components/schemas/Modules"}, "matchThreshold": {"type": "number"},
-          "liveness": {"$ref": "#/components/schemas/Liveness"}, "quotas": {"$ref": "#/components/schemas/Quotas"}}}}}},
+          "liveness": {"$ref": "#/components/schemas/Liveness"}, "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"},
+          "quotas": {"$ref": "#/components/schemas/Quotas"}}}}}},
         "responses": {"201": {"description": "Created: the App plus appSecret and ctidKey (base64 of 16 bytes)"}, "default": {"$ref": "#/components/responses/Error"}}},
       "get": {"summary": "List apps", "security": [{"operatorKey": []}],
         "responses": {"200": {"description": "{items: [App]}"}, "default": {"$ref": "#/components/responses/Error"}}}
@@ -95,7 +113,8 @@ enum OpenAPIDocument {
       "patch": {"summary": "Change modules, threshold, liveness policy or quotas", "security": [{"operatorKey": []}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "properties": {
           "modules": {"$ref": "#/components/schemas/Modules"}, "matchThreshold": {"type": "number"},
-          "liveness": {"$ref": "#/components/schemas/Liveness"}, "quotas": {"$ref": "#/components/schemas/Quotas"}}}}}},
+          "liveness": {"$ref": "#/components/schemas/Liveness"}, "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"},
+          "quotas": {"$ref": "#/components/schemas/Quotas"}}}}}},
         "responses": {"200": {"description": "App", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/App"}}}}, "default": {"$ref": "#/components/responses/Error"}}}
     },
     "/v1/apps/{appId}/secret": {
@@ -243,6 +262,43 @@ enum OpenAPIDocument {
           "number": {"type": "string", "pattern": "^[0-9]{17}[0-9Xx]$"}, "name": {"type": "string"}, "validDateStart": {"type": "string", "pattern": "^[0-9]{8}$"},
           "validDateEnd": {"type": "string", "description": "YYYYMMDD or 长期"}, "photoData": {"type": "string", "contentEncoding": "base64"}}}}}},
         "responses": {"201": {"description": "{number (masked), registered}"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/kiosk/sessions": {
+      "post": {"summary": "Start a kiosk onboarding session", "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "responses": {"201": {"description": "{interviewId, interviewToken, expiresIn}"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/kiosk/sessions/{interviewId}": {
+      "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"}],
+      "get": {"summary": "The session: state, steps taken, result", "responses": {"200": {"description": "Session",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSession"}}}}, "default": {"$ref": "#/components/responses/Error"}}},
+      "delete": {"summary": "Cancel the session (event userCancelledSession)", "responses": {"204": {"description": "Cancelled"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/kiosk/sessions/{interviewId}/selfie": {
+      "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"}, {"$ref": "#/components/parameters/deviceId"}],
+      "post": {"summary": "Selfie burst (multipart: challengeId + repeated frame); a known face completes the flow as an existing customer", "security": [{"accessToken": []}],
+        "responses": {"200": {"description": "Session after the step, with its events", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSession"}}}},
+          "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/kiosk/sessions/{interviewId}/id-front": {
+      "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"}, {"$ref": "#/components/parameters/deviceId"}],
+      "post": {"summary": "Photo of the document's front (portrait)", "security": [{"accessToken": []}],
+        "requestBody": {"required": true, "content": {"image/jpeg": {}, "image/png": {}, "multipart/form-data": {}}},
+        "responses": {"200": {"description": "Session after the step, with its events", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSession"}}}},
+          "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/kiosk/sessions/{interviewId}/id-back": {
+      "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"}, {"$ref": "#/components/parameters/deviceId"}],
+      "post": {"summary": "Photo of the document's MRZ side; runs OCR, the face match and approval", "security": [{"accessToken": []}],
+        "requestBody": {"required": true, "content": {"image/jpeg": {}, "image/png": {}, "multipart/form-data": {}}},
+        "responses": {"200": {"description": "Session after the steps, with their events", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSession"}}}},
+          "default": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/kiosk/sessions/{interviewId}/events": {
+      "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"},
+        {"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}}, {"name": "lastEventId", "in": "query", "schema": {"type": "string"}},
+        {"name": "interviewToken", "in": "query", "schema": {"type": "string"}, "description": "For EventSource, which cannot set headers"}],
+      "get": {"summary": "Step events as Server-Sent Events (selfieScanCompleted, idFrontCompleted, idBackCompleted, idProcessed, faceMatchCompleted, kioskFlowCompleted, kioskError, userCancelledSession); replays after Last-Event-ID",
+        "responses": {"200": {"description": "text/event-stream", "content": {"text/event-stream": {}}}, "default": {"$ref": "#/components/responses/Error"}}}
     },
     "/v1/audit/transactions": {
       "get": {"summary": "Search transactions (newest first, cursor pages)", "security": [{"auditorKey": []}],

@@ -41,6 +41,7 @@ extension GatewayContext {
         var modules: ModulesPatch?
         var matchThreshold: Float?
         var liveness: LivenessPolicy?
+        var kioskApproval: KioskApprovalPolicy?
         var quotas: Quotas?
     }
 
@@ -52,6 +53,7 @@ extension GatewayContext {
         var modules: Modules
         var matchThreshold: Float
         var liveness: LivenessPolicy
+        var kioskApproval: KioskApprovalPolicy
         var quotas: Quotas
     }
 
@@ -71,16 +73,18 @@ extension GatewayContext {
         let ctidKey = SecureRandom.bytes(16)
         let modules = (body.modules ?? ModulesPatch()).applied(to: .initial)
         let liveness = body.liveness ?? .initial
+        let approval = body.kioskApproval ?? KioskApprovalPolicy()
+        if let problem = approval.validationError() { throw APIError(.invalidRequest, problem) }
         let quotas = body.quotas ?? .initial
         return try await recorded(request, kind: "app.create", appId: platformAppId) { draft in
             _ = try await database.query("""
-                INSERT INTO apps (id, name, secret_hash, ctid_key_sealed, modules, match_threshold, liveness, quotas)
+                INSERT INTO apps (id, name, secret_hash, ctid_key_sealed, modules, match_threshold, liveness, kiosk_approval, quotas)
                 VALUES (\(appId), \(name), \(SHA256.hash(Array(secret.utf8))), \(try CTIDKeyBox.seal(ctidKey, appId: appId, to: configuration.ctidPublicKey)),
-                        \(modules.jsonText)::jsonb, \(Double(threshold)), \(liveness.jsonText)::jsonb, \(quotas.jsonText)::jsonb)
+                        \(modules.jsonText)::jsonb, \(Double(threshold)), \(liveness.jsonText)::jsonb, \(approval.jsonText)::jsonb, \(quotas.jsonText)::jsonb)
                 """)
             draft.detail = ["appId": appId.uuidString.lowercased()]
             return .json(CreatedApp(appId: appId.wire, name: name, appSecret: secret, ctidKey: Data(ctidKey).base64EncodedString(), modules: modules,
-                                    matchThreshold: threshold, liveness: liveness, quotas: quotas), status: 201)
+                                    matchThreshold: threshold, liveness: liveness, kioskApproval: approval, quotas: quotas), status: 201)
         }
     }
 
@@ -98,6 +102,7 @@ extension GatewayContext {
         var modules: ModulesPatch?
         var matchThreshold: Float?
         var liveness: LivenessPolicy?
+        var kioskApproval: KioskApprovalPolicy?
         var quotas: Quotas?
     }
 
@@ -110,11 +115,14 @@ extension GatewayContext {
             let threshold = body.matchThreshold ?? app.matchThreshold
             guard threshold > 0.2, threshold < 0.8 else { throw APIError(.invalidRequest, "matchThreshold must be between 0.2 and 0.8") }
             let liveness = body.liveness ?? app.liveness
+            let approval = body.kioskApproval ?? app.kioskApproval
+            if let problem = approval.validationError() { throw APIError(.invalidRequest, problem) }
             let quotas = body.quotas ?? app.quotas
             guard quotas.dailyCalls >= 0, quotas.gallerySize >= 0 else { throw APIError(.invalidRequest, "quotas must not be negative") }
             _ = try await database.query("""
                 UPDATE apps SET modules = \(modules.jsonText)::jsonb, match_threshold = \(Double(threshold)),
-                       liveness = \(liveness.jsonText)::jsonb, quotas = \(quotas.jsonText)::jsonb, updated_at = now()
+                       liveness = \(liveness.jsonText)::jsonb, kiosk_approval = \(approval.jsonText)::jsonb,
+                       quotas = \(quotas.jsonText)::jsonb, updated_at = now()
                 WHERE id = \(app.id)
                 """)
             draft.detail = ["modules": modules.jsonText]

@@ -154,7 +154,7 @@ final class KioskFlow: Sendable {
         guard let frames = run.command.frames, !frames.isEmpty else {
             return try await fail(&session, &run, .selfieScanCompleted, .invalidRequest, "the selfie step needs frames")
         }
-        let threshold = try await matchThreshold(session.appId)
+        let threshold = try await rules(session.appId).threshold
         var job: FaceJob
         if let actions = run.command.actions {
             job = FaceJob(kind: .liveness, appId: session.appId, threshold: threshold, frames: frames, actions: actions)
@@ -259,7 +259,8 @@ final class KioskFlow: Sendable {
             throw KioskStoreError.corrupt("face match without a selfie or a portrait")
         }
         let selfie = try sealer.open(Array(sealedSelfie), context: Self.selfieContext(session.id))
-        let threshold = try await matchThreshold(session.appId)
+        let rules = try await rules(session.appId)
+        let threshold = rules.approval.faceMatchThreshold ?? rules.threshold
         let result = try await faceJob(FaceJob(kind: .verify, appId: session.appId, image: Data(selfie),
                                                referenceSealedTemplate: portrait, threshold: threshold))
         let distance = result.candidates.first?.distance
@@ -269,24 +270,26 @@ final class KioskFlow: Sendable {
         case .match:
             try await commit(&session, &run, to: .approval, events: [(.faceMatchCompleted, KioskEventData(success: true, distance: distance))], data: data)
         case .noMatchFace, .noFace, .lowQuality, .ambiguousMatch:
-            let transaction = record(session, run, kind: "kiosk.onboarding", outcome: ErrorCode.faceMismatch.rawValue, score: distance)
-            try await commit(&session, &run, to: .failed, events: [
-                (.faceMatchCompleted, KioskEventData(success: false, error: .faceMismatch,
-                                                     message: "the face on the document does not match the selfie", distance: distance)),
-                (.kioskFlowCompleted, KioskEventData(success: false, existingUser: false)),
-            ], data: Self.finished(data, KioskResult(success: false, customerUUID: nil, token: nil, name: nil, existingUser: false)),
-               transaction: transaction)
+            let message = "the face on the document does not match the selfie"
+            session.data = data
+            try await end(&session, &run, code: .faceMismatch, message: message,
+                          first: [(.faceMatchCompleted, KioskEventData(success: false, error: .faceMismatch, message: message, distance: distance))],
+                          score: distance)
         default:
             throw KioskFlowError.matcher(result.message ?? result.outcome.rawValue)
         }
     }
 
-    /// Approval rules: a selfie that passed liveness when the app asks for it, a face match within the
-    /// app's threshold, an unexpired document whose check digits held, a name. Then the customer is
-    /// created (its id derived from the session, so a re-run creates nothing twice) and the selfie enrolled.
+    /// Approval: the fixed rules held on the way here (a selfie that passed the app's liveness policy, an
+    /// unexpired document whose check digits held and which carries a name, a face match within the
+    /// threshold); the app's `kioskApproval` rules are checked now. Then the customer is created (its id
+    /// derived from the session, so a re-run creates nothing twice) and the selfie enrolled.
     func approve(_ session: inout KioskSession, _ run: inout Run) async throws {
         guard let document = session.data.document, let sealedSelfie = session.data.selfie else {
             throw KioskStoreError.corrupt("approval without a document or a selfie")
+        }
+        if let refusal = try await rules(session.appId).approval.refusal(of: document) {
+            return try await end(&session, &run, code: .approvalDenied, message: refusal)
         }
         let customerId = session.data.customerId ?? Self.customerId(for: session.id)
         let name = document.displayName
@@ -296,13 +299,7 @@ final class KioskFlow: Sendable {
             """)
         guard try await database.query("SELECT 1 FROM users WHERE id = \(customerId)").first != nil else {
             // Another customer of the app already holds this document number.
-            let transaction = record(session, run, kind: "kiosk.onboarding", outcome: ErrorCode.documentRegistered.rawValue)
-            try await commit(&session, &run, to: .failed, events: [
-                (.kioskFlowCompleted, KioskEventData(success: false, existingUser: false, error: .documentRegistered,
-                                                     message: "the document is already registered to another customer")),
-            ], data: Self.finished(session.data, KioskResult(success: false, customerUUID: nil, token: nil, name: nil, existingUser: false)),
-               transaction: transaction)
-            return
+            return try await end(&session, &run, code: .documentRegistered, message: "the document is already registered to another customer")
         }
         let enrolled = try await database.query("SELECT 1 FROM face_templates WHERE user_id = \(customerId) LIMIT 1").first != nil
         if !enrolled {
@@ -311,13 +308,8 @@ final class KioskFlow: Sendable {
             guard result.outcome == .enrolled else {
                 if [.timeout, .internalError].contains(result.outcome) { throw KioskFlowError.matcher(result.message ?? result.outcome.rawValue) }
                 _ = try await database.query("DELETE FROM users WHERE id = \(customerId) AND source = 'kiosk'")
-                let code = result.outcome.errorCode ?? .internalError
-                let transaction = record(session, run, kind: "kiosk.onboarding", outcome: code.rawValue)
-                try await commit(&session, &run, to: .failed, events: [
-                    (.kioskFlowCompleted, KioskEventData(success: false, existingUser: false, error: code, message: result.message)),
-                ], data: Self.finished(session.data, KioskResult(success: false, customerUUID: nil, token: nil, name: nil, existingUser: false)),
-                   transaction: transaction)
-                return
+                return try await end(&session, &run, code: result.outcome.errorCode ?? .internalError,
+                                     message: result.message ?? "the selfie could not be enrolled")
             }
         }
         let transaction = record(session, run, kind: "kiosk.onboarding", outcome: "SUCCESS", userId: customerId, score: session.data.faceDistance,
@@ -331,6 +323,16 @@ final class KioskFlow: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// The flow ends without a customer: `kioskFlowCompleted` with `success: false` and why.
+    func end(_ session: inout KioskSession, _ run: inout Run, code: ErrorCode, message: String,
+             first: [(KioskEventName, KioskEventData)] = [], score: Float? = nil) async throws {
+        let transaction = record(session, run, kind: "kiosk.onboarding", outcome: code.rawValue, score: score)
+        try await commit(&session, &run, to: .failed, events: first + [
+            (.kioskFlowCompleted, KioskEventData(success: false, existingUser: false, error: code, message: message)),
+        ], data: Self.finished(session.data, KioskResult(success: false, customerUUID: nil, token: nil, name: nil, existingUser: false)),
+           transaction: transaction)
+    }
 
     /// A step failed on its merits: its event says why and the session stays at the step for a retake,
     /// until the attempts run out.
@@ -411,8 +413,13 @@ final class KioskFlow: Sendable {
         }
     }
 
-    func matchThreshold(_ appId: UUID) async throws -> Float? {
-        try await database.query("SELECT match_threshold FROM apps WHERE id = \(appId)").first?.decode("match_threshold", as: Float?.self)
+    /// The app's identification threshold and kiosk approval rules.
+    func rules(_ appId: UUID) async throws -> (threshold: Float?, approval: KioskApprovalPolicy) {
+        guard let row = try await database.query("""
+            SELECT match_threshold, kiosk_approval::text AS approval FROM apps WHERE id = \(appId)
+            """).first else { return (nil, KioskApprovalPolicy()) }
+        return (try row.decode("match_threshold", as: Float?.self),
+                try FaceGateJSON.decode(KioskApprovalPolicy.self, from: Array(try row.decode("approval", as: String.self).utf8)))
     }
 
     func record(_ session: KioskSession, _ run: Run, kind: String, outcome: String, userId: UUID? = nil, score: Float? = nil,
