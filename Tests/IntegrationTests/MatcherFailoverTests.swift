@@ -4,49 +4,12 @@ import Testing
 /// matcher-worker as real processes: a worker killed with SIGKILL in the middle of its jobs loses
 /// nothing — its uncommitted jobs are redelivered to the replica that takes over its partitions.
 @Suite(.serialized) struct MatcherFailoverTests {
-    final class WorkerProcess {
-        let process = Process()
-        let log: URL
-
-        init(environment: [String: String], name: String) throws {
-            let binaries = try TestEnvironment.value("FACEGATE_BIN_DIR")
-            process.executableURL = URL(fileURLWithPath: binaries + "/matcher-worker")
-            var env = ProcessInfo.processInfo.environment
-            env.merge(environment) { _, new in new }
-            env["FACEGATE_LOG_LEVEL"] = "debug"
-            env["FACEGATE_INSTANCE_ID"] = name
-            process.environment = env
-            log = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(6)).log")
-            FileManager.default.createFile(atPath: log.path, contents: nil)
-            let handle = try FileHandle(forWritingTo: log)
-            process.standardOutput = handle
-            process.standardError = handle
-            try process.run()
-        }
-
-        var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-
-        func waitFor(_ text: String, timeout: Duration) async throws {
-            let deadline = ContinuousClock.now + timeout
-            while ContinuousClock.now < deadline {
-                if output.contains(text) { return }
-                guard process.isRunning else { throw TestSetupError("matcher-worker exited: \(output.suffix(2000))") }
-                try await Task.sleep(for: .milliseconds(100))
-            }
-            throw TestSetupError("matcher-worker did not log '\(text)' in time: \(output.suffix(2000))")
-        }
-
-        func kill() { process.stop(signal: SIGKILL) }
-
-        func terminate() { process.stop(signal: SIGTERM) }
-    }
-
     @Test func jobsOfAKilledWorkerAreAnsweredByItsReplacement() async throws {
         try await TestStack.with(withMatcher: false, extra: ["FACEGATE_REQUEST_TIMEOUT_SECONDS": "90"]) { stack in
             var env = stack.environment
             env["FACEGATE_ADMIN_PORT"] = "0"
             // Enroll through a first worker, then stop it gracefully.
-            let enroller = try WorkerProcess(environment: env, name: "enroller")
+            let enroller = try ServiceProcess("matcher-worker", environment: env, name: "enroller")
             defer { enroller.terminate() }
             try await enroller.waitFor("all services started", timeout: .seconds(60))
             let app = try await stack.createApp()
@@ -57,7 +20,7 @@ import Testing
             enroller.terminate()
             #expect(enroller.process.terminationStatus == 0, "graceful SIGTERM exit")
 
-            let victim = try WorkerProcess(environment: env, name: "victim")
+            let victim = try ServiceProcess("matcher-worker", environment: env, name: "victim")
             defer { victim.terminate() }
             try await victim.waitFor("all services started", timeout: .seconds(60))
             let token = try await stack.accessToken(app)
@@ -73,7 +36,7 @@ import Testing
             // Kill the worker as soon as it has taken a job, before all are answered.
             try await victim.waitFor("face job started", timeout: .seconds(60))
             victim.kill()
-            let successor = try WorkerProcess(environment: env, name: "successor")
+            let successor = try ServiceProcess("matcher-worker", environment: env, name: "successor")
             defer { successor.terminate() }
             let statuses = try await logins.value
             #expect(statuses.count == photos.count)

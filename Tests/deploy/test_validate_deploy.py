@@ -115,12 +115,12 @@ class ValidatorTests(unittest.TestCase):
         self.assert_rejected("deploy/k8s (kubectl kustomize)",
                              "secret key ctid-private-key is mapped to FACEGATE_CTID_PUBLIC_KEY")
 
-    def test_sealing_key_given_to_kiosk_is_rejected(self) -> None:
+    def test_ctid_private_key_given_to_kiosk_is_rejected(self) -> None:
         self.edit("deploy/k8s/base/kiosk-orchestrator.yaml", "            - name: FACEGATE_DATABASE_URL\n",
-                  "            - name: FACEGATE_SEALING_KEY\n              valueFrom:\n                secretKeyRef:\n"
-                  "                  name: facegate-secrets\n                  key: sealing-key\n"
+                  "            - name: FACEGATE_CTID_PRIVATE_KEY\n              valueFrom:\n                secretKeyRef:\n"
+                  "                  name: facegate-secrets\n                  key: ctid-private-key\n"
                   "            - name: FACEGATE_DATABASE_URL\n")
-        self.assert_rejected("deploy/k8s (kubectl kustomize)", "FACEGATE_SEALING_KEY does not belong to kiosk-orchestrator")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)", "FACEGATE_CTID_PRIVATE_KEY does not belong to kiosk-orchestrator")
 
     def test_gateway_shard_count_differing_from_matchers_is_rejected(self) -> None:
         self.edit("deploy/k8s/sharded/kustomization.yaml", "name: FACEGATE_MATCHER_SHARDS\n                    value: \"2\"",
