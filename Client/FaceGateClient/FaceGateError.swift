@@ -64,6 +64,9 @@ public enum FaceGateError: Error, Sendable, Equatable, CustomStringConvertible {
     case noPortrait(FaceGateServerError)
     case faceMismatch(FaceGateServerError)
     case sessionExpired(FaceGateServerError)
+    case documentInvalid(FaceGateServerError)
+    case documentAlreadyRegistered(FaceGateServerError)
+    case tooManyAttempts(FaceGateServerError)
     /// A code this version of the library does not know yet.
     case unknownServerCode(FaceGateServerError)
 
@@ -119,6 +122,9 @@ public enum FaceGateError: Error, Sendable, Equatable, CustomStringConvertible {
         case "NO_PORTRAIT": self = .noPortrait(server)
         case "FACE_MISMATCH": self = .faceMismatch(server)
         case "SESSION_EXPIRED": self = .sessionExpired(server)
+        case "DOCUMENT_INVALID": self = .documentInvalid(server)
+        case "DOCUMENT_ALREADY_REGISTERED": self = .documentAlreadyRegistered(server)
+        case "TOO_MANY_ATTEMPTS": self = .tooManyAttempts(server)
         default: self = .unknownServerCode(server)
         }
     }
@@ -134,7 +140,8 @@ public enum FaceGateError: Error, Sendable, Equatable, CustomStringConvertible {
              .rateLimited(let s), .serviceUnavailable(let s), .timeout(let s), .invalidEnvelope(let s),
              .identityTokenInvalid(let s), .identityTokenExpired(let s), .identityTokenUsed(let s),
              .confirmationInvalid(let s), .internalError(let s), .documentUnreadable(let s), .documentExpired(let s),
-             .noPortrait(let s), .faceMismatch(let s), .sessionExpired(let s), .unknownServerCode(let s):
+             .noPortrait(let s), .faceMismatch(let s), .sessionExpired(let s), .documentInvalid(let s), .documentAlreadyRegistered(let s), .tooManyAttempts(let s),
+             .unknownServerCode(let s):
             s
         case .transport, .timedOut, .cancelled, .decoding, .answerEnvelopeRejected, .usage:
             nil

@@ -272,7 +272,7 @@ public final class KioskSession: Sendable {
         let terminal: Bool
         switch event {
         case .kioskFlowCompleted, .userCancelledSession: terminal = true
-        case .kioskError(let error): terminal = ["FACE_MISMATCH", "SESSION_EXPIRED"].contains(error.code)
+        case .kioskError(let error): terminal = ["SESSION_EXPIRED", "TOO_MANY_ATTEMPTS"].contains(error.code)
         default: terminal = false
         }
         guard fresh else { return terminal }

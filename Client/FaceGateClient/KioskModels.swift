@@ -82,12 +82,16 @@ public struct SelfieScanCompleted: Sendable, Equatable, Decodable {
     public var existingUser: Bool?
     public var spoofAttempt: Bool?
     public var error: KioskStepError?
+    /// Why the step failed, in words, when the server says.
+    public var message: String?
 }
 
 /// `idFrontCompleted` and `idBackCompleted`.
 public struct KioskDocumentStep: Sendable, Equatable, Decodable {
     public var success: Bool
     public var error: KioskStepError?
+    /// Why the step failed, in words, when the server says.
+    public var message: String?
 }
 
 /// The machine-readable zone as read from the document; dates `YYYY-MM-DD`.
@@ -107,12 +111,16 @@ public struct IdProcessed: Sendable, Equatable, Decodable {
     public var success: Bool
     public var ocrData: KioskOCRData?
     public var error: KioskStepError?
+    /// Why the step failed, in words, when the server says.
+    public var message: String?
 }
 
 public struct FaceMatchCompleted: Sendable, Equatable, Decodable {
     public var success: Bool
     public var distance: Double?
     public var error: KioskStepError?
+    /// Why the step failed, in words, when the server says.
+    public var message: String?
 }
 
 public struct KioskFlowCompleted: Sendable, Equatable, Decodable {
@@ -228,8 +236,13 @@ public struct KioskStepResult: Sendable, Equatable {
         let object = (try? JSONSerialization.jsonObject(with: answer.body)) as? [String: Any]
         for item in object?["events"] as? [[String: Any]] ?? [] {
             guard let name = item["event"] as? String else { continue }
+            // The stream's data object, either flattened next to `event` or nested as `data` (with `seq`, `at`).
             var data = item
-            data.removeValue(forKey: "event")
+            if let nested = item["data"] as? [String: Any] {
+                data = nested
+            } else {
+                data.removeValue(forKey: "event")
+            }
             guard let bytes = try? JSONSerialization.data(withJSONObject: data) else { continue }
             events.append(try KioskEvent(name: name, data: bytes))
         }
