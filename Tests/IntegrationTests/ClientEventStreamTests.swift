@@ -100,6 +100,21 @@ import Testing
         #expect(recorder.names.count == 8)
     }
 
+    /// Step answers carry the events either flattened (`{event, success, …}`) or as stored (`{seq, event, data, at}`).
+    @Test func readsStepEventsInBothShapes() throws {
+        let body = #"""
+            {"interviewId":"iv","state":"idFront","steps":[{"name":"selfie","success":true,"at":"2026-12-02T10:00:00.000Z"}],"result":null,
+             "events":[{"seq":1,"event":"selfieScanCompleted","data":{"success":true,"existingUser":false},"at":"2026-12-02T10:00:00.000Z"},
+                       {"event":"idFrontCompleted","success":false,"error":"NO_PORTRAIT","message":"no face on the front"}]}
+            """#
+        let step = try KioskStepResult.decode(HTTPAnswer(status: 200, body: Data(body.utf8)))
+        #expect(step.state == "idFront")
+        #expect(step.steps.map(\.name) == ["selfie"])
+        #expect(step.events == [.selfieScanCompleted(SelfieScanCompleted(success: true, existingUser: false)),
+                                .idFrontCompleted(KioskDocumentStep(success: false, error: KioskStepError(code: "NO_PORTRAIT"),
+                                                                    message: "no face on the front"))])
+    }
+
     @Test func parsesTheEventStreamFormat() {
         var parser = ServerSentEventParser()
         var out = parser.feed(Array("data: a\r".utf8))
