@@ -95,7 +95,7 @@ enum Primitives {
             CCCrypt(operation, CCAlgorithm(kCCAlgorithmAES), CCOptions(kCCOptionPKCS7Padding), key, key.count, iv,
                     input, input.count, out.baseAddress, outputCount, &written)
         }
-        guard status == kCCSuccess else { throw .usage("AES-128-CBC failed (CommonCrypto \(status))") }
+        guard status == CCCryptorStatus(kCCSuccess) else { throw .usage("AES-128-CBC failed (CommonCrypto \(status))") }
         return Array(output.prefix(written))
     }
     #else
