@@ -80,7 +80,10 @@ let package = Package(
         .executableTarget(name: "facegate", dependencies: ["FaceGateCLI"], path: "Services/FaceGateCLI/Main"),
 
         // The Swift client apps use: the mobile SDKs' shapes over the HTTP API.
-        .target(name: "FaceGateClient", dependencies: ["Crypto"], path: "Client/FaceGateClient"),
+        // On Apple platforms it uses CryptoKit and CommonCrypto instead of the OpenSSL wrapper.
+        .target(
+            name: "FaceGateClient", dependencies: [.target(name: "Crypto", condition: .when(platforms: [.linux]))],
+            path: "Client/FaceGateClient"),
 
         // Benchmarks: one executable, one subcommand per benchmark; peers run beside it from Benchmarks/peers.
         .executableTarget(

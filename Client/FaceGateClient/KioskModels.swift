@@ -1,0 +1,251 @@
+import Foundation
+
+/// A liveness action the person performs while frames are captured.
+public struct LivenessAction: RawRepresentable, Sendable, Hashable, Codable {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public static let blink = LivenessAction(rawValue: "BLINK")
+    public static let turnLeft = LivenessAction(rawValue: "TURN_LEFT")
+    public static let turnRight = LivenessAction(rawValue: "TURN_RIGHT")
+}
+
+/// `GET /v1/liveness/challenges`: single use, valid `expiresIn` seconds.
+public struct LivenessChallenge: Sendable, Equatable, Decodable {
+    public var challengeId: String
+    public var actions: [LivenessAction]
+    public var expiresIn: Int
+
+    public init(challengeId: String, actions: [LivenessAction], expiresIn: Int) {
+        self.challengeId = challengeId
+        self.actions = actions
+        self.expiresIn = expiresIn
+    }
+}
+
+/// `POST /v1/kiosk/login`. On failure `success` is false and `error` holds the wire code;
+/// `spoofAttempt` is true when liveness failed or the challenge was unknown, expired or reused.
+public struct KioskLoginResult: Sendable, Equatable, Decodable {
+    public var success: Bool
+    public var customerUUID: String?
+    /// An identity token (method `kiosk`) for the app server's `/v1/identity/exchange`.
+    public var token: String?
+    public var interviewId: String?
+    public var interviewToken: String?
+    public var transactionId: String?
+    public var spoofAttempt: Bool
+    public var firstName: String?
+    public var error: String?
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        success = try c.decode(Bool.self, forKey: .success)
+        customerUUID = try c.decodeIfPresent(String.self, forKey: .customerUUID)
+        token = try c.decodeIfPresent(String.self, forKey: .token)
+        interviewId = try c.decodeIfPresent(String.self, forKey: .interviewId)
+        interviewToken = try c.decodeIfPresent(String.self, forKey: .interviewToken)
+        transactionId = try c.decodeIfPresent(String.self, forKey: .transactionId)
+        spoofAttempt = try c.decodeIfPresent(Bool.self, forKey: .spoofAttempt) ?? false
+        firstName = try c.decodeIfPresent(String.self, forKey: .firstName)
+        error = try c.decodeIfPresent(KioskStepError.self, forKey: .error)?.code
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case success, customerUUID, token, interviewId, interviewToken, transactionId, spoofAttempt, firstName, error
+    }
+}
+
+/// A step's failure as an event carries it: a wire code (`NO_PORTRAIT`, `DOCUMENT_UNREADABLE`, ...) and
+/// a message when the server gave one. Read from either a bare code string or `{code, message}`.
+public struct KioskStepError: Sendable, Equatable, Decodable {
+    public var code: String
+    public var message: String?
+
+    public init(code: String, message: String? = nil) {
+        self.code = code
+        self.message = message
+    }
+
+    public init(from decoder: any Decoder) throws {
+        if let code = try? decoder.singleValueContainer().decode(String.self) {
+            self.init(code: code)
+            return
+        }
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(code: try c.decode(String.self, forKey: .code), message: try c.decodeIfPresent(String.self, forKey: .message))
+    }
+
+    enum CodingKeys: String, CodingKey { case code, message }
+}
+
+public struct SelfieScanCompleted: Sendable, Equatable, Decodable {
+    public var success: Bool
+    public var existingUser: Bool?
+    public var spoofAttempt: Bool?
+    public var error: KioskStepError?
+    /// Why the step failed, in words, when the server says.
+    public var message: String?
+}
+
+/// `idFrontCompleted` and `idBackCompleted`.
+public struct KioskDocumentStep: Sendable, Equatable, Decodable {
+    public var success: Bool
+    public var error: KioskStepError?
+    /// Why the step failed, in words, when the server says.
+    public var message: String?
+}
+
+/// The machine-readable zone as read from the document; dates `YYYY-MM-DD`.
+public struct KioskOCRData: Sendable, Equatable, Decodable {
+    public var documentType: String?
+    public var issuingState: String?
+    public var documentNumber: String?
+    public var surname: String?
+    public var givenNames: String?
+    public var nationality: String?
+    public var birthDate: String?
+    public var sex: String?
+    public var expiryDate: String?
+}
+
+public struct IdProcessed: Sendable, Equatable, Decodable {
+    public var success: Bool
+    public var ocrData: KioskOCRData?
+    public var error: KioskStepError?
+    /// Why the step failed, in words, when the server says.
+    public var message: String?
+}
+
+public struct FaceMatchCompleted: Sendable, Equatable, Decodable {
+    public var success: Bool
+    public var distance: Double?
+    public var error: KioskStepError?
+    /// Why the step failed, in words, when the server says.
+    public var message: String?
+}
+
+public struct KioskFlowCompleted: Sendable, Equatable, Decodable {
+    public var success: Bool
+    public var customerUUID: String?
+    /// An identity token (method `kiosk`) for the app server.
+    public var token: String?
+    public var name: String?
+    public var existingUser: Bool?
+}
+
+public struct KioskErrorEvent: Sendable, Equatable, Decodable {
+    public var code: String
+    public var message: String
+
+    public init(code: String, message: String) {
+        self.code = code
+        self.message = message
+    }
+}
+
+/// One event of a kiosk session, from its event stream or a step call's answer.
+public enum KioskEvent: Sendable, Equatable {
+    case selfieScanCompleted(SelfieScanCompleted)
+    case idFrontCompleted(KioskDocumentStep)
+    case idBackCompleted(KioskDocumentStep)
+    case idProcessed(IdProcessed)
+    case faceMatchCompleted(FaceMatchCompleted)
+    case kioskFlowCompleted(KioskFlowCompleted)
+    case kioskError(KioskErrorEvent)
+    case userCancelledSession
+    /// An event name this version does not know, with its raw JSON data.
+    case unknown(name: String, data: String)
+
+    public var name: String {
+        switch self {
+        case .selfieScanCompleted: "selfieScanCompleted"
+        case .idFrontCompleted: "idFrontCompleted"
+        case .idBackCompleted: "idBackCompleted"
+        case .idProcessed: "idProcessed"
+        case .faceMatchCompleted: "faceMatchCompleted"
+        case .kioskFlowCompleted: "kioskFlowCompleted"
+        case .kioskError: "kioskError"
+        case .userCancelledSession: "userCancelledSession"
+        case .unknown(let name, _): name
+        }
+    }
+
+    /// Reads the event `name` from its JSON `data`.
+    public init(name: String, data: Data) throws(FaceGateError) {
+        func decode<T: Decodable>(_ type: T.Type) throws(FaceGateError) -> T {
+            do { return try JSONDecoder().decode(type, from: data) } catch {
+                throw .decoding("kiosk event \(name) has unreadable data: \(error)")
+            }
+        }
+        switch name {
+        case "selfieScanCompleted": self = .selfieScanCompleted(try decode(SelfieScanCompleted.self))
+        case "idFrontCompleted": self = .idFrontCompleted(try decode(KioskDocumentStep.self))
+        case "idBackCompleted": self = .idBackCompleted(try decode(KioskDocumentStep.self))
+        case "idProcessed": self = .idProcessed(try decode(IdProcessed.self))
+        case "faceMatchCompleted": self = .faceMatchCompleted(try decode(FaceMatchCompleted.self))
+        case "kioskFlowCompleted": self = .kioskFlowCompleted(try decode(KioskFlowCompleted.self))
+        case "kioskError": self = .kioskError(try decode(KioskErrorEvent.self))
+        case "userCancelledSession": self = .userCancelledSession
+        default: self = .unknown(name: name, data: String(decoding: data, as: UTF8.self))
+        }
+    }
+}
+
+public struct KioskStepRecord: Sendable, Equatable, Decodable {
+    public var name: String
+    public var success: Bool
+    public var at: String?
+}
+
+public struct KioskFlowResult: Sendable, Equatable, Decodable {
+    public var success: Bool
+    public var customerUUID: String?
+    public var token: String?
+    public var name: String?
+    public var existingUser: Bool?
+}
+
+/// `GET /v1/kiosk/sessions/{interviewId}`. States: `selfie`, `idFront`, `idBack`, `completed`, `failed`, `cancelled`, `expired`.
+public struct KioskSessionStatus: Sendable, Equatable, Decodable {
+    public var interviewId: String
+    public var state: String
+    public var steps: [KioskStepRecord]
+    public var result: KioskFlowResult?
+    public var expiresAt: String?
+
+    public static let terminalStates: Set<String> = ["completed", "failed", "cancelled", "expired"]
+    public var isTerminal: Bool { Self.terminalStates.contains(state) }
+}
+
+/// The answer of a step call: the session after the step and the events the step produced.
+public struct KioskStepResult: Sendable, Equatable {
+    public var interviewId: String
+    public var state: String
+    public var steps: [KioskStepRecord]
+    public var result: KioskFlowResult?
+    public var events: [KioskEvent]
+
+    static func decode(_ answer: HTTPAnswer) throws(FaceGateError) -> KioskStepResult {
+        struct Shape: Decodable {
+            var interviewId: String
+            var state: String
+            var steps: [KioskStepRecord]?
+            var result: KioskFlowResult?
+        }
+        let shape = try answer.decode(Shape.self)
+        var events: [KioskEvent] = []
+        let object = (try? JSONSerialization.jsonObject(with: answer.body)) as? [String: Any]
+        for item in object?["events"] as? [[String: Any]] ?? [] {
+            guard let name = item["event"] as? String else { continue }
+            // The stream's data object, either flattened next to `event` or nested as `data` (with `seq`, `at`).
+            var data = item
+            if let nested = item["data"] as? [String: Any] {
+                data = nested
+            } else {
+                data.removeValue(forKey: "event")
+            }
+            guard let bytes = try? JSONSerialization.data(withJSONObject: data) else { continue }
+            events.append(try KioskEvent(name: name, data: bytes))
+        }
+        return KioskStepResult(interviewId: shape.interviewId, state: shape.state, steps: shape.steps ?? [], result: shape.result, events: events)
+    }
+}
