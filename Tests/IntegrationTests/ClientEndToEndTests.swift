@@ -290,6 +290,15 @@ import Testing
             call.cancel()
             let outcome = await call.value
             #expect(outcome == .failure(.cancelled), "\(outcome)")
+            // The gateway still records the attempt the client gave up on.
+            var recorded: [[String: Any]] = []
+            let deadline = ContinuousClock.now + .seconds(40)
+            while recorded.isEmpty, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(250))
+                let audit = try await stack.call("GET", "/v1/audit/transactions?appId=\(app.id)&deviceId=cancel-phone", bearer: stack.adminKey)
+                recorded = audit.json["items"] as? [[String: Any]] ?? []
+            }
+            #expect(recorded.first?["kind"] as? String == "face.login", "\(recorded)")
             // A task cancelled before its call starts never sends it.
             let early = Task { () async -> Result<FaceLoginOutcome, FaceGateError> in
                 withUnsafeCurrentTask { $0?.cancel() }

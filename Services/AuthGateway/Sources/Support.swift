@@ -67,7 +67,10 @@ extension GatewayContext {
                                        deviceId: draft.deviceId, clientIp: request.remoteAddress, score: draft.score,
                                        latencyMs: Int((ContinuousClock.now - started).milliseconds.rounded()), detail: draft.detail)
         do {
-            try await transactions.append(record)
+            // Written outside the handler's task: a client that hangs up cancels that task, and the
+            // attempt must still reach the trail.
+            let transactions = self.transactions
+            try await Task.detached { try await transactions.append(record) }.value
         } catch {
             // No audit record, no answer: an unrecorded success would be a hole in the trail.
             logger.error("transaction not recorded", ["request.id": request.requestId, "error": "\(error)"])
