@@ -93,6 +93,7 @@ final class GatewayContext: Sendable {
         registerAuditRoutes(on: router)
         registerDiscoveryRoutes(on: router)
         registerCTIDRoutes(on: router)
+        registerConsoleRoutes(on: router)
     }
 
     /// Sends a face job and waits for the matcher's answer (merged across shards), within the request

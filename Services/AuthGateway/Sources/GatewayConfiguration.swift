@@ -31,6 +31,8 @@ public struct GatewayConfiguration: Sendable {
     public var secretGraceSeconds: Int
     /// How long a CTID serial number stays usable.
     public var ctidSerialTTLSeconds: Int
+    /// Where the console's static files are (`FACEGATE_CONSOLE_DIR`); nil: the Console folder of this source tree.
+    public var consoleDirectory: String?
 
     public init(environment env: Environment) throws(ConfigurationError) {
         common = try CommonConfiguration(serviceName: "auth-gateway", defaultAdminPort: 9100, environment: env)
@@ -63,5 +65,6 @@ public struct GatewayConfiguration: Sendable {
         lockAfter = try env.int("FACEGATE_LOCK_AFTER", default: 50, range: 2...100_000)
         secretGraceSeconds = try env.int("FACEGATE_SECRET_GRACE_SECONDS", default: 86400, range: 0...2_592_000)
         ctidSerialTTLSeconds = try env.int("FACEGATE_CTID_SERIAL_TTL_SECONDS", default: 600, range: 30...86400)
+        consoleDirectory = env.optionalString("FACEGATE_CONSOLE_DIR")
     }
 }
