@@ -103,6 +103,7 @@ def seed_data():
     seed["users"] = users
     enrolled = stack.admin("POST", f"/v1/apps/{app_id}/users/{users['E1001']}/faces", body=stack.image("obama.jpg"), content_type="image/jpeg")
     assert enrolled.status == 201, enrolled.body
+    seed["enrolled"] = enrolled.json()
     token = stack.call("POST", "/v1/access-tokens", basic=f"{app_id}:{seed['app']['appSecret']}")
     assert token.status == 200, token.body
     seed["token"] = token.json()["accessToken"]
@@ -368,6 +369,8 @@ class ConsoleTests(unittest.TestCase):
         obama.find_element(By.TAG_NAME, "button").click()
         template = self.wait(lambda d: d.find_element(By.CSS_SELECTOR, "#faces-detail .template"))
         stored = stack.admin("GET", f"/v1/apps/{seed['app']['appId']}/users/{seed['users']['E1001']}/faces").json()["items"]
+        # The listing returns what enrollment measured, for the template enrollment created.
+        self.assertEqual([(face["templateId"], face["quality"]) for face in stored], [(seed["enrolled"]["templateId"], seed["enrolled"]["quality"])])
         self.assertEqual(template.get_attribute("data-template-id"), stored[0]["templateId"])
         self.assertIn(f"{stored[0]['quality']['faceWidth']} px", template.text)
 
@@ -438,16 +441,28 @@ class ConsoleTests(unittest.TestCase):
         self.assertIn("signin-key", reached)
         self.assertIn("signin-submit", reached)
         self.sign_in(stack.admin_key)
-        self.driver.execute_script("document.activeElement.blur(); window.scrollTo(0, 0)")
+        self.search(limit=10)  # more than one page, so the paging buttons are enabled (and focusable)
+        # Tab from the top of the page: the skip link is its first stop.
+        self.driver.execute_script("window.scrollTo(0, 0); document.querySelector('.skip-link').focus()")
         reached, outlines = self.tab_through(45)
         for control in ("nav-auditor", "nav-operator", "nav-kiosk", "signout", "f-app", "f-kind", "f-outcome", "f-device", "f-limit",
                         "audit-search", "audit-csv", "audit-next"):
             self.assertIn(control, reached, f"Tab never reached {control}: {reached}")
             self.assertTrue(outlines[control].startswith("solid"), f"no visible focus on {control}: {outlines[control]}")
-        self.assertTrue(any(str(key).startswith("Details of transaction") for key in reached), reached)
+        # The table is one tab stop; the arrow keys move between its rows.
+        details = [key for key in reached if str(key).startswith("Details of transaction")]
+        self.assertEqual(len(details), 1, reached)
+        first = self.driver.find_elements(By.CSS_SELECTOR, "#audit-rows button.row-details")[:2]
+        first[0].send_keys(Keys.ARROW_DOWN)
+        self.assertEqual(self.driver.switch_to.active_element, first[1])
+        self.driver.switch_to.active_element.send_keys(Keys.ENTER)
+        self.visible("drawer")
+        ActionChains(self.driver).send_keys(Keys.ESCAPE).perform()
+        self.wait(lambda d: not d.find_element(By.ID, "drawer").is_displayed())
         self.open_seeded_app()
-        self.driver.execute_script("document.activeElement.blur(); window.scrollTo(0, 0)")
-        reached, outlines = self.tab_through(70)
+        self.driver.execute_script("document.activeElement.blur(); document.getElementById('apps-title').scrollIntoView()")
+        self.driver.find_element(By.ID, "apps-title").click()  # Tab continues from here, as after a click on the heading
+        reached, outlines = self.tab_through(40)
         for control in (f"module-{seed['app']['appId']}-faceLogin", "app-name", "enroll-user", "enroll-photo", "enroll-submit",
                         "reset-device", "reset-submit", "token-secret", "token-submit"):
             self.assertIn(control, reached, f"Tab never reached {control}: {reached}")
@@ -562,8 +577,8 @@ class ZZBrowserHygieneTests(unittest.TestCase):
         self.assertTrue(requested_urls, "no request was recorded: performance logging is not working")
         for url in requested_urls:
             parsed = urllib.parse.urlparse(url)
-            if parsed.scheme in ("data", "blob"):
-                continue
+            if parsed.scheme not in ("http", "https", "ws", "wss"):
+                continue  # data:, blob: and the browser's own chrome:// pages never reach the network
             self.assertIn(parsed.hostname, LOCAL_HOSTS, f"request to a non-local host: {url}")
         # Deliberately provoked API failures (a wrong key, a rejected photo) are logged by Chromium as failed loads;
         # anything else (script errors, CSP violations, missing files) is a defect.

@@ -52,10 +52,14 @@ export function initAuditor() {
       body.append(el("tr", {}, el("td", { colspan: 7, text: "No transactions match this filter." })));
       return;
     }
-    for (const item of items) {
+    // One tab stop for the whole table (roving tabindex): Tab moves past it to the paging buttons, the arrow
+    // keys (and Home/End) move between rows.
+    items.forEach((item, index) => {
       const ok = item.outcome === "SUCCESS";
-      const button = el("button", { type: "button", class: "secondary", "aria-label": `Details of transaction ${item.transactionId}`, text: "Details" });
+      const button = el("button", { type: "button", class: "secondary row-details", tabindex: index === 0 ? "0" : "-1",
+        "aria-label": `Details of transaction ${item.transactionId}`, "aria-keyshortcuts": "ArrowUp ArrowDown", text: "Details" });
       button.addEventListener("click", () => openDrawer(item, button));
+      button.addEventListener("keydown", moveBetweenRows);
       body.append(el("tr", { "data-transaction-id": item.transactionId },
         el("td", { class: "mono", text: formatTime(item.createdAt) }),
         el("td", { text: item.kind }),
@@ -64,7 +68,18 @@ export function initAuditor() {
         el("td", { class: "optional", text: `${item.latencyMs} ms` }),
         el("td", { class: "optional", text: item.score === null || item.score === undefined ? "—" : Number(item.score).toFixed(3) }),
         el("td", {}, button)));
-    }
+    });
+  }
+
+  function moveBetweenRows(event) {
+    const buttons = [...document.querySelectorAll("#audit-rows button.row-details")];
+    const index = buttons.indexOf(event.currentTarget);
+    const target = { ArrowDown: index + 1, ArrowUp: index - 1, Home: 0, End: buttons.length - 1 }[event.key];
+    if (target === undefined || target < 0 || target >= buttons.length) return;
+    event.preventDefault();
+    buttons[index].tabIndex = -1;
+    buttons[target].tabIndex = 0;
+    buttons[target].focus();
   }
 
   function renderCharts() {
