@@ -177,8 +177,9 @@ class Stack:
 
 
 def write_y4m(photo, path, width=640, height=480, frames=15):
-    """A short Y4M video (I420) of one photo, for Chromium's fake camera. ImageMagick scales and crops the photo."""
-    rgb = subprocess.run(["convert", photo, "-resize", f"{width}x{height}^", "-gravity", "center", "-extent", f"{width}x{height}",
+    """A short Y4M video (I420) of one photo, for Chromium's fake camera. ImageMagick scales and letterboxes the photo."""
+    # Letterboxed, so the whole face stays in the picture.
+    rgb = subprocess.run(["convert", photo, "-resize", f"{width}x{height}", "-background", "#777777", "-gravity", "center", "-extent", f"{width}x{height}",
                           "-depth", "8", "rgb:-"], check=True, capture_output=True).stdout
     y_plane = bytearray(width * height)
     u_plane = bytearray((width // 2) * (height // 2))
