@@ -176,9 +176,22 @@ class Stack:
                          headers={"X-Device-Id": device})
 
 
-def write_y4m(photo, path, width=640, height=480, frames=15):
-    """A short Y4M video (I420) of one photo, for Chromium's fake camera. ImageMagick scales and letterboxes the photo."""
-    # Letterboxed, so the whole face stays in the picture.
+def write_y4m(photos, path, width=640, height=480, frames=15):
+    """A short Y4M video (I420, 15 fps) for Chromium's fake camera: each photo (a path or a list of paths, e.g. the
+    frames of an acted-out challenge) held for `frames` frames. Chromium loops the file."""
+    photos = [photos] if isinstance(photos, str) else list(photos)
+    with open(path, "wb") as handle:
+        handle.write(f"YUV4MPEG2 W{width} H{height} F15:1 Ip A1:1 C420jpeg\n".encode())
+        for photo in photos:
+            frame = i420_frame(photo, width, height)
+            for _ in range(frames):
+                handle.write(b"FRAME\n")
+                handle.write(frame)
+    return path
+
+
+def i420_frame(photo, width, height):
+    """One photo as planar YUV 4:2:0 (BT.601 full range, as JPEG uses), letterboxed so the whole face stays in view."""
     rgb = subprocess.run(["convert", photo, "-resize", f"{width}x{height}", "-background", "#777777", "-gravity", "center", "-extent", f"{width}x{height}",
                           "-depth", "8", "rgb:-"], check=True, capture_output=True).stdout
     y_plane = bytearray(width * height)
@@ -197,13 +210,21 @@ def write_y4m(photo, path, width=640, height=480, frames=15):
             index = (row // 2) * (width // 2) + column // 2
             u_plane[index] = max(0, min(255, int(128 - 0.168736 * r - 0.331264 * g + 0.5 * b)))
             v_plane[index] = max(0, min(255, int(128 + 0.5 * r - 0.418688 * g - 0.081312 * b)))
-    frame = bytes(y_plane) + bytes(u_plane) + bytes(v_plane)
-    with open(path, "wb") as handle:
-        handle.write(f"YUV4MPEG2 W{width} H{height} F15:1 Ip A1:1 C420jpeg\n".encode())
-        for _ in range(frames):
-            handle.write(b"FRAME\n")
-            handle.write(frame)
-    return path
+    return bytes(y_plane) + bytes(u_plane) + bytes(v_plane)
+
+
+def challenge_video(photo, path):
+    """Frames acting out every liveness action from `facegate-bench frames` when that tool is built, else the still photo."""
+    bench = os.path.join(os.environ.get("FACEGATE_BIN_DIR", ""), "facegate-bench")
+    out = path + ".frames"
+    if os.path.exists(bench):
+        made = subprocess.run([bench, "frames", "--photo", photo, "--actions", "BLINK,TURN_LEFT,TURN_RIGHT", "--out", out],
+                              capture_output=True, timeout=120)
+        images = sorted(os.path.join(out, name) for name in os.listdir(out)) if made.returncode == 0 and os.path.isdir(out) else []
+        images = [image for image in images if image.lower().endswith((".jpg", ".jpeg", ".png"))]
+        if images:
+            return write_y4m(images, path, frames=4)
+    return write_y4m(photo, path)
 
 
 def new_user_data_dir():

@@ -503,7 +503,7 @@ class KioskPageTests(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        video = harness.write_y4m(os.path.join(stack.images, "obama.jpg"), os.path.join(stack.state, "obama.y4m"))
+        video = harness.challenge_video(os.path.join(stack.images, "obama.jpg"), os.path.join(stack.state, "obama.y4m"))
         cls.driver = make_driver(["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
                                   f"--use-file-for-fake-video-capture={video}"])
 
@@ -533,7 +533,14 @@ class KioskPageTests(unittest.TestCase):
             const d = g.getImageData(0, 0, 64, 48).data; let s = 0; for (let i = 0; i < d.length; i += 4) s += d[i];
             return s / (d.length / 4);""")
         self.assertGreater(mean, 20)
+        self.driver.execute_script("window.scrollTo(0, 0)")
         self.driver.save_screenshot(os.path.join(ARTIFACTS, "kiosk.png"))
+        self.driver.set_window_size(390, 844)
+        try:
+            self.assertLessEqual(self.driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth"), 0)
+            self.driver.save_screenshot(os.path.join(ARTIFACTS, "phone-kiosk.png"))
+        finally:
+            self.driver.set_window_size(1280, 900)
 
     @unittest.skip("kiosk endpoints pending")
     def test_21_kiosk_login_and_onboarding_against_the_kiosk_api(self):
@@ -552,7 +559,7 @@ class KioskPageTests(unittest.TestCase):
         self.assertTrue(final and "Welcome" in final[0].text or "liveness" in status, status)
 
         unknown = make_driver(["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-                               f"--use-file-for-fake-video-capture={harness.write_y4m(os.path.join(stack.images, 'biden.jpg'), os.path.join(stack.state, 'biden.y4m'))}"])
+                               f"--use-file-for-fake-video-capture={harness.challenge_video(os.path.join(stack.images, 'biden.jpg'), os.path.join(stack.state, 'biden.y4m'))}"])
         try:
             self.driver, previous = unknown, self.driver
             stack.admin("DELETE", f"/v1/apps/{seed['app']['appId']}/users/{seed['users']['E1002']}")

@@ -68,10 +68,13 @@ function bucketLabel(ms, spanMs) {
   return spanMs > 2 * 86_400_000 ? iso.slice(5, 10) : iso.slice(11, spanMs > 120_000 ? 16 : 19);
 }
 
+const FIXED_COLORS = { SUCCESS: "#1f7a3a", CONFIRM_REQUIRED: "#0b5cad" };
+
 function colorFor(outcome, outcomes) {
-  if (outcome === "SUCCESS") return PALETTE[0];
-  const index = outcomes.filter((o) => o !== "SUCCESS").indexOf(outcome);
-  return PALETTE[1 + (index % (PALETTE.length - 1))];
+  if (FIXED_COLORS[outcome]) return FIXED_COLORS[outcome];
+  const failures = PALETTE.filter((color) => !Object.values(FIXED_COLORS).includes(color));
+  const index = outcomes.filter((o) => !FIXED_COLORS[o]).indexOf(outcome);
+  return failures[index % failures.length];
 }
 
 function emptyChart(label) {
