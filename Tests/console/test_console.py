@@ -396,6 +396,23 @@ class ConsoleTests(unittest.TestCase):
         self.assertIn(verdict.get_attribute("data-code"), ("NO_FACE", "IMAGE_FORMAT_ERROR", "LOW_QUALITY"))
         self.assertIn("Rejected", verdict.text)
 
+    def test_08b_operator_adds_a_user(self):
+        self.open_seeded_app()
+        self.by_id("user-number").send_keys("E1003")
+        self.by_id("user-name").send_keys("Ada Lovelace")
+        self.by_id("user-name").send_keys(Keys.ENTER)
+        self.wait(lambda d: "User Ada Lovelace added" in d.find_element(By.ID, "users-status").text)
+        users = stack.admin("GET", f"/v1/apps/{seed['app']['appId']}/users").json()["items"]
+        added = next(user for user in users if user["employeeNumber"] == "E1003")
+        self.assertEqual(added["name"], "Ada Lovelace")
+        row = self.wait(lambda d: d.find_element(By.CSS_SELECTOR, f"#users-rows tr[data-user-id='{added['userId']}']"))
+        self.assertIn("Ada Lovelace", row.text)
+        # Adding the same employee number again is refused with the API's conflict.
+        self.by_id("user-number").send_keys("E1003")
+        self.by_id("user-name").send_keys("Someone Else")
+        self.by_id("user-name").send_keys(Keys.ENTER)
+        self.wait(lambda d: "CONFLICT" in d.find_element(By.ID, "users-status").text)
+
     def test_09_operator_resets_a_locked_device(self):
         self.assertEqual(stack.face_login(seed["token"], "device-b", "biden.jpg").status, 423)
         self.open_seeded_app()
@@ -587,10 +604,10 @@ class ZZBrowserHygieneTests(unittest.TestCase):
             if parsed.scheme not in ("http", "https", "ws", "wss"):
                 continue  # data:, blob: and the browser's own chrome:// pages never reach the network
             self.assertIn(parsed.hostname, LOCAL_HOSTS, f"request to a non-local host: {url}")
-        # Deliberately provoked API failures (a wrong key, a rejected photo) are logged by Chromium as failed loads;
+        # Deliberately provoked API failures (a wrong key, a duplicate employee number, a rejected photo) are logged by Chromium as failed loads;
         # anything else (script errors, CSP violations, missing files) is a defect.
         unexpected = [message for message in browser_errors
-                      if not ("/v1/" in message and "Failed to load resource" in message and any(f"status of {code}" in message for code in (401, 422)))]
+                      if not ("/v1/" in message and "Failed to load resource" in message and any(f"status of {code}" in message for code in (401, 409, 422)))]
         self.assertEqual(unexpected, [])
 
 

@@ -149,7 +149,7 @@ export function initOperator() {
     event.preventDefault();
     const form = event.target;
     try {
-      const created = await api("POST", `/v1/apps/${selected.appId}/users`, { json: { employeeNumber: form.employeeNumber.value, name: form.name.value } });
+      const created = await api("POST", `/v1/apps/${selected.appId}/users`, { json: { employeeNumber: $("user-number").value, name: $("user-name").value } });
       form.reset();
       showStatus($("users-status"), "ok", `User ${created.name} added.`);
       await loadUsers();
