@@ -283,6 +283,18 @@ class ConsoleTests(unittest.TestCase):
         self.assertEqual(len(self.rows()), len(api_items(appId=app_id, deviceId="device-b", kind="face.login")))
         self.assertEqual(len(self.rows()), 4)
 
+        # The time window (local-time inputs, sent as RFC 3339 UTC): from an hour ago everything, from tomorrow nothing.
+        local = "const d = new Date(Date.now() + arguments[0] * 3600e3); d.setMinutes(d.getMinutes() - d.getTimezoneOffset()); " \
+                "document.getElementById('f-from').value = d.toISOString().slice(0, 19);"
+        self.driver.execute_script(local, -1)
+        self.search(appId=app_id, limit=100)
+        self.assertEqual(len(self.rows()), len(expected))
+        self.driver.execute_script(local, 24)
+        self.search(appId=app_id, limit=100)
+        self.assertEqual(len(self.rows()), 0)
+        self.assertIn("No transactions match", self.by_id("audit-rows").text)
+        self.driver.execute_script("document.getElementById('f-from').value = ''")
+
     def test_03_detail_drawer_opens_and_closes_by_keyboard(self):
         self.sign_in(stack.admin_key)
         self.search(appId=seed["app"]["appId"], limit=10)
