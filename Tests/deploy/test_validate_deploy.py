@@ -31,6 +31,8 @@ def copy_tree(destination: Path) -> None:
     # Target folders named by Package.swift, so the build-context check sees them exist.
     for folder in ("Shared", "Services", "Tests", "Benchmarks"):
         (destination / folder).mkdir(exist_ok=True)
+    # The web console's files, which the image copies in.
+    (destination / "Services/AuthGateway/Console").mkdir(parents=True, exist_ok=True)
 
 
 class ValidatorTests(unittest.TestCase):

@@ -92,6 +92,7 @@ final class GatewayContext: Sendable {
         registerDiscoveryRoutes(on: router)
         registerCTIDRoutes(on: router)
         registerKioskSessionRoutes(on: router)
+        registerConsoleRoutes(on: router)
     }
 
     /// Deletes single-use records that can no longer be used: spent or expired token ids (the token's own

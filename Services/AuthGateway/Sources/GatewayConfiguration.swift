@@ -33,6 +33,8 @@ public struct GatewayConfiguration: Sendable {
     public var secretGraceSeconds: Int
     /// How long a CTID serial number stays usable.
     public var ctidSerialTTLSeconds: Int
+    /// Where the console's static files are (`FACEGATE_CONSOLE_DIR`); nil: the Console folder of this source tree.
+    public var consoleDirectory: String?
 
     public init(environment env: Environment) throws(ConfigurationError) {
         common = try CommonConfiguration(serviceName: "auth-gateway", defaultAdminPort: 9100, environment: env)
@@ -66,5 +68,6 @@ public struct GatewayConfiguration: Sendable {
         secretGraceSeconds = try env.int("FACEGATE_SECRET_GRACE_SECONDS", default: 86400, range: 0...2_592_000)
         ctidSerialTTLSeconds = try env.int("FACEGATE_CTID_SERIAL_TTL_SECONDS", default: 600, range: 30...86400)
         sweepInterval = .seconds(try env.int("FACEGATE_SWEEP_SECONDS", default: 60, range: 1...86400))
+        consoleDirectory = env.optionalString("FACEGATE_CONSOLE_DIR")
     }
 }

@@ -143,7 +143,12 @@ enum OpenAPIDocument {
       "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/userId"}],
       "post": {"summary": "Enroll a face from a photo (quality gate, duplicate check)", "security": [{"operatorKey": []}],
         "requestBody": {"required": true, "content": {"image/jpeg": {}, "image/png": {}, "multipart/form-data": {"schema": {"type": "object", "properties": {"image": {"type": "string", "format": "binary"}}}}}},
-        "responses": {"201": {"description": "{templateId, quality}"}, "422": {"$ref": "#/components/responses/Error"}, "default": {"$ref": "#/components/responses/Error"}}}
+        "responses": {"201": {"description": "{templateId, quality}"}, "422": {"$ref": "#/components/responses/Error"}, "default": {"$ref": "#/components/responses/Error"}}},
+      "get": {"summary": "The user's enrolled templates with the quality measured at enrollment", "security": [{"operatorKey": []}],
+        "responses": {"200": {"description": "{items: [{templateId, quality, createdAt}]}", "content": {"application/json": {"schema": {"type": "object", "properties": {
+          "items": {"type": "array", "items": {"type": "object", "properties": {"templateId": {"type": "string", "format": "uuid"},
+            "quality": {"$ref": "#/components/schemas/Quality"}, "createdAt": {"type": "string", "format": "date-time"}}}}}}}}},
+          "default": {"$ref": "#/components/responses/Error"}}}
     },
     "/v1/apps/{appId}/devices/{deviceId}/reset": {
       "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/deviceIdPath"}],
@@ -324,6 +329,17 @@ enum OpenAPIDocument {
     },
     "/openapi.json": {
       "get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1"}}}
+    },
+    "/console": {
+      "get": {"summary": "Redirects to /console/", "responses": {"301": {"description": "Location: /console/"}}}
+    },
+    "/console/": {
+      "get": {"summary": "The web console for auditors and operators (static page; it calls this API with the key signed in with)",
+        "responses": {"200": {"description": "text/html"}}}
+    },
+    "/console/{file}": {
+      "parameters": [{"name": "file", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9._-]*$"}}],
+      "get": {"summary": "A file of the web console (HTML, CSS, JavaScript)", "responses": {"200": {"description": "The file"}, "404": {"$ref": "#/components/responses/Error"}}}
     }
   }
 }

@@ -27,6 +27,7 @@ extension GatewayContext {
         }
         router.add("DELETE", "/v1/apps/{appId}/users/{userId}") { [self] request in try await deleteUser(request) }
         router.add("POST", "/v1/apps/{appId}/users/{userId}/faces") { [self] request in try await enrollFace(request) }
+        router.add("GET", "/v1/apps/{appId}/users/{userId}/faces") { [self] request in try await listFaces(request) }
         router.add("POST", "/v1/apps/{appId}/devices/{deviceId}/reset") { [self] request in try await resetDevice(request) }
         router.add("POST", "/v1/auditors") { [self] request in try await createAuditor(request) }
     }
@@ -275,6 +276,26 @@ extension GatewayContext {
             struct Enrolled: Encodable { var templateId: String; var quality: FaceQualityReport }
             return .json(Enrolled(templateId: templateId.wire, quality: quality), status: 201)
         }
+    }
+
+    /// The user's enrolled templates with the quality measured at enrollment (never the embedding).
+    func listFaces(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await requireAdmin(request)
+        let app = try await existingApp(request)
+        let userId = try request.uuidParameter("userId")
+        _ = try await user(userId, app: app.id)
+        let rows = try await database.query("""
+            SELECT id, quality::text AS quality, created_at FROM face_templates
+            WHERE user_id = \(userId) AND app_id = \(app.id) ORDER BY created_at, id
+            """)
+        struct Face: Encodable { var templateId: String; var quality: FaceQualityReport; var createdAt: Date }
+        let items = try rows.rows.map { row in
+            Face(templateId: try row.decode("id", as: UUID.self).wire,
+                 quality: try FaceGateJSON.decode(FaceQualityReport.self, from: Array(try row.decode("quality", as: String.self).utf8)),
+                 createdAt: try row.decode("created_at"))
+        }
+        struct Page: Encodable { var items: [Face] }
+        return .json(Page(items: items))
     }
 
     func resetDevice(_ request: HTTPRequest) async throws -> HTTPResponse {
