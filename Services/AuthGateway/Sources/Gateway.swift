@@ -93,6 +93,8 @@ final class GatewayContext: Sendable {
         registerAuditRoutes(on: router)
         registerDiscoveryRoutes(on: router)
         registerCTIDRoutes(on: router)
+        registerLivenessRoutes(on: router)
+        registerKioskLoginRoutes(on: router)
     }
 
     /// Sends a face job and waits for the matcher's answer (merged across shards), within the request
@@ -115,7 +117,7 @@ final class GatewayContext: Sendable {
         guard results.count > 1, var merged = results.first(where: { $0.outcome != .noMatchFace && $0.outcome != .match && $0.outcome != .ambiguousMatch }) ?? results.first else {
             return results[0]
         }
-        if job.kind == .identify, results.allSatisfy({ [.match, .noMatchFace, .ambiguousMatch].contains($0.outcome) }) {
+        if job.kind == .identify || (job.kind == .liveness && job.identify), results.allSatisfy({ [.match, .noMatchFace, .ambiguousMatch].contains($0.outcome) }) {
             merged.candidates = MatchRule.merge(results.map(\.candidates), k: job.topK)
             merged.outcome = MatchRule(threshold: job.threshold ?? 0.5, margin: job.margin ?? 0.06).decide(merged.candidates).outcome
         } else if job.kind == .enroll, let owner = results.first(where: { $0.templateId != nil }) {
