@@ -3,7 +3,9 @@ import FaceEngine
 import FaceGateCore
 import FaceGateTestSupport
 import Foundation
+import MatcherWorker
 import PostgresClient
+import ServiceKit
 import Testing
 
 /// Active liveness end to end: challenges from the gateway, bursts made from real photos
@@ -186,6 +188,52 @@ import Testing
             #expect(text.json["success"] as? Bool == false)
             #expect(text.string("error") == "IMAGE_FORMAT_ERROR")
         }
+    }
+
+    @Test func shardedGalleryAnswersALivenessLoginOnce() async throws {
+        let engine = try SyntheticFrames.defaultEngine()
+        let sharded = Self.extra.merging(["FACEGATE_MATCHER_SHARDS": "2", "MATCHER_SHARD_COUNT": "2", "MATCHER_SHARD_INDEX": "0"]) { _, new in new }
+        try await TestStack.with(extra: sharded) { stack in
+            var environment = stack.environment
+            environment["MATCHER_SHARD_INDEX"] = "1"
+            let second = try MatcherWorker(configuration: try MatcherConfiguration(environment: Environment(environment)))
+            let run = Task { _ = try? await second.group.run(handleSignals: false) }
+            defer { second.group.requestStop(reason: "test finished") }
+            try await second.jobs.waitUntilAssigned(timeout: .seconds(60))
+
+            let app = try await stack.createApp()
+            let obama = try await stack.createUser(app, employeeNumber: "S1", name: "Barack Obama")
+            let biden = try await stack.createUser(app, employeeNumber: "S2", name: "Joe Biden")
+            #expect(try await stack.enroll(app, user: obama, photo: "obama2.jpg").status == 201)
+            #expect(try await stack.enroll(app, user: biden, photo: "biden.jpg").status == 201)
+            let token = try await stack.accessToken(app)
+
+            for (device, photo, expected) in [("k-1", "obama.jpg", obama), ("k-2", "biden.jpg", biden)] {
+                let challenge = try await stack.storeChallenge(app, device: device, actions: [.turnLeft, .blink])
+                let login = try await stack.kioskLogin(token, device: device, challengeId: challenge,
+                                                       frames: try SyntheticFrames.burst(photo: try Self.photo(photo), actions: [.turnLeft, .blink], engine: engine))
+                #expect(login.json["success"] as? Bool == true, "\(photo): \(String(decoding: login.body, as: UTF8.self))")
+                #expect(login.string("customerUUID") == expected, "\(photo)")
+            }
+            let stillChallenge = try await stack.storeChallenge(app, device: "k-3", actions: [.blink])
+            let still = try await stack.kioskLogin(token, device: "k-3", challengeId: stillChallenge,
+                                                   frames: try SyntheticFrames.replayedStill(photo: try Self.photo("obama.jpg"), count: 3, engine: engine))
+            #expect(still.string("error") == "SPOOF_DETECTED")
+            second.group.requestStop(reason: "test finished")
+            await run.value
+        }
+    }
+
+    @Test func livenessJobsFromOlderSendersDecode() throws {
+        let job = FaceJob(kind: .liveness, appId: UUID(), frames: [Data([1, 2])], actions: [.blink], identify: true)
+        var object = try #require(try JSONSerialization.jsonObject(with: Data(try FaceGateJSON.encode(job))) as? [String: Any])
+        #expect(object["identify"] as? Bool == true)
+        object.removeValue(forKey: "identify")
+        let older = try FaceGateJSON.decode(FaceJob.self, from: Array(try JSONSerialization.data(withJSONObject: object)))
+        #expect(older.identify == false)
+        #expect(older.actions == [.blink])
+        let result = try FaceGateJSON.decode(FaceJobResult.self, from: Array(#"{"outcome":"LIVE","candidates":[],"shardIndex":0,"shardCount":1,"timings":{}}"#.utf8))
+        #expect(result.bestFrameIndex == nil)
     }
 }
 
