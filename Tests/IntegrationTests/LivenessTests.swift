@@ -39,7 +39,7 @@ import Testing
             let burst = try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: actions, engine: engine, seed: 1)
             let login = try await stack.kioskLogin(token, device: "kiosk-1", challengeId: challengeId, frames: burst)
             #expect(login.status == 200, "\(String(decoding: login.body, as: UTF8.self))")
-            #expect(login.json["success"] as? Bool == true, "\(String(decoding: login.body, as: UTF8.self))")
+            #expect(login.json["success"] as? Bool == true, "\(try await stack.why(login))")
             #expect(login.string("customerUUID") == obama)
             #expect(login.string("firstName") == "Barack")
             #expect(login.json["spoofAttempt"] as? Bool == false)
@@ -112,7 +112,7 @@ import Testing
             let onboarded = try await stack.storeChallenge(app, device: "kiosk-1", actions: [.blink, .turnRight])
             let withInterview = try await stack.kioskLogin(token, device: "kiosk-1", challengeId: onboarded,
                                                            frames: try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: [.blink, .turnRight], engine: engine, seed: 3))
-            #expect(withInterview.json["success"] as? Bool == true, "\(String(decoding: withInterview.body, as: UTF8.self))")
+            #expect(withInterview.json["success"] as? Bool == true, "\(try await stack.why(withInterview))")
             #expect(withInterview.string("interviewId") == interviewId.uuidString.lowercased())
             let key = try HKDF.sha256(ikm: stack.signingSeed, salt: [], info: Array("facegate kiosk interview token v1".utf8), length: 32)
             let expected = Base64URL.encode(HMACSHA256.authenticationCode(key: key, data: Array(interviewId.uuidString.lowercased().utf8)))
@@ -150,13 +150,13 @@ import Testing
 
             // A live burst: confirm the new device, then log in straight away.
             let first = try await stack.liveFaceLogin(token, device: "phone-1", photo: try Self.photo("obama.jpg"), engine: engine, seed: 1)
-            #expect(first.string("status") == "CONFIRM_REQUIRED", "\(String(decoding: first.body, as: UTF8.self))")
+            #expect(first.string("status") == "CONFIRM_REQUIRED", "\(try await stack.why(first))")
             let confirmed = try await stack.call("POST", "/v1/face-login/confirm", bearer: token,
                                                  json: ["confirmationId": try #require(first.string("confirmationId")), "employeeNumber": "F1"],
                                                  headers: ["X-Device-Id": "phone-1"])
             #expect(confirmed.string("status") == "SUCCESS")
             let second = try await stack.liveFaceLogin(token, device: "phone-1", photo: try Self.photo("obama.jpg"), engine: engine, seed: 2)
-            #expect(second.status == 200, "\(String(decoding: second.body, as: UTF8.self))")
+            #expect(second.status == 200, "\(try await stack.why(second))")
             #expect(second.string("status") == "SUCCESS")
             #expect(second.string("userId") == obama)
 
@@ -212,7 +212,7 @@ import Testing
                 let challenge = try await stack.storeChallenge(app, device: device, actions: [.turnLeft, .blink])
                 let login = try await stack.kioskLogin(token, device: device, challengeId: challenge,
                                                        frames: try SyntheticFrames.burst(photo: try Self.photo(photo), actions: [.turnLeft, .blink], engine: engine))
-                #expect(login.json["success"] as? Bool == true, "\(photo): \(String(decoding: login.body, as: UTF8.self))")
+                #expect(login.json["success"] as? Bool == true, "\(photo): \(try await stack.why(login))")
                 #expect(login.string("customerUUID") == expected, "\(photo)")
             }
             let stillChallenge = try await stack.storeChallenge(app, device: "k-3", actions: [.blink])
@@ -221,6 +221,30 @@ import Testing
             #expect(still.string("error") == "SPOOF_DETECTED")
             second.group.requestStop(reason: "test finished")
             await run.value
+        }
+    }
+
+    /// Challenges are random: every order of two or three actions a challenge can ask must pass with a live burst.
+    @Test func everyChallengeOrderPassesWithALiveBurst() async throws {
+        let engine = try SyntheticFrames.defaultEngine()
+        let all = LivenessAction.allCases
+        var orders: [[LivenessAction]] = []
+        for a in all { for b in all where b != a {
+            orders.append([a, b])
+            for c in all where c != a && c != b { orders.append([a, b, c]) }
+        } }
+        #expect(orders.count == 12)
+        try await TestStack.with(extra: Self.extra) { stack in
+            let app = try await stack.createApp()
+            let obama = try await stack.createUser(app, employeeNumber: "O1", name: "Barack Obama")
+            #expect(try await stack.enroll(app, user: obama, photo: "obama2.jpg").status == 201)
+            let token = try await stack.accessToken(app)
+            for (index, actions) in orders.enumerated() {
+                let challenge = try await stack.storeChallenge(app, device: "kiosk-\(index)", actions: actions)
+                let frames = try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: actions, engine: engine, seed: UInt64(index + 10))
+                let login = try await stack.kioskLogin(token, device: "kiosk-\(index)", challengeId: challenge, frames: frames)
+                #expect(login.json["success"] as? Bool == true, "\(actions.map(\.rawValue)): \(try await stack.why(login))")
+            }
         }
     }
 
@@ -258,6 +282,15 @@ enum Multipart {
 }
 
 extension TestStack {
+    /// The reply and, for a recorded call, the transaction's detail (it names why a burst was not live).
+    func why(_ reply: Reply) async throws -> String {
+        let body = String(decoding: reply.body, as: UTF8.self)
+        let transaction = reply.string("transactionId") ?? ((reply.json["error"] as? [String: Any])?["transactionId"] as? String)
+        guard let transaction, let id = UUID(uuidString: transaction) else { return body }
+        let rows = try await database.pool.query("SELECT detail::text AS detail FROM transactions WHERE id = \(id)")
+        return body + " detail: " + ((try rows.first?.decode("detail", as: String.self)) ?? "none")
+    }
+
     func challenge(_ token: String, device: String) async throws -> Reply {
         try await call("GET", "/v1/liveness/challenges", bearer: token, headers: ["X-Device-Id": device])
     }
