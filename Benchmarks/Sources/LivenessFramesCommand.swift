@@ -42,8 +42,5 @@ func runLivenessFramesCommand(arguments: [String]) async throws {
     let files = try SyntheticFrames.write(frames, to: URL(fileURLWithPath: output))
     for (file, measurement) in zip(files, try SyntheticFrames.measure(frames, engine: engine)) {
         print("\(file.path): \(measurement)")
-        if ProcessInfo.processInfo.environment["FACEGATE_FRAMES_LANDMARKS"] != nil {
-            print(measurement.landmarks.map { String(format: "%.0f,%.0f", $0.x, $0.y) }.joined(separator: " "))
-        }
     }
 }

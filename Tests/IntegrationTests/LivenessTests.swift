@@ -39,7 +39,8 @@ import Testing
             let burst = try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: actions, engine: engine, seed: 1)
             let login = try await stack.kioskLogin(token, device: "kiosk-1", challengeId: challengeId, frames: burst)
             #expect(login.status == 200, "\(String(decoding: login.body, as: UTF8.self))")
-            #expect(login.json["success"] as? Bool == true, "\(try await stack.why(login))")
+            let whyLogin = try await stack.why(login)
+            #expect(login.json["success"] as? Bool == true, "\(whyLogin)")
             #expect(login.string("customerUUID") == obama)
             #expect(login.string("firstName") == "Barack")
             #expect(login.json["spoofAttempt"] as? Bool == false)
@@ -112,7 +113,8 @@ import Testing
             let onboarded = try await stack.storeChallenge(app, device: "kiosk-1", actions: [.blink, .turnRight])
             let withInterview = try await stack.kioskLogin(token, device: "kiosk-1", challengeId: onboarded,
                                                            frames: try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: [.blink, .turnRight], engine: engine, seed: 3))
-            #expect(withInterview.json["success"] as? Bool == true, "\(try await stack.why(withInterview))")
+            let whyWithInterview = try await stack.why(withInterview)
+            #expect(withInterview.json["success"] as? Bool == true, "\(whyWithInterview)")
             #expect(withInterview.string("interviewId") == interviewId.uuidString.lowercased())
             let key = try HKDF.sha256(ikm: stack.signingSeed, salt: [], info: Array("facegate kiosk interview token v1".utf8), length: 32)
             let expected = Base64URL.encode(HMACSHA256.authenticationCode(key: key, data: Array(interviewId.uuidString.lowercased().utf8)))
@@ -150,13 +152,15 @@ import Testing
 
             // A live burst: confirm the new device, then log in straight away.
             let first = try await stack.liveFaceLogin(token, device: "phone-1", photo: try Self.photo("obama.jpg"), engine: engine, seed: 1)
-            #expect(first.string("status") == "CONFIRM_REQUIRED", "\(try await stack.why(first))")
+            let whyFirst = try await stack.why(first)
+            #expect(first.string("status") == "CONFIRM_REQUIRED", "\(whyFirst)")
             let confirmed = try await stack.call("POST", "/v1/face-login/confirm", bearer: token,
                                                  json: ["confirmationId": try #require(first.string("confirmationId")), "employeeNumber": "F1"],
                                                  headers: ["X-Device-Id": "phone-1"])
             #expect(confirmed.string("status") == "SUCCESS")
             let second = try await stack.liveFaceLogin(token, device: "phone-1", photo: try Self.photo("obama.jpg"), engine: engine, seed: 2)
-            #expect(second.status == 200, "\(try await stack.why(second))")
+            let whySecond = try await stack.why(second)
+            #expect(second.status == 200, "\(whySecond)")
             #expect(second.string("status") == "SUCCESS")
             #expect(second.string("userId") == obama)
 
@@ -212,7 +216,8 @@ import Testing
                 let challenge = try await stack.storeChallenge(app, device: device, actions: [.turnLeft, .blink])
                 let login = try await stack.kioskLogin(token, device: device, challengeId: challenge,
                                                        frames: try SyntheticFrames.burst(photo: try Self.photo(photo), actions: [.turnLeft, .blink], engine: engine))
-                #expect(login.json["success"] as? Bool == true, "\(photo): \(try await stack.why(login))")
+                let whyLogin = try await stack.why(login)
+                #expect(login.json["success"] as? Bool == true, "\(photo): \(whyLogin)")
                 #expect(login.string("customerUUID") == expected, "\(photo)")
             }
             let stillChallenge = try await stack.storeChallenge(app, device: "k-3", actions: [.blink])
@@ -243,7 +248,8 @@ import Testing
                 let challenge = try await stack.storeChallenge(app, device: "kiosk-\(index)", actions: actions)
                 let frames = try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: actions, engine: engine, seed: UInt64(index + 10))
                 let login = try await stack.kioskLogin(token, device: "kiosk-\(index)", challengeId: challenge, frames: frames)
-                #expect(login.json["success"] as? Bool == true, "\(actions.map(\.rawValue)): \(try await stack.why(login))")
+                let whyLogin = try await stack.why(login)
+                #expect(login.json["success"] as? Bool == true, "\(actions.map(\.rawValue)): \(whyLogin)")
             }
         }
     }
