@@ -11,6 +11,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("e2e", "face login over HTTP through the whole stack, 1 and 2 matcher replicas; requests in flight", runEndToEndBenchmark),
     ("device-assertion", "device-credential challenge + assertion round trips over HTTP; p50/p99", runDeviceAssertionBenchmark),
     ("ctid", "CTID envelope seal/open and forged-tag refusal on one core vs Python cryptography", runCTIDBenchmark),
+    ("frames", "write a synthetic liveness burst from a photo (not a benchmark; not part of all)", runLivenessFramesCommand),
     ("accuracy", "rank-1 and FNIR/FPIR on a folder identity/image.jpg (not part of all)", runAccuracyTool),
 ]
 
@@ -18,7 +19,7 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 let selected = arguments.first ?? "help"
 do {
 if selected == "all" {
-    for benchmark in benchmarks where benchmark.name != "accuracy" {
+    for benchmark in benchmarks where benchmark.name != "accuracy" && benchmark.name != "frames" {
         print("== \(benchmark.name)")
         try await benchmark.run([])
     }

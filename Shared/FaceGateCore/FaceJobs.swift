@@ -39,12 +39,13 @@ public struct FaceJob: Codable, Sendable {
     /// `liveness`: the frames and the actions the challenge asked for, in order.
     public var frames: [Data]?
     public var actions: [LivenessAction]?
-    /// `liveness`: also identify the most frontal frame when liveness passes.
-    public var identify: Bool?
+    /// `liveness`: when the burst is live, also search the gallery with its most frontal frame and decide
+    /// like `identify` (same rule, threshold, margin; sent to every shard and merged like an identify).
+    public var identify: Bool
 
     public init(kind: FaceJobKind, appId: UUID, image: Data? = nil, referenceImage: Data? = nil, userId: UUID? = nil,
                 referenceSealedTemplate: Data? = nil, topK: Int = 5, threshold: Float? = nil, margin: Float? = nil,
-                duplicateCheck: Bool = true, frames: [Data]? = nil, actions: [LivenessAction]? = nil) {
+                duplicateCheck: Bool = true, frames: [Data]? = nil, actions: [LivenessAction]? = nil, identify: Bool = false) {
         self.kind = kind
         self.appId = appId
         self.image = image
@@ -57,6 +58,25 @@ public struct FaceJob: Codable, Sendable {
         self.duplicateCheck = duplicateCheck
         self.frames = frames
         self.actions = actions
+        self.identify = identify
+    }
+
+    /// Jobs from senders that predate a field decode with its default.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        kind = try container.decode(FaceJobKind.self, forKey: .kind)
+        appId = try container.decode(UUID.self, forKey: .appId)
+        image = try container.decodeIfPresent(Data.self, forKey: .image)
+        referenceImage = try container.decodeIfPresent(Data.self, forKey: .referenceImage)
+        userId = try container.decodeIfPresent(UUID.self, forKey: .userId)
+        referenceSealedTemplate = try container.decodeIfPresent(Data.self, forKey: .referenceSealedTemplate)
+        topK = try container.decode(Int.self, forKey: .topK)
+        threshold = try container.decodeIfPresent(Float.self, forKey: .threshold)
+        margin = try container.decodeIfPresent(Float.self, forKey: .margin)
+        duplicateCheck = try container.decode(Bool.self, forKey: .duplicateCheck)
+        frames = try container.decodeIfPresent([Data].self, forKey: .frames)
+        actions = try container.decodeIfPresent([LivenessAction].self, forKey: .actions)
+        identify = try container.decodeIfPresent(Bool.self, forKey: .identify) ?? false
     }
 }
 
@@ -145,7 +165,7 @@ public struct FaceJobResult: Codable, Sendable {
     public var liveness: LivenessReport?
     /// `template`: the embedding sealed with the platform key under the context a `verify` job's `referenceSealedTemplate` opens with.
     public var sealedTemplate: Data?
-    /// `liveness`: the frame the identification used.
+    /// `liveness`: the frame whose face was used for the search (the most frontal with open eyes).
     public var bestFrameIndex: Int?
     public var shardIndex: Int
     public var shardCount: Int
@@ -163,6 +183,7 @@ public struct FaceJobResult: Codable, Sendable {
         self.templateId = templateId
         self.liveness = liveness
         self.sealedTemplate = nil
+        self.bestFrameIndex = nil
         self.shardIndex = shardIndex
         self.shardCount = shardCount
         self.timings = timings
@@ -175,7 +196,7 @@ extension FaceJobResult {
         guard results.count > 1, var merged = results.first(where: { $0.outcome != .noMatchFace && $0.outcome != .match && $0.outcome != .ambiguousMatch }) ?? results.first else {
             return results[0]
         }
-        if job.kind == .identify, results.allSatisfy({ [.match, .noMatchFace, .ambiguousMatch].contains($0.outcome) }) {
+        if job.kind == .identify || (job.kind == .liveness && job.identify), results.allSatisfy({ [.match, .noMatchFace, .ambiguousMatch].contains($0.outcome) }) {
             merged.candidates = MatchRule.merge(results.map(\.candidates), k: job.topK)
             merged.outcome = MatchRule(threshold: job.threshold ?? 0.5, margin: job.margin ?? 0.06).decide(merged.candidates).outcome
         } else if job.kind == .enroll, let owner = results.first(where: { $0.templateId != nil }) {

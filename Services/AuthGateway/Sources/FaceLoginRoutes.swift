@@ -33,12 +33,22 @@ extension GatewayContext {
         return try await recorded(request, kind: "face.login", appId: app.id, deviceId: device) { draft in
             try await apps.admit(app, module: .faceLogin)
             try await attempts.check(appId: app.id, subject: subject)
-            let image = try image(request)
-            let result = try await faceJob(FaceJob(kind: .identify, appId: app.id, image: Data(image), threshold: app.matchThreshold))
+            let job: FaceJob
+            if app.liveness.faceLogin == .active {
+                job = try await livenessLoginJob(request, app: app, device: device, subject: subject)
+                draft.detail["liveness"] = "active"
+            } else {
+                job = FaceJob(kind: .identify, appId: app.id, image: Data(try image(request)), threshold: app.matchThreshold)
+            }
+            let result = try await faceJob(job)
             draft.score = result.candidates.first?.distance
             switch result.outcome {
             case .match:
                 break
+            case .spoofDetected:
+                try await attempts.recordFailure(appId: app.id, subject: subject)
+                draft.detail["spoofReasons"] = result.liveness?.reasons.joined(separator: "; ")
+                throw APIError(.spoofDetected, "the liveness check failed; get a new challenge and try again")
             case .noMatchFace, .ambiguousMatch:
                 try await attempts.recordFailure(appId: app.id, subject: subject)
                 throw APIError(result.outcome.errorCode!, Self.defaultMessage(result.outcome.errorCode!))
@@ -71,6 +81,26 @@ extension GatewayContext {
             let token = try issueIdentityToken(app: app.id, user: userId, device: device, method: "face", transaction: draft.id)
             return .json(LoginSuccess(identityToken: token, expiresIn: Int(configuration.identityTokenTTL), transactionId: draft.id.wire, userId: userId.wire))
         }
+    }
+
+    /// With the app's face-login liveness `active`: a burst answering a liveness challenge instead of one
+    /// image, checked and identified by one matcher job. A spent, foreign or unknown challenge counts as a
+    /// failed attempt, like a burst that fails the check.
+    func livenessLoginJob(_ request: HTTPRequest, app: AppRecord, device: String, subject: String) async throws -> FaceJob {
+        let isMultipart = (request.headers["Content-Type"] ?? "").lowercased().hasPrefix("multipart/form-data")
+        guard isMultipart, (try? request.multipartParts())?.contains(where: { $0.name == "frame" }) == true else {
+            throw APIError(.invalidRequest, "this app requires active liveness for face login: instead of one image, send multipart/form-data "
+                           + "with a challengeId from GET /v1/liveness/challenges and 2–12 frame fields doing its actions")
+        }
+        let (challengeId, frames) = try livenessFrames(from: request)
+        let actions: [LivenessAction]
+        do {
+            actions = try await consumeLivenessChallenge(challengeId, appId: app.id, deviceId: device)
+        } catch let error as APIError where error.code == .spoofDetected {
+            try await attempts.recordFailure(appId: app.id, subject: subject)
+            throw error
+        }
+        return FaceJob(kind: .liveness, appId: app.id, threshold: app.matchThreshold, frames: frames, actions: actions, identify: true)
     }
 
     struct ConfirmBody: Decodable { var confirmationId: UUID; var employeeNumber: String }

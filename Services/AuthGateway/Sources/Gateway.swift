@@ -93,6 +93,8 @@ final class GatewayContext: Sendable {
         registerCTIDRoutes(on: router)
         registerKioskSessionRoutes(on: router)
         registerConsoleRoutes(on: router)
+        registerLivenessRoutes(on: router)
+        registerKioskLoginRoutes(on: router)
     }
 
     /// Deletes single-use records that can no longer be used: spent or expired token ids (the token's own

@@ -171,13 +171,36 @@ enum OpenAPIDocument {
         "responses": {"200": {"description": "{userId, employeeNumber, name, appId, deviceId, method, transactionId}"}, "401": {"$ref": "#/components/responses/Error"}, "409": {"$ref": "#/components/responses/Error"}}}
     },
     "/v1/face-login": {
-      "post": {"summary": "Log in with a photo (1:N)", "security": [{"accessToken": []}],
+      "post": {"summary": "Log in with a photo (1:N); with the app's liveness.faceLogin active, with a burst answering a liveness challenge instead (multipart challengeId + 2–12 frame fields; one image is refused with INVALID_REQUEST)", "security": [{"accessToken": []}],
         "parameters": [{"$ref": "#/components/parameters/deviceId"}],
-        "requestBody": {"required": true, "content": {"image/jpeg": {}, "image/png": {}, "multipart/form-data": {"schema": {"type": "object", "properties": {"image": {"type": "string", "format": "binary"}}}}}},
+        "requestBody": {"required": true, "content": {"image/jpeg": {}, "image/png": {}, "multipart/form-data": {"schema": {"type": "object", "properties": {"image": {"type": "string", "format": "binary"},
+          "challengeId": {"type": "string"}, "frame": {"type": "array", "minItems": 2, "maxItems": 12, "items": {"type": "string", "format": "binary"}}}}}}},
         "responses": {"200": {"description": "SUCCESS with an identity token, or CONFIRM_REQUIRED on a new device",
           "content": {"application/json": {"schema": {"oneOf": [{"$ref": "#/components/schemas/LoginSuccess"}, {"$ref": "#/components/schemas/ConfirmRequired"}]}}}},
           "401": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"}, "413": {"$ref": "#/components/responses/Error"},
           "422": {"$ref": "#/components/responses/Error"}, "423": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"},
+          "503": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/liveness/challenges": {
+      "get": {"summary": "A liveness challenge: 2–3 random actions to perform in front of the camera; single use, bound to the app and device, 120 s", "security": [{"accessToken": []}],
+        "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "responses": {"200": {"description": "{challengeId, actions, expiresIn}", "content": {"application/json": {"schema": {"type": "object", "required": ["challengeId", "actions", "expiresIn"], "properties": {
+          "challengeId": {"type": "string"}, "actions": {"type": "array", "minItems": 2, "maxItems": 3, "items": {"type": "string", "enum": ["BLINK", "TURN_LEFT", "TURN_RIGHT"]}},
+          "expiresIn": {"type": "integer"}}}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/kiosk/login": {
+      "post": {"summary": "Kiosk 1:N login with active liveness (module kiosk): frames answering a challenge (not needed when the app's liveness.kiosk is off). A refusal on the face's merits is 200 with success false and error SPOOF_DETECTED, NO_FACE, NO_MATCH_FACE, AMBIGUOUS_MATCH or IMAGE_FORMAT_ERROR", "security": [{"accessToken": []}],
+        "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "requestBody": {"required": true, "content": {"multipart/form-data": {"schema": {"type": "object", "required": ["frame"], "properties": {
+          "challengeId": {"type": "string"}, "frame": {"type": "array", "minItems": 2, "maxItems": 12, "items": {"type": "string", "format": "binary"}}}}}}},
+        "responses": {"200": {"description": "{success, customerUUID, token, interviewId, interviewToken, transactionId, spoofAttempt, firstName, error}; token: an identity token (method kiosk)",
+          "content": {"application/json": {"schema": {"type": "object", "required": ["success", "transactionId", "spoofAttempt"], "properties": {
+            "success": {"type": "boolean"}, "customerUUID": {"type": ["string", "null"], "format": "uuid"}, "token": {"type": ["string", "null"]},
+            "interviewId": {"type": ["string", "null"], "format": "uuid"}, "interviewToken": {"type": ["string", "null"]}, "transactionId": {"type": "string", "format": "uuid"},
+            "spoofAttempt": {"type": "boolean"}, "firstName": {"type": ["string", "null"]}, "error": {"type": ["string", "null"]}}}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"},
+          "413": {"$ref": "#/components/responses/Error"}, "423": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"},
           "503": {"$ref": "#/components/responses/Error"}}}
     },
     "/v1/face-login/confirm": {

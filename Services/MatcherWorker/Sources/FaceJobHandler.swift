@@ -270,24 +270,62 @@ final class FaceJobHandler: Sendable {
         return FaceJobResult(outcome: .detected, faceCount: analysis.faceCount, quality: Self.report(face.quality), timings: timings)
     }
 
+    /// Liveness over the burst, analysed once; with `identify`, a live burst is then searched like an
+    /// identify job with its most frontal open-eyed frame (same rule, threshold and margin).
     private func liveness(_ job: FaceJob) async throws -> FaceJobResult {
         guard let frames = job.frames, !frames.isEmpty else {
             return FaceJobResult(outcome: .imageFormatError, message: "no frames in the liveness job")
         }
-        var analyses: [FaceAnalysis] = []
-        for frame in frames {
-            analyses.append(try await engines.analyze(Array(frame), options: FaceAnalysisOptions(embeddings: true, landmarks68: true, maxFaces: 1)))
-        }
+        var timings: [String: Double] = [:]
+        let analyses = try await analyzeFrames(frames, timings: &timings)
+        let faceCount = analyses.map(\.faceCount).max()
         let verdict = LivenessAnalyzer.evaluate(frames: frames, analyses: analyses, actions: job.actions ?? [])
-        guard verdict.passed, let best = LivenessAnalyzer.mostFrontal(analyses) else {
-            return FaceJobResult(outcome: analyses.allSatisfy({ $0.faces.isEmpty }) ? .noFace : .spoofDetected,
-                                 faceCount: analyses.map(\.faceCount).max(), liveness: verdict)
+        if analyses.allSatisfy({ $0.faces.isEmpty }) {
+            return FaceJobResult(outcome: .noFace, faceCount: 0, liveness: verdict, timings: timings)
         }
-        var result = FaceJobResult(outcome: .live, faceCount: analyses.map(\.faceCount).max(), quality: Self.report(best.quality), liveness: verdict)
-        if job.topK > 0, let embedding = best.embedding {
-            result.candidates = store.registry.gallery(for: job.appId).search(embedding, k: min(job.topK, 100)).map(Self.candidate)
+        guard verdict.passed, let bestIndex = LivenessAnalyzer.mostFrontal(analyses) else {
+            return FaceJobResult(outcome: .spoofDetected, message: "liveness failed: " + verdict.reasons.joined(separator: "; "),
+                                 faceCount: faceCount, liveness: verdict, timings: timings)
         }
+        let best = analyses[bestIndex].faces[0]
+        var result = FaceJobResult(outcome: .live, faceCount: faceCount, quality: Self.report(best.quality), liveness: verdict, timings: timings)
+        result.bestFrameIndex = bestIndex
+        let k = job.identify ? max(1, min(job.topK, 100)) : min(job.topK, 100)
+        if k > 0, let embedding = best.embedding {
+            let searchStart = ContinuousClock.now
+            result.candidates = store.registry.gallery(for: job.appId).search(embedding, k: k).map(Self.candidate)
+            result.timings["search"] = (ContinuousClock.now - searchStart).milliseconds
+            stageSeconds.observe(result.timings["search"]! / 1000, ["stage": "search"])
+        }
+        if job.identify { result.outcome = rule(for: job).decide(result.candidates).outcome }
         return result
+    }
+
+    /// Every frame with 68-point landmarks and an embedding, spread over the engine pool, in frame order.
+    private func analyzeFrames(_ frames: [Data], timings: inout [String: Double]) async throws -> [FaceAnalysis] {
+        let engines = self.engines
+        let analyses = try await withThrowingTaskGroup(of: (Int, FaceAnalysis).self) { group in
+            for (index, frame) in frames.enumerated() {
+                group.addTask {
+                    (index, try await engines.analyze(Array(frame), options: FaceAnalysisOptions(embeddings: true, landmarks68: true, maxFaces: 1)))
+                }
+            }
+            var ordered = [FaceAnalysis?](repeating: nil, count: frames.count)
+            for try await (index, analysis) in group { ordered[index] = analysis }
+            return ordered.compactMap { $0 }
+        }
+        var decode = 0.0, detect = 0.0, embed = 0.0
+        for analysis in analyses {
+            decode += analysis.decodeMilliseconds
+            detect += analysis.detectMilliseconds
+            embed += analysis.embedMilliseconds
+        }
+        let stages: [(String, Double)] = [("decode", decode), ("detect", detect), ("embed", embed)]
+        for (stage, value) in stages {
+            timings[stage] = value
+            stageSeconds.observe(value / 1000, ["stage": stage])
+        }
+        return analyses
     }
 
     static func candidate(_ match: GalleryMatch) -> FaceCandidate {
