@@ -7,7 +7,7 @@ import Testing
 @Suite struct KioskFlowTests {
     @Test func sessionRefusesStepsOutOfOrderAndWrongTokensAndCancels() async throws {
         try await TestStack.with(withKiosk: true) { stack in
-            let app = try await stack.createApp()
+            let app = try await stack.createApp(extra: ["liveness": ["faceLogin": "off", "kiosk": "off"]])
             let kiosk = try await KioskDriver(stack: stack, app: app)
             let session = try await kiosk.start()
 
@@ -31,7 +31,7 @@ import Testing
             #expect(try await kiosk.get(session).string("state") == "cancelled")
             let events = try await kiosk.events(session)
             #expect(events.map(\.name) == ["userCancelledSession"])
-            let late = try await kiosk.selfie(session, frames: [try TestEnvironment.image("obama2.jpg")])
+            let late = try await kiosk.selfie(session, frames: try KioskDriver.stills())
             #expect(late.status == 200)
             #expect(late.string("state") == "cancelled")
             #expect((late.json["events"] as? [Any])?.isEmpty == true)
@@ -46,7 +46,7 @@ import Testing
             let kiosk = try await KioskDriver(stack: stack, app: app)
             let session = try await kiosk.start()
 
-            let reply = try await kiosk.selfie(session, frames: [try TestEnvironment.image("obama2.jpg")])
+            let reply = try await kiosk.selfie(session, frames: try KioskDriver.stills())
             #expect(reply.status == 200)
             #expect(reply.string("state") == "completed")
             let result = try #require(reply.json["result"] as? [String: Any])
@@ -67,7 +67,7 @@ import Testing
             #expect(replayed.map(\.name) == ["kioskFlowCompleted"])
 
             // A repeated selfie is answered with the session as it is, and adds nothing.
-            let again = try await kiosk.selfie(session, frames: [try TestEnvironment.image("obama2.jpg")])
+            let again = try await kiosk.selfie(session, frames: try KioskDriver.stills())
             #expect(again.string("state") == "completed")
             #expect(try await kiosk.events(session).count == 2)
         }
@@ -78,7 +78,7 @@ import Testing
             let app = try await stack.createApp(extra: ["liveness": ["faceLogin": "off", "kiosk": "off"]])
             let kiosk = try await KioskDriver(stack: stack, app: app)
             let session = try await kiosk.start()
-            let selfie = try await kiosk.selfie(session, frames: [try TestEnvironment.image("obama2.jpg")])
+            let selfie = try await kiosk.selfie(session, frames: try KioskDriver.stills())
             #expect(selfie.string("state") == "idFront")
             let selfieEvent = try #require((selfie.json["events"] as? [[String: Any]])?.first)
             #expect(selfieEvent["event"] as? String == "selfieScanCompleted")
@@ -185,6 +185,11 @@ struct KioskDriver {
         return (body, "multipart/form-data; boundary=\(boundary)")
     }
 
+    /// Two photos of the same face, for apps whose kiosk liveness is off (the first is searched).
+    static func stills() throws -> [Data] {
+        [try TestEnvironment.image("obama2.jpg"), try TestEnvironment.image("obama3.jpg")]
+    }
+
     /// A card-coloured JPEG with no face on it, made by ImageMagick.
     static func blankCard() throws -> Data {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("blank-\(UUID().uuidString).jpg")
@@ -207,7 +212,7 @@ struct KioskDriver {
             let app = try await stack.createApp(extra: ["liveness": ["faceLogin": "off", "kiosk": "off"]])
             let kiosk = try await KioskDriver(stack: stack, app: app)
             let session = try await kiosk.start()
-            #expect(try await kiosk.selfie(session, frames: [try TestEnvironment.image("obama2.jpg")]).string("state") == "idFront")
+            #expect(try await kiosk.selfie(session, frames: try KioskDriver.stills()).string("state") == "idFront")
             let sealed = try await stack.database.pool.query("SELECT data->>'selfie' AS selfie FROM kiosk_sessions WHERE id = \(UUID(uuidString: session.id)!)")
             #expect(try sealed.first?.decode("selfie", as: String?.self) != nil)
 

@@ -37,8 +37,9 @@ extension GatewayContext {
 
     func kioskSelfie(_ request: HTTPRequest) async throws -> HTTPResponse {
         let (app, device, id) = try await requireKioskStep(request)
-        let (challengeId, frames) = try livenessFrames(from: request)
-        let actions: [LivenessAction]? = if app.liveness.kiosk == .active {
+        let active = app.liveness.kiosk == .active
+        let (challengeId, frames) = try livenessFrames(from: request, challengeRequired: active)
+        let actions: [LivenessAction]? = if active, let challengeId {
             try await consumeLivenessChallenge(challengeId, appId: app.id, deviceId: device)
         } else {
             nil
