@@ -145,6 +145,9 @@ public enum MRZ {
         let layout = try Layout(lines: lines)
         var text = layout.characters
         let original = text
+        // ICAO 9303 fixes the first letter: `P` on a passport (TD3); `I`, `A` or `C` on an ID card (TD1),
+        // where OCR takes the `I` for a `T`, `1`, `L` or `J`.
+        if layout.format == .td1, "T1LJ".contains(text[0]) { text[0] = "I" }
         for field in layout.plainFields + layout.compositeOnlyFields {
             try correctPlain(field, in: &text)
         }
@@ -156,7 +159,7 @@ public enum MRZ {
             let uncovered = layout.compositeOnlyFields
             guard !uncovered.isEmpty else { throw .checkDigit(.composite) }
             let positions = uncovered.flatMap { Array($0.range) }
-            guard let fixed = bestCandidate(text, positions: positions, kind: .alphanumeric, maxChanges: 1,
+            guard let fixed = bestCandidate(text, positions: positions, kind: .alphanumeric,
                                             accept: { checks(layout.composite, in: $0) }) else {
                 throw .checkDigit(.composite)
             }
@@ -256,16 +259,18 @@ public enum MRZ {
         text = fixed
     }
 
-    /// Tries every combination of look-alike substitutions at `positions`, and returns the reading that `accept`s
-    /// with the fewest changes, only when exactly one reading has that fewest number of changes.
-    static func bestCandidate(_ text: [Character], positions: [Int], kind: CharacterKind, maxChanges: Int = 2,
+    /// Tries look-alike substitutions at `positions` (up to `maxChanges` at once) and returns the reading that
+    /// `accept`s with the fewest changes, only when exactly one reading has that fewest number of changes.
+    static func bestCandidate(_ text: [Character], positions: [Int], kind: CharacterKind, maxChanges: Int = 1,
                               accept: ([Character]) -> Bool) -> [Character]? {
         let options: [(Int, [Character])] = positions.compactMap { index in
             let alternatives = kind.lookalikes(of: text[index])
             return alternatives.isEmpty ? nil : (index, alternatives)
         }
         // Bounded search: a mod-10 check digit confirms one reading in ten by chance, so every extra
-        // substitution allowed multiplies the readings that pass by accident.
+        // substitution allowed multiplies the readings that pass by accident. With one substitution, a
+        // digit misread as another digit (no look-alike) still passes its field's check about 3 times in 10;
+        // the composite check digit then refuses all but about 1 in 10 of those.
         var best: [Character]?
         var bestChanges = Int.max
         var tiedAtBest = false
@@ -442,6 +447,8 @@ enum CharacterKind: Equatable {
             case "B": return ["8"]
             case "2": return ["Z"]
             case "Z": return ["2"]
+            case "7": return ["T"]
+            case "T": return ["7"]
             default: return []
             }
         }

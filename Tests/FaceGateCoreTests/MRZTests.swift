@@ -112,7 +112,7 @@ let specimenDay = ISO8601DateFormatter().date(from: "2026-01-01T00:00:00Z")!
     @Test func keepsAnUncorrectableFieldRefused() {
         // A wrong digit that no look-alike explains: the check digit cannot confirm any reading.
         var line = Array(specimenTD1[0])
-        line[7] = "7"  // D23145890 → D27145890
+        line[6] = "6"  // D23145890 → D63145890: no single look-alike swap satisfies the check digit 7
         #expect(throws: MRZError.checkDigit(.documentNumber)) {
             try MRZ.correct(lines: [String(line), specimenTD1[1], specimenTD1[2]])
         }
