@@ -86,14 +86,19 @@ public final class MRZReader: Sendable {
             ({ grey.width < 1600 ? grey.scaled(by: 2)?.binarized() : grey.binarized() }, .block),
             ({ grey }, .auto),
         ]
-        for (makeImage, layout) in attempts {
+        // (the last attempt reads the whole picture)
+        // The MRZ is printed along the bottom of an ID card's back and of a passport's data page: reading only
+        // the lower half halves the work. The whole picture is read once more if nothing was found there.
+        for (index, (makeImage, layout)) in attempts.enumerated() {
             guard let image = makeImage() else { continue }
-            let lines = engine.recognize(image, region: nil, layout: layout)
+            let region = index < attempts.count - 1 ? (left: 0, top: image.height / 2, width: image.width, height: image.height - image.height / 2) : nil
+            let lines = engine.recognize(image, region: region, layout: layout)
             switch interpret(lines, image: image, engine: engine) {
-            case .success(let reading):
-                // Names have no check digit: a reading that needed corrections may hide a wrong name, so
-                // the other copies are read too and the reading needing the fewest corrections wins.
-                if reading.corrections == 0 { return .success(reading) }
+            case .success(let (reading, namesCorrected)):
+                // Names have no check digit: when correction had to touch them (stray glyphs in the filler,
+                // digits among letters), the name may still be wrong, so the other copies are read too and
+                // the reading needing the fewest corrections wins.
+                if !namesCorrected { return .success(reading) }
                 if best == nil || reading.corrections < best!.corrections { best = reading }
             case .failure(.notFound): continue
             case .failure(let error):
@@ -107,8 +112,9 @@ public final class MRZReader: Sendable {
 
     /// Finds the MRZ among recognised lines: the lowest run of 3 lines of ~30 glyphs or 2 of ~44, mostly in the
     /// MRZ alphabet with filler; places each line on the fixed grid and parses it with correction.
+    /// The reading, and whether correction changed the names (which no check digit confirms).
     static func interpret(_ lines: [RecognizedLine], image: LeptonicaImage, engine: TesseractEngine)
-        -> Result<MRZReading, MRZReadError>
+        -> Result<(MRZReading, Bool), MRZReadError>
     {
         // Tesseract's glyph count is unreliable in runs of `<`, so the format comes from the line's shape:
         // OCR-B's pitch is about its cap height, so a line is about width / cap height cells long.
@@ -134,8 +140,11 @@ public final class MRZReader: Sendable {
                 let aligned = rows.map { String($0.map { $0 ?? "<" }) }
                 do throws(MRZError) {
                     let corrected = try MRZ.correct(lines: aligned)
-                    return .success(MRZReading(document: corrected.document, lines: corrected.lines, rawLines: raw,
-                                               corrections: corrected.corrections))
+                    // The names fill TD1's third line, and TD3's first line after type and issuing state.
+                    let namesCorrected = format == .td1 ? corrected.lines[2] != aligned[2]
+                        : corrected.lines[0].dropFirst(5) != aligned[0].dropFirst(5)
+                    return .success((MRZReading(document: corrected.document, lines: corrected.lines, rawLines: raw,
+                                                corrections: corrected.corrections), namesCorrected))
                 } catch {
                     failure = .invalid(error)
                 }

@@ -145,8 +145,7 @@ public enum MRZ {
         let layout = try Layout(lines: lines)
         var text = layout.characters
         let original = text
-        // ICAO 9303 fixes the first letter: `P` on a passport (TD3); `I`, `A` or `C` on an ID card (TD1),
-        // where OCR takes the `I` for a `T`, `1`, `L` or `J`.
+        // ICAO 9303 opens an ID card's MRZ (TD1) with `I`, `A` or `C`; OCR takes the `I` for `T`, `1`, `L` or `J`.
         if layout.format == .td1, "T1LJ".contains(text[0]) { text[0] = "I" }
         for field in layout.plainFields + layout.compositeOnlyFields {
             try correctPlain(field, in: &text)
@@ -172,17 +171,10 @@ public enum MRZ {
 
     static func checks(_ field: CheckedField, in text: [Character]) -> Bool {
         let digit = text[field.check]
-        let expected: Int
-        if digit == "<" {
-            // An empty optional field may carry `<` as its check digit.
-            guard field.fillerCheckAllowed, field.range.allSatisfy({ text[$0] == "<" }) else { return false }
-            return true
-        } else {
-            guard let value = digit.wholeNumberValue, digit.isASCII else { return false }
-            expected = value
-        }
-        let covered = field.segments.map { String(text[$0]) }.joined()
-        return checkDigit(covered) == expected
+        // An empty optional field may carry `<` as its check digit.
+        if digit == "<" { return field.fillerCheckAllowed && field.range.allSatisfy { text[$0] == "<" } }
+        guard digit.isASCII, let expected = digit.wholeNumberValue else { return false }
+        return checkDigit(field.segments.map { String(text[$0]) }.joined()) == expected
     }
 
     private static func correctPlain(_ field: PlainField, in text: inout [Character]) throws(MRZError) {

@@ -1,4 +1,5 @@
 import DocumentOCR
+import FaceEngine
 import FaceGateCore
 import FaceGateTestSupport
 import Foundation
@@ -49,7 +50,7 @@ import Testing
             IDCard.Degradation(noise: 0.6, jpegQuality: 70),
             IDCard.Degradation(blur: 1.0),
             IDCard.Degradation(rotation: 2),
-            IDCard.Degradation(noise: 0.4, blur: 0.8, rotation: -2, jpegQuality: 75),
+            IDCard.Degradation(noise: 0.3, blur: 0.6, rotation: -1.5, jpegQuality: 80),
         ]
         for (index, degradation) in degradations.enumerated() {
             let card = IDCard.random(format: format, seed: 100 + UInt64(index) * 31 + (format == .td1 ? 0 : 7), portrait: portrait)
@@ -115,6 +116,23 @@ import Testing
         let small = try MRZReader(tessdataPath: MRZReader.debianTessdata, maxPixels: 100_000)
         await #expect(throws: MRZReadError.imageTooLarge(width: 1011, height: 638)) { try await small.read(bytes) }
         #expect(!MRZReadError.imageFormat.isRetriable)
+    }
+
+    @Test(arguments: [MRZFormat.td1, .td3])
+    func rendersAFrontWhosePortraitDlibMatchesToThePhoto(format: MRZFormat) throws {
+        guard let models = ProcessInfo.processInfo.environment["FACEGATE_MODEL_DIR"], !models.isEmpty else {
+            Issue.record("FACEGATE_MODEL_DIR is not set: it must name the folder with the dlib models")
+            return
+        }
+        let engine = try FaceEngine(configuration: FaceEngineConfiguration(modelDirectory: models))
+        let photo = try IDCard.testPhoto("obama.jpg")
+        let front = directory.appendingPathComponent("front-\(format.rawValue).jpg")
+        try IDCard.random(format: format, seed: 77, portrait: photo).renderFront(to: front)
+        let card = try engine.analyze(Array(try Data(contentsOf: front)))
+        let original = try engine.analyze(Array(try Data(contentsOf: photo)))
+        #expect(card.faceCount == 1)
+        let distance = euclideanDistance(try #require(card.faces.first?.embedding), try #require(original.faces.first?.embedding))
+        #expect(distance < 0.45, "portrait on the card vs the photo: \(distance)")
     }
 
     @Test func reportsAMissingLanguage() {

@@ -89,7 +89,7 @@ let specimenDay = ISO8601DateFormatter().date(from: "2026-01-01T00:00:00Z")!
             line.replaceSubrange(0..<7, with: Array("741312") + [Character(String(MRZ.checkDigit("741312")!))])
             let upper = String(Array(specimenTD1[0]).dropFirst(5)) + String(line[0..<7]) + String(line[8..<15]) + String(line[18..<29])
             line[29] = Character(String(MRZ.checkDigit(upper)!))
-            try MRZ.parse(lines: [specimenTD1[0], String(line), specimenTD1[2]])
+            _ = try MRZ.parse(lines: [specimenTD1[0], String(line), specimenTD1[2]])
         }
     }
 

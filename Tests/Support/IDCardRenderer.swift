@@ -199,7 +199,8 @@ public struct IDCard: Sendable, Equatable {
             arguments += ["-background", Self.paper, "-rotate", String(degradation.rotation)]
         }
         if degradation.blur > 0 { arguments += ["-blur", "0x\(degradation.blur)"] }
-        if degradation.noise > 0 { arguments += ["-attenuate", String(degradation.noise), "+noise", "Gaussian"] }
+        // A fixed seed keeps the noise, and so a test's outcome, the same from run to run.
+        if degradation.noise > 0 { arguments += ["-seed", "1", "-attenuate", String(degradation.noise), "+noise", "Gaussian"] }
         arguments += ["-quality", String(degradation.jpegQuality), url.path]
         try Self.runConvert(arguments)
     }
