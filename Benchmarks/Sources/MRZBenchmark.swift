@@ -42,7 +42,13 @@ func runMRZBenchmark(arguments: [String]) async throws {
             case .success(let reading):
                 let matches = fieldMatches(reading.document, expected)
                 fieldsRight += matches
-                if matches == fieldCount { exact += 1 } else { wrong += 1 }
+                if matches == fieldCount {
+                    exact += 1
+                } else {
+                    wrong += 1
+                    // Synthetic fields: printing them shows which confusions slip through.
+                    print("  accepted wrong: printed \(try card.mrzLines()) read \(reading.lines)")
+                }
             case .failure:
                 refused += 1
             }
