@@ -86,12 +86,12 @@ public final class MRZReader: Sendable {
             ({ grey.width < 1600 ? grey.scaled(by: 2)?.binarized() : grey.binarized() }, .block),
             ({ grey }, .auto),
         ]
-        // (the last attempt reads the whole picture)
         // The MRZ is printed along the bottom of an ID card's back and of a passport's data page: reading only
-        // the lower half halves the work. The whole picture is read once more if nothing was found there.
+        // the lower half halves the work. The last attempt reads the whole picture, for an MRZ placed higher.
         for (index, (makeImage, layout)) in attempts.enumerated() {
             guard let image = makeImage() else { continue }
-            let region = index < attempts.count - 1 ? (left: 0, top: image.height / 2, width: image.width, height: image.height - image.height / 2) : nil
+            let lowerHalf = (left: 0, top: image.height / 2, width: image.width, height: image.height - image.height / 2)
+            let region = index < attempts.count - 1 ? lowerHalf : nil
             let lines = engine.recognize(image, region: region, layout: layout)
             switch interpret(lines, image: image, engine: engine) {
             case .success(let (reading, namesCorrected)):
@@ -110,9 +110,9 @@ public final class MRZReader: Sendable {
         return .failure(failure)
     }
 
-    /// Finds the MRZ among recognised lines: the lowest run of 3 lines of ~30 glyphs or 2 of ~44, mostly in the
-    /// MRZ alphabet with filler; places each line on the fixed grid and parses it with correction.
-    /// The reading, and whether correction changed the names (which no check digit confirms).
+    /// Finds the MRZ among recognised lines (the lowest 3 lines about 30 cells long, or 2 about 44, with filler),
+    /// places each line on the fixed grid and parses it with correction. Returns the reading and whether
+    /// correction changed the names, which no check digit confirms.
     static func interpret(_ lines: [RecognizedLine], image: LeptonicaImage, engine: TesseractEngine)
         -> Result<(MRZReading, Bool), MRZReadError>
     {
