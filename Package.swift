@@ -102,7 +102,7 @@ let package = Package(
         .testTarget(name: "FaceEngineTests", dependencies: ["FaceEngine"], path: "Tests/FaceEngineTests"),
         .testTarget(name: "FaceGateCoreTests", dependencies: ["FaceGateCore"], path: "Tests/FaceGateCoreTests"),
         .testTarget(
-            name: "DocumentOCRTests", dependencies: ["DocumentOCR", "FaceGateCore", "FaceGateTestSupport"],
+            name: "DocumentOCRTests", dependencies: ["DocumentOCR", "FaceGateCore", "FaceGateTestSupport", "FaceEngine"],
             path: "Tests/DocumentOCRTests"),
         .testTarget(
             name: "IntegrationTests",

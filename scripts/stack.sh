@@ -21,6 +21,7 @@ FACE_MODELS="face_recognition_models==0.3.0"
 FACE_RECOGNITION_SDIST="face_recognition==1.3.0"
 # Drives Debian's chromium + chromium-driver in the console's browser tests (never downloads a browser or driver).
 SELENIUM="selenium==4.51.0"
+MRZ_ORACLE="mrz==0.6.2"  # an independent MRZ generator/checker the MRZ tests compare against
 
 APT_PACKAGES=(librdkafka-dev libpq-dev libssl-dev libmicrohttpd-dev libdlib-dev libopenblas-dev liblapack-dev
   libjpeg62-turbo-dev libpng-dev postgresql tesseract-ocr libtesseract-dev fonts-ocr-b imagemagick pkg-config python3-venv
@@ -61,6 +62,10 @@ install_python() {
   if ! "$VENV/bin/python" -c 'import selenium, sys; sys.exit(selenium.__version__ != sys.argv[1])' "${SELENIUM#*==}" 2>/dev/null; then
     log "installing $SELENIUM"
     "$VENV/bin/pip" install -q --disable-pip-version-check "$SELENIUM"
+  fi
+  if ! "$VENV/bin/python" -c 'import mrz' 2>/dev/null; then
+    log "installing $MRZ_ORACLE"
+    "$VENV/bin/pip" install -q --disable-pip-version-check "$MRZ_ORACLE"
   fi
   local site; site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
   # Debian's librdkafka 2.0.2 cannot parse the broker's ApiVersions reply; the wheel's 2.16 can.
@@ -204,6 +209,7 @@ write_env() {
     echo "export FACEGATE_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:$PG_PORT/postgres"
     echo "export FACEGATE_TEST_KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"
     echo "export FACEGATE_TEST_IMAGES=$RUN/testdata"
+    echo "export FACEGATE_TEST_PYTHON=$VENV/bin/python"
     echo "export FACEGATE_TANSU=$RUN/tansu"
     echo "export FACEGATE_BIN_DIR=$ROOT/.build/debug"
   } >"$envfile"

@@ -10,6 +10,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("gallery-load", "matcher start-up with 1M sealed templates in PostgreSQL; memory per template", runGalleryLoadBenchmark),
     ("e2e", "face login over HTTP through the whole stack, 1 and 2 matcher replicas; requests in flight", runEndToEndBenchmark),
     ("device-assertion", "device-credential challenge + assertion round trips over HTTP; p50/p99", runDeviceAssertionBenchmark),
+    ("mrz", "ID-card MRZ read back from rendered cards at three degradation levels; accuracy and time", runMRZBenchmark),
     ("ctid", "CTID envelope seal/open and forged-tag refusal on one core vs Python cryptography", runCTIDBenchmark),
     ("frames", "write a synthetic liveness burst from a photo (not a benchmark; not part of all)", runLivenessFramesCommand),
     ("accuracy", "rank-1 and FNIR/FPIR on a folder identity/image.jpg (not part of all)", runAccuracyTool),
