@@ -13,6 +13,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("mrz", "ID-card MRZ read back from rendered cards at three degradation levels; accuracy and time", runMRZBenchmark),
     ("ctid", "CTID envelope seal/open and forged-tag refusal on one core vs Python cryptography", runCTIDBenchmark),
     ("frames", "write a synthetic liveness burst from a photo (not a benchmark; not part of all)", runLivenessFramesCommand),
+    ("kiosk", "kiosk onboarding, returning customer and kiosk login over HTTP: latency per step", runKioskFlowBenchmark),
     ("accuracy", "rank-1 and FNIR/FPIR on a folder identity/image.jpg (not part of all)", runAccuracyTool),
 ]
 

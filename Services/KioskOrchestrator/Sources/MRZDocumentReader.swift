@@ -1,10 +1,32 @@
+import DocumentOCR
 import FaceGateCore
 import Foundation
 
-// Replaced by the tesseract reader when DocumentOCR lands.
+/// The document reader of the kiosk flow: tesseract reading the MRZ (DocumentOCR), check digits verified.
 struct MRZDocumentReader: DocumentReader {
-    init(tessdataPath: String?, engines: Int) throws {}
+    private let reader: MRZReader
+
+    init(tessdataPath: String?, engines: Int) throws {
+        reader = try MRZReader(tessdataPath: tessdataPath, instances: engines)
+    }
+
     func read(_ image: [UInt8]) async throws -> DocumentReading {
-        throw DocumentReadFailure(code: .documentUnreadable, message: "no OCR engine")
+        let reading: MRZReading
+        do {
+            reading = try await reader.read(image)
+        } catch {
+            switch error {
+            case .imageFormat, .imageTooLarge: throw DocumentReadFailure(code: .imageFormatError, message: error.description)
+            case .notFound, .invalid: throw DocumentReadFailure(code: .documentUnreadable, message: error.description)
+            case .engineUnavailable: throw error
+            }
+        }
+        let document = reading.document
+        return DocumentReading(
+            document: KioskOCRData(documentType: document.documentType, issuingState: document.issuingState,
+                                   documentNumber: document.documentNumber, surname: document.surname, givenNames: document.givenNames,
+                                   nationality: document.nationality, birthDate: document.birthDate, sex: document.sex,
+                                   expiryDate: document.expiryDate),
+            isExpired: document.isExpired())
     }
 }
