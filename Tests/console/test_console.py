@@ -583,6 +583,8 @@ class KioskPageTests(unittest.TestCase):
         self.assertIn(final.get_attribute("data-code"), ("SUCCESS", "SPOOF_DETECTED"), final.text)
         self.assertEqual(len(self.driver.find_elements(By.CSS_SELECTOR, "#kiosk-challenge li.done")),
                          len(self.driver.find_elements(By.CSS_SELECTOR, "#kiosk-challenge li[data-action]")))
+        self.driver.execute_script("document.getElementById('kiosk-final').scrollIntoView({block: 'center'})")
+        self.driver.save_screenshot(os.path.join(ARTIFACTS, "kiosk-camera-login.png"))
 
     # --- image files as frames: the challenge is random, so the test acts it out after reading it off the page --------
     def use_image_files(self):
@@ -614,6 +616,10 @@ class KioskPageTests(unittest.TestCase):
         self.driver.find_element(By.ID, "kiosk-frame-files").send_keys("\n".join(paths))
         return actions
 
+    def kiosk_screenshot(self, name, element_id):
+        self.driver.execute_script("document.getElementById(arguments[0]).scrollIntoView({block: 'center'})", element_id)
+        self.driver.save_screenshot(os.path.join(ARTIFACTS, name))
+
     def final(self, timeout=60):
         return WebDriverWait(self.driver, timeout).until(lambda d: d.find_element(By.ID, "kiosk-final"))
 
@@ -638,7 +644,7 @@ class KioskPageTests(unittest.TestCase):
         self.assertIn("Welcome, Barack.", final.text)
         self.assertEqual(final.get_attribute("data-customer"), seed["users"]["E1001"])
         self.assertIn(seed["users"]["E1001"], final.text)
-        self.driver.save_screenshot(os.path.join(ARTIFACTS, "kiosk-login-success.png"))
+        self.kiosk_screenshot("kiosk-login-success.png", "kiosk-final")
 
         # (2) The same photo five times over answers no challenge: refused as a spoof.
         self.driver.find_element(By.ID, "kiosk-login").click()
@@ -648,7 +654,7 @@ class KioskPageTests(unittest.TestCase):
         self.assertEqual(final.get_attribute("data-code"), "SPOOF_DETECTED")
         self.assertIn("Spoof suspected", final.text)
         self.assertIn("liveness check failed", self.driver.find_element(By.ID, "kiosk-status").text)
-        self.driver.save_screenshot(os.path.join(ARTIFACTS, "kiosk-login-spoof.png"))
+        self.kiosk_screenshot("kiosk-login-spoof.png", "kiosk-final")
         outcomes = [item["outcome"] for item in api_items(appId=app_id, kind="kiosk.login")]
         self.assertEqual(sorted(outcomes[:2]), ["SPOOF_DETECTED", "SUCCESS"], outcomes)
 
@@ -669,15 +675,22 @@ class KioskPageTests(unittest.TestCase):
         self.assertIn('"success":true', selfie.text)
         WebDriverWait(self.driver, 30).until(lambda d: d.find_element(By.ID, "step-idFront").is_displayed())
         self.assertEqual(self.driver.find_element(By.ID, "kiosk-steps").get_attribute("data-state"), "idFront")
+        # A document photo without a face fails on its merits (a 200 whose event says NO_PORTRAIT): retake.
+        blank = os.path.join(stack.state, "no-portrait.png")
+        harness.subprocess.run(["convert", "-size", "640x400", "xc:#c8d4e0", blank], check=True)
+        self.driver.find_element(By.ID, "kiosk-id-front-file").send_keys(blank)
+        WebDriverWait(self.driver, 60).until(lambda d: "idFrontCompleted: NO_PORTRAIT" in d.find_element(By.ID, "kiosk-status").text)
+        self.assertIn('"error":"NO_PORTRAIT"', self.stream_event("idFrontCompleted").text)
+        self.assertEqual(self.driver.find_element(By.ID, "kiosk-steps").get_attribute("data-state"), "idFront")
         self.driver.find_element(By.ID, "kiosk-id-front-file").send_keys(os.path.join(images, "biden.jpg"))
-        front = self.stream_event("idFrontCompleted")
-        self.assertIn('"success":true', front.text)
+        front = WebDriverWait(self.driver, 60).until(lambda d: [item for item in d.find_elements(
+            By.CSS_SELECTOR, "#kiosk-events li[data-event=idFrontCompleted][data-source=stream]") if '"success":true' in item.text])[0]
+        WebDriverWait(self.driver, 30).until(lambda d: "Step done; next: idBack" in d.find_element(By.ID, "kiosk-status").text)
         WebDriverWait(self.driver, 30).until(lambda d: d.find_element(By.ID, "kiosk-steps").get_attribute("data-state") == "idBack")
         self.assertTrue(self.driver.find_element(By.ID, "step-idBack").is_displayed())
         seqs = [int(item.get_attribute("data-seq")) for item in self.driver.find_elements(By.CSS_SELECTOR, "#kiosk-events li")]
         self.assertEqual(seqs, sorted(seqs))
-        self.driver.find_element(By.ID, "onboarding").location_once_scrolled_into_view
-        self.driver.save_screenshot(os.path.join(ARTIFACTS, "kiosk-onboarding.png"))
+        self.kiosk_screenshot("kiosk-onboarding.png", "onboarding")
 
         self.driver.find_element(By.ID, "kiosk-cancel").click()
         self.stream_event("userCancelledSession", timeout=30)
@@ -685,7 +698,7 @@ class KioskPageTests(unittest.TestCase):
         self.assertFalse(self.driver.find_element(By.ID, "kiosk-cancel").is_displayed())
         states = stack.psql(f"SELECT state FROM kiosk_sessions WHERE app_id = '{app_id}'", database=stack.db_url).split()
         self.assertEqual(states, ["cancelled"])
-        self.driver.save_screenshot(os.path.join(ARTIFACTS, "kiosk-onboarding-cancelled.png"))
+        self.kiosk_screenshot("kiosk-onboarding-cancelled.png", "onboarding")
 
     def wait_until_unknown(self, image, timeout=60):
         """The matchers drop a deleted user's templates on the gallery change; a face login from a throwaway device tells

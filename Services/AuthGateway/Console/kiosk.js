@@ -140,8 +140,10 @@ function logEvent(name, data, seq) {
   $("kiosk-events").append(el("li", { "data-event": name, "data-seq": seq, "data-source": "stream", text }));
 }
 
-function showResult(kind, message, code) {
-  $("kiosk-result").replaceChildren(el("div", { class: `status ${kind}`, id: "kiosk-final", "data-outcome": kind, "data-code": code, text: message }));
+/** The final answer: `outcome` is ok, bad or spoof (shown as bad), `code` the API's code when there is one. */
+function showResult(outcome, message, code) {
+  const kind = outcome === "ok" ? "ok" : "bad";
+  $("kiosk-result").replaceChildren(el("div", { class: `status ${kind}`, id: "kiosk-final", "data-outcome": outcome, "data-code": code, text: message }));
 }
 
 async function login() {
