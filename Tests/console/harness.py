@@ -108,9 +108,9 @@ class Stack:
         for name in ("matcher-worker", "kiosk-orchestrator", "auth-gateway"):
             admin_ports[name] = free_port()
             service_env = dict(env, FACEGATE_ADMIN_PORT=str(admin_ports[name]))
-            log = open(os.path.join(self.state, f"{name}.log"), "wb")
-            process = subprocess.Popen([os.path.join(self.bin_dir, name)], env=service_env, stdout=log, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
+            with open(os.path.join(self.state, f"{name}.log"), "wb") as log:  # the child keeps its own copy of the descriptor
+                process = subprocess.Popen([os.path.join(self.bin_dir, name)], env=service_env, stdout=log, stderr=subprocess.STDOUT,
+                                           start_new_session=True)
             self.processes[name] = process
             with open(os.path.join(self.state, f"{name}.pid"), "w") as pid_file:
                 pid_file.write(str(process.pid))
