@@ -15,7 +15,8 @@ swift test --skip-build --no-parallel "$@" 2>&1 | tee "$log"
 passed="$(grep -oE 'Test run with [0-9]+ tests? in [0-9]+ suites? passed' "$log" | grep -oE '[0-9]+' | head -n 1)"
 scripts/validate-deploy.sh
 # The web console in headless Chromium, against the binaries just built (Tests/console starts and stops its own
-# gateway + matcher on this profile's PostgreSQL and broker). Screenshots: .run/test/artifacts/console/.
+# gateway + matcher + kiosk-orchestrator on this profile's PostgreSQL and broker, and makes liveness bursts with
+# facegate-bench frames, which `swift build --build-tests` builds too). Screenshots: .run/test/artifacts/console/.
 console_log=.run/test/console-test.log
 console_status=0
 .run/venv/bin/python Tests/console/run_tests.py 2>&1 | tee "$console_log" || console_status=$?

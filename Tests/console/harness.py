@@ -1,4 +1,4 @@
-"""A private FaceGate for the browser tests: the built auth-gateway and matcher-worker (FACEGATE_BIN_DIR) on a
+"""A private FaceGate for the browser tests: the built auth-gateway, matcher-worker and kiosk-orchestrator (FACEGATE_BIN_DIR) on a
 fresh database and topic prefix of the test PostgreSQL and broker (FACEGATE_TEST_DATABASE_URL,
 FACEGATE_TEST_KAFKA_BROKERS), on free loopback ports. Processes are stopped by the pid recorded at start."""
 
@@ -105,12 +105,12 @@ class Stack:
         env = self.environment()
         subprocess.run([os.path.join(self.bin_dir, "facegate"), "migrate"], env=env, check=True, capture_output=True)
         admin_ports = {}
-        for name in ("matcher-worker", "auth-gateway"):
+        for name in ("matcher-worker", "kiosk-orchestrator", "auth-gateway"):
             admin_ports[name] = free_port()
             service_env = dict(env, FACEGATE_ADMIN_PORT=str(admin_ports[name]))
-            log = open(os.path.join(self.state, f"{name}.log"), "wb")
-            process = subprocess.Popen([os.path.join(self.bin_dir, name)], env=service_env, stdout=log, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
+            with open(os.path.join(self.state, f"{name}.log"), "wb") as log:  # the child keeps its own copy of the descriptor
+                process = subprocess.Popen([os.path.join(self.bin_dir, name)], env=service_env, stdout=log, stderr=subprocess.STDOUT,
+                                           start_new_session=True)
             self.processes[name] = process
             with open(os.path.join(self.state, f"{name}.pid"), "w") as pid_file:
                 pid_file.write(str(process.pid))
@@ -211,6 +211,22 @@ def i420_frame(photo, width, height):
             u_plane[index] = max(0, min(255, int(128 - 0.168736 * r - 0.331264 * g + 0.5 * b)))
             v_plane[index] = max(0, min(255, int(128 + 0.5 * r - 0.418688 * g - 0.081312 * b)))
     return bytes(y_plane) + bytes(u_plane) + bytes(v_plane)
+
+
+def burst(photo, actions, out, seed=None):
+    """The frames of `facegate-bench frames`: `photo` warped along its own landmarks to perform `actions` in order.
+    Answers the frame paths in order (frame0.jpg, frame1.jpg, …)."""
+    bench = os.path.join(required("FACEGATE_BIN_DIR"), "facegate-bench")
+    if not os.path.exists(bench):
+        raise RuntimeError(f"{bench} is missing: `swift build --build-tests` builds it (scripts/test.sh does)")
+    command = [bench, "frames", "--photo", photo, "--actions", ",".join(actions), "--out", out]
+    if seed is not None:
+        command += ["--seed", str(seed)]
+    made = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    if made.returncode != 0:
+        raise RuntimeError(f"facegate-bench frames failed: {made.stderr.strip()}")
+    names = [name for name in os.listdir(out) if name.startswith("frame") and name.endswith(".jpg")]
+    return [os.path.join(out, name) for name in sorted(names, key=lambda name: int(name[5:-4]))]
 
 
 def challenge_video(photo, path):

@@ -1,5 +1,6 @@
-// Kiosk demo: camera → liveness challenge shown as prompts → frames to POST /v1/kiosk/login; an unknown face
-// goes through onboarding (selfie, ID front, ID back) with the session's step events streamed live.
+// Kiosk demo: a liveness challenge shown as prompts, answered by camera frames (or image files acting it out) sent to
+// POST /v1/kiosk/login; an unknown face is onboarded (selfie, ID front, ID back) with the session's step events
+// streamed live from GET /v1/kiosk/sessions/{id}/events.
 import { api, APIError, el, showStatus } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
@@ -8,15 +9,18 @@ const PROMPTS = { BLINK: "Blink", TURN_LEFT: "Turn your head to the left", TURN_
 const EVENTS = ["selfieScanCompleted", "idFrontCompleted", "idBackCompleted", "idProcessed", "faceMatchCompleted",
   "kioskFlowCompleted", "kioskError", "userCancelledSession"];
 const TERMINAL_STATES = new Set(["completed", "failed", "cancelled", "expired"]);
+const FRAME_COUNT = { min: 2, max: 12 };
 
 let token = "";
 let device = "";
 let stream = null;
 let interview = null; // {interviewId, interviewToken}
 let events = null; // EventSource of the current session
+let pendingFiles = null; // {resolve, reject} while the page waits for image files answering a challenge
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const errorText = (error) => (error instanceof APIError ? error.text : String(error));
+const errorText = (error) => (error instanceof APIError ? error.text : String(error.message || error));
+const usingFiles = () => $("source-files").checked;
 
 function clientHeaders(extra = {}) {
   return { Authorization: `Bearer ${token}`, "X-Device-Id": device, ...extra };
@@ -25,16 +29,19 @@ function clientHeaders(extra = {}) {
 function setPrompt(text) { $("kiosk-prompt").textContent = text; }
 
 function busy(on) {
-  for (const id of ["kiosk-login", "kiosk-selfie", "kiosk-id-front-capture", "kiosk-id-back-capture"]) $(id).disabled = on;
+  for (const id of ["kiosk-login", "kiosk-selfie", "kiosk-id-front-capture", "kiosk-id-back-capture"]) $(id).disabled = on || !token;
+  for (const id of ["kiosk-id-front-capture", "kiosk-id-back-capture"]) if (!stream) $(id).disabled = true;
 }
 
-async function startCamera(event) {
+async function setUp(event) {
   event.preventDefault();
   token = $("kiosk-token").value.trim();
   device = $("kiosk-device").value.trim();
   const status = $("kiosk-setup-status");
+  busy(false);
   if (!navigator.mediaDevices?.getUserMedia) {
-    showStatus(status, "bad", "This browser offers no camera to this page (a secure context is required).");
+    showStatus(status, "bad", "This browser offers no camera to this page (a secure context is required); use image files as frames.");
+    $("source-files").checked = true;
     return;
   }
   showStatus(status, "info", "Asking for the camera…");
@@ -45,37 +52,38 @@ async function startCamera(event) {
     video.srcObject = stream;
     await video.play().catch(() => {});
     showStatus(status, "ok", "Camera ready.");
-    $("kiosk-login").disabled = false;
+    busy(false);
     $("kiosk-login").focus();
   } catch (error) {
-    showStatus(status, "bad", `The camera is not available: ${error.name || error}`);
+    stream = null;
+    $("source-files").checked = true;
+    showStatus(status, "bad", `The camera is not available (${error.name || error}); use image files as frames.`);
   }
 }
 
 /** One JPEG of the current camera picture. */
 async function captureFrame() {
   const video = $("kiosk-video");
+  if (!stream || !video.videoWidth) throw new Error("the camera is not running: start it, or use image files as frames");
   const canvas = document.createElement("canvas");
-  canvas.width = video.videoWidth || 640;
-  canvas.height = video.videoHeight || 480;
+  canvas.width = video.videoWidth;
+  canvas.height = video.videoHeight;
   canvas.getContext("2d").drawImage(video, 0, 0, canvas.width, canvas.height);
   return new Promise((resolve, reject) => canvas.toBlob((blob) => (blob ? resolve(blob) : reject(new Error("no frame"))), "image/jpeg", 0.9));
 }
 
-/** Gets a challenge, shows each action as a prompt and captures frames while the person performs it. */
-async function performChallenge() {
-  const challenge = await api("GET", "/v1/liveness/challenges", { key: null, headers: clientHeaders() });
+/** Captures frames from the camera while the person performs each action, prompting for it on the picture. */
+async function cameraFrames(actions) {
   const list = $("kiosk-challenge");
-  list.replaceChildren(...challenge.actions.map((action) => el("li", { "data-action": action, text: PROMPTS[action] || action })));
   const frames = [];
   setPrompt("Look at the camera");
   await sleep(500);
   frames.push(await captureFrame());
-  for (const [index, action] of challenge.actions.entries()) {
+  for (const [index, action] of actions.entries()) {
     const item = list.children[index];
     item.setAttribute("aria-current", "step");
     setPrompt(PROMPTS[action] || action);
-    for (let shot = 0; shot < 2 && frames.length < 12; shot += 1) {
+    for (let shot = 0; shot < 2 && frames.length < FRAME_COUNT.max; shot += 1) {
       await sleep(450);
       frames.push(await captureFrame());
     }
@@ -83,23 +91,59 @@ async function performChallenge() {
     item.classList.add("done");
   }
   setPrompt("");
+  return frames;
+}
+
+/** Waits for the person to choose image files acting out `actions`; answers them in file-name order. */
+function fileFrames(actions) {
+  const input = $("kiosk-frame-files");
+  input.value = "";
+  input.disabled = false;
+  input.focus();
+  const asked = actions.map((action) => PROMPTS[action] || action).join(", then ");
+  showStatus($("kiosk-status"), "info", `Choose ${FRAME_COUNT.min}–${FRAME_COUNT.max} image files that act out: ${asked}.`);
+  return new Promise((resolve, reject) => { pendingFiles = { resolve, reject }; }).finally(() => {
+    pendingFiles = null;
+    input.disabled = true;
+  });
+}
+
+function filesChosen(event) {
+  if (!pendingFiles) return;
+  const files = [...event.target.files].sort((a, b) => a.name.localeCompare(b.name, undefined, { numeric: true }));
+  if (files.length < FRAME_COUNT.min || files.length > FRAME_COUNT.max) {
+    showStatus($("kiosk-status"), "bad", `Choose ${FRAME_COUNT.min}–${FRAME_COUNT.max} files; got ${files.length}.`);
+    event.target.value = "";
+    return;
+  }
+  for (const item of $("kiosk-challenge").children) item.classList.add("done");
+  pendingFiles.resolve(files);
+}
+
+/** Gets a challenge, shows its actions, and answers the frames that perform them (camera or files). */
+async function performChallenge() {
+  const challenge = await api("GET", "/v1/liveness/challenges", { key: null, headers: clientHeaders() });
+  $("kiosk-challenge").replaceChildren(...challenge.actions.map((action) => el("li", { "data-action": action, text: PROMPTS[action] || action })));
+  const frames = usingFiles() ? await fileFrames(challenge.actions) : await cameraFrames(challenge.actions);
   return { challengeId: challenge.challengeId, frames };
 }
 
 function framesForm(challengeId, frames) {
   const form = new FormData();
   form.append("challengeId", challengeId);
-  frames.forEach((frame, index) => form.append("frame", frame, `frame-${index}.jpg`));
+  frames.forEach((frame, index) => form.append("frame", frame, frame.name || `frame-${index}.jpg`));
   return form;
 }
 
-function logEvent(name, data) {
+function logEvent(name, data, seq) {
   const text = `${name}: ${JSON.stringify(data)}`;
-  $("kiosk-events").append(el("li", { "data-event": name, text }));
+  $("kiosk-events").append(el("li", { "data-event": name, "data-seq": seq, "data-source": "stream", text }));
 }
 
-function showResult(kind, message) {
-  $("kiosk-result").replaceChildren(el("div", { class: `status ${kind}`, id: "kiosk-final", "data-outcome": kind, text: message }));
+/** The final answer: `outcome` is ok, bad or spoof (shown as bad), `code` the API's code when there is one. */
+function showResult(outcome, message, code) {
+  const kind = outcome === "ok" ? "ok" : "bad";
+  $("kiosk-result").replaceChildren(el("div", { class: `status ${kind}`, id: "kiosk-final", "data-outcome": outcome, "data-code": code, text: message }));
 }
 
 async function login() {
@@ -112,12 +156,17 @@ async function login() {
     const answer = await api("POST", "/v1/kiosk/login", { key: null, headers: clientHeaders(), body: framesForm(challengeId, frames) });
     if (answer.success) {
       showStatus(status, "ok", "Recognised.");
-      showResult("ok", `Welcome${answer.firstName ? `, ${answer.firstName}` : ""}. Customer ${answer.customerUUID}.`);
+      showResult("ok", `Welcome${answer.firstName ? `, ${answer.firstName}` : ""}. Customer ${answer.customerUUID}.`, "SUCCESS");
+      $("kiosk-final").dataset.customer = answer.customerUUID;
     } else if (answer.error === "NO_MATCH_FACE") {
       showStatus(status, "info", "We do not know you yet: let us onboard you.");
       await startOnboarding();
+    } else if (answer.spoofAttempt) {
+      showStatus(status, "bad", "The liveness check failed.");
+      showResult("spoof", "Spoof suspected: the frames did not show a live person doing the asked actions. Please try again and follow the prompts.", answer.error);
     } else {
-      showStatus(status, "bad", answer.spoofAttempt ? "The liveness check failed; please try again and follow the prompts." : `Login failed: ${answer.error}`);
+      showStatus(status, "bad", `Login failed: ${answer.error}`);
+      showResult("bad", `Not logged in: ${answer.error}.`, answer.error);
     }
   } catch (error) {
     showStatus(status, "bad", errorText(error));
@@ -128,14 +177,20 @@ async function login() {
 }
 
 function renderState(state) {
+  const order = ["selfie", "idFront", "idBack", "completed"];
+  const current = TERMINAL_STATES.has(state) ? 3 : order.indexOf(state);
   for (const item of document.querySelectorAll("#kiosk-steps li")) {
-    const order = ["selfie", "idFront", "idBack", "completed"];
     const position = order.indexOf(item.dataset.step);
-    const current = TERMINAL_STATES.has(state) ? 3 : order.indexOf(state);
     item.className = position < current ? "done" : position === current ? "current" : "";
   }
+  $("kiosk-steps").dataset.state = state;
   for (const step of ["selfie", "idFront", "idBack"]) $(`step-${step}`).hidden = step !== state;
   $("kiosk-cancel").hidden = TERMINAL_STATES.has(state);
+}
+
+function finishStream() {
+  events?.close();
+  events = null;
 }
 
 async function startOnboarding() {
@@ -144,21 +199,25 @@ async function startOnboarding() {
   $("onboarding").hidden = false;
   $("kiosk-events").replaceChildren();
   renderState("selfie");
-  events?.close();
+  finishStream();
   events = new EventSource(`/v1/kiosk/sessions/${encodeURIComponent(interview.interviewId)}/events?interviewToken=${encodeURIComponent(interview.interviewToken)}`);
   for (const name of EVENTS) {
     events.addEventListener(name, (message) => {
       let data = {};
       try { data = JSON.parse(message.data); } catch { /* keep {} */ }
-      logEvent(name, data);
+      logEvent(name, data, message.lastEventId);
       if (name === "kioskFlowCompleted") {
-        showResult(data.success ? "ok" : "bad", data.success ? `Onboarded ${data.name || ""} — customer ${data.customerUUID}.` : "Onboarding did not complete.");
-        renderState("completed");
-        events.close();
+        showResult(data.success ? "ok" : "bad", data.success ? `Onboarded ${data.name || ""} — customer ${data.customerUUID}.` : "Onboarding did not complete.", data.error);
+        renderState(data.success ? "completed" : "failed");
+        finishStream();
       } else if (name === "userCancelledSession") {
-        showResult("bad", "Onboarding cancelled.");
+        showResult("bad", "Onboarding cancelled.", "CANCELLED");
         renderState("cancelled");
-        events.close();
+        finishStream();
+      } else if (name === "kioskError" && ["SESSION_EXPIRED", "TOO_MANY_ATTEMPTS"].includes(data.code)) {
+        showResult("bad", `Onboarding ended: ${data.code}.`, data.code);
+        renderState(data.code === "SESSION_EXPIRED" ? "expired" : "failed");
+        finishStream();
       }
     });
   }
@@ -167,13 +226,19 @@ async function startOnboarding() {
 
 function interviewHeaders(extra = {}) { return clientHeaders({ "X-Interview-Token": interview.interviewToken, ...extra }); }
 
-async function afterStep(answer) {
+/** A step's answer: the session after it, and the events this call produced ({seq, event, data, at}). */
+function afterStep(answer) {
   renderState(answer.state);
-  const failed = (answer.events || []).find((event) => event.success === false || event.event === "kioskError");
-  if (failed) showStatus($("kiosk-status"), "bad", `${failed.event}: ${failed.error || failed.code || "failed"}${failed.message ? ` — ${failed.message}` : ""}`);
-  else showStatus($("kiosk-status"), "ok", `Step done; next: ${answer.state}.`);
+  const failed = (answer.events || []).find((item) => item.data?.success === false || item.event === "kioskError");
+  if (failed) {
+    const data = failed.data || {};
+    showStatus($("kiosk-status"), "bad", `${failed.event}: ${data.error || data.code || "failed"}${data.message ? ` — ${data.message}` : ""}`);
+  } else {
+    showStatus($("kiosk-status"), "ok", TERMINAL_STATES.has(answer.state) ? `Onboarding ${answer.state}.` : `Step done; next: ${answer.state}.`);
+  }
   if (TERMINAL_STATES.has(answer.state) && answer.result) {
-    showResult(answer.result.success ? "ok" : "bad", answer.result.success ? `Onboarded ${answer.result.name || ""} — customer ${answer.result.customerUUID}.` : "Onboarding failed.");
+    const result = answer.result;
+    showResult(result.success ? "ok" : "bad", result.success ? `Onboarded ${result.name || ""} — customer ${result.customerUUID}.` : "Onboarding failed.");
   }
 }
 
@@ -181,8 +246,8 @@ async function selfie() {
   busy(true);
   try {
     const { challengeId, frames } = await performChallenge();
-    const answer = await api("POST", `/v1/kiosk/sessions/${interview.interviewId}/selfie`, { key: null, headers: interviewHeaders(), body: framesForm(challengeId, frames) });
-    await afterStep(answer);
+    showStatus($("kiosk-status"), "info", "Checking the selfie…");
+    afterStep(await api("POST", `/v1/kiosk/sessions/${interview.interviewId}/selfie`, { key: null, headers: interviewHeaders(), body: framesForm(challengeId, frames) }));
   } catch (error) {
     showStatus($("kiosk-status"), "bad", errorText(error));
   } finally {
@@ -191,11 +256,12 @@ async function selfie() {
   }
 }
 
-async function documentSide(side, blob) {
+async function documentSide(side, source) {
   busy(true);
   try {
-    const answer = await api("POST", `/v1/kiosk/sessions/${interview.interviewId}/${side}`, { key: null, headers: interviewHeaders(), body: blob, contentType: blob.type || "image/jpeg" });
-    await afterStep(answer);
+    const blob = await source();
+    showStatus($("kiosk-status"), "info", "Reading the document…");
+    afterStep(await api("POST", `/v1/kiosk/sessions/${interview.interviewId}/${side}`, { key: null, headers: interviewHeaders(), body: blob, contentType: blob.type || "image/jpeg" }));
   } catch (error) {
     showStatus($("kiosk-status"), "bad", errorText(error));
   } finally {
@@ -203,10 +269,20 @@ async function documentSide(side, blob) {
   }
 }
 
+function documentFile(side) {
+  return (event) => {
+    const file = event.target.files[0];
+    event.target.value = "";
+    if (file) documentSide(side, async () => file);
+  };
+}
+
 async function cancel() {
   if (!interview) return;
+  pendingFiles?.reject(new Error("cancelled"));
   try {
     await api("DELETE", `/v1/kiosk/sessions/${interview.interviewId}`, { key: null, headers: interviewHeaders() });
+    showStatus($("kiosk-status"), "info", "Onboarding cancelled.");
     renderState("cancelled");
   } catch (error) {
     showStatus($("kiosk-status"), "bad", errorText(error));
@@ -216,12 +292,14 @@ async function cancel() {
 document.addEventListener("DOMContentLoaded", () => {
   $("kiosk-token").value = sessionStorage.getItem(KIOSK_TOKEN_KEY) || "";
   $("kiosk-device").value = `kiosk-demo-${Math.random().toString(36).slice(2, 8)}`;
-  $("kiosk-setup").addEventListener("submit", startCamera);
+  $("kiosk-setup").addEventListener("submit", setUp);
   $("kiosk-login").addEventListener("click", login);
   $("kiosk-selfie").addEventListener("click", selfie);
-  $("kiosk-id-front-capture").addEventListener("click", async () => documentSide("id-front", await captureFrame()));
-  $("kiosk-id-back-capture").addEventListener("click", async () => documentSide("id-back", await captureFrame()));
-  $("kiosk-id-front-file").addEventListener("change", (event) => event.target.files[0] && documentSide("id-front", event.target.files[0]));
-  $("kiosk-id-back-file").addEventListener("change", (event) => event.target.files[0] && documentSide("id-back", event.target.files[0]));
+  $("kiosk-frame-files").addEventListener("change", filesChosen);
+  $("source-camera").addEventListener("change", () => pendingFiles?.reject(new Error("switched to the camera: start again")));
+  $("kiosk-id-front-capture").addEventListener("click", () => documentSide("id-front", captureFrame));
+  $("kiosk-id-back-capture").addEventListener("click", () => documentSide("id-back", captureFrame));
+  $("kiosk-id-front-file").addEventListener("change", documentFile("id-front"));
+  $("kiosk-id-back-file").addEventListener("change", documentFile("id-back"));
   $("kiosk-cancel").addEventListener("click", cancel);
 });
