@@ -44,7 +44,7 @@ public struct IDCard: Sendable, Equatable {
 
     /// A card with random but valid fields, reproducible from `seed`.
     public static func random(format: MRZFormat, seed: UInt64, portrait: URL) -> IDCard {
-        var generator = SplitMix64(seed: seed)
+        var generator = SeededRandom(seed: seed)
         func pick<T>(_ values: [T]) -> T { values[Int(generator.next() % UInt64(values.count))] }
         func number(_ range: ClosedRange<Int>) -> Int { range.lowerBound + Int(generator.next() % UInt64(range.count)) }
         let alphabet = Array("ABCDEFGHJKLMNPRSTUVWXYZ"), digits = Array("0123456789")
@@ -235,19 +235,6 @@ public struct IDCard: Sendable, Equatable {
 public struct IDCardRenderError: Error, CustomStringConvertible {
     public var description: String
     init(_ description: String) { self.description = description }
-}
-
-/// A small seeded generator so that random cards are reproducible from a seed.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 private let surnames = [

@@ -295,7 +295,7 @@ public enum SyntheticFrames {
     }
 }
 
-/// SplitMix64: reproducible jitter, so a failing burst can be generated again.
+/// SplitMix64: reproducible jitter and random cards, so a failing fixture can be generated again.
 struct SeededRandom {
     private var state: UInt64
     init(seed: UInt64) { state = seed }
