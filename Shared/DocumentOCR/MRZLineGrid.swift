@@ -6,6 +6,8 @@ enum MRZLineGrid {
     /// `looksLikeFiller` is asked about every glyph not read as `<` (OCR-B's `<` is often taken for `K`).
     struct Grid {
         var rows: [[Character?]]
+        /// Tesseract's confidence (0–100) in each cell's glyph; nil for an empty cell.
+        var confidences: [[Float?]]
         var pitch: Double
         /// The centre x of each line's first cell.
         var origins: [Double]
@@ -46,7 +48,7 @@ enum MRZLineGrid {
             origins = means.map { $0.1 - pitch * $0.0 }
         }
 
-        let characters: [[Character?]] = zip(rows, zip(assigned, origins)).map { glyphs, placement in
+        let placed: [[Glyph?]] = zip(rows, zip(assigned, origins)).map { glyphs, placement in
             let (cellsOfLine, origin) = placement
             var best: [Glyph?] = Array(repeating: nil, count: cells)
             for (glyph, cell) in zip(glyphs, cellsOfLine) {
@@ -62,12 +64,15 @@ enum MRZLineGrid {
                     best[cell] = glyph
                 }
             }
-            return best.map { glyph in
+            return best
+        }
+        let characters: [[Character?]] = placed.map { row in
+            row.map { glyph in
                 guard let glyph else { return nil }
                 if glyph.character != "<", looksLikeFiller(glyph) { return "<" }
                 return glyph.character
             }
         }
-        return Grid(rows: characters, pitch: pitch, origins: origins)
+        return Grid(rows: characters, confidences: placed.map { $0.map { $0?.confidence } }, pitch: pitch, origins: origins)
     }
 }

@@ -8,6 +8,10 @@ public struct MRZReading: Sendable, Equatable {
     public var lines: [String]
     public var rawLines: [String]
     public var corrections: Int
+    /// The lowest tesseract confidence (0–100) among the letters of the names as read; names carry no check
+    /// digit, so this is the only sign of a doubtful name character. 0 when a name letter was read on its own
+    /// (a cell the line recognition skipped) and has no line confidence.
+    public var nameConfidence: Float
 }
 
 /// Why an image gave no document. `description` is safe to log (it never holds MRZ content).
@@ -143,8 +147,12 @@ public final class MRZReader: Sendable {
                     // The names fill TD1's third line, and TD3's first line after type and issuing state.
                     let namesCorrected = format == .td1 ? corrected.lines[2] != aligned[2]
                         : corrected.lines[0].dropFirst(5) != aligned[0].dropFirst(5)
+                    let names = format == .td1 ? (row: 2, cells: 0..<30) : (row: 0, cells: 5..<44)
+                    let letterConfidences = names.cells.filter { corrected.lines[names.row].dropFirst($0).first != "<" }
+                        .map { rows[names.row][$0] == nil ? 0 : grid.confidences[names.row][$0] ?? 0 }
                     return .success((MRZReading(document: corrected.document, lines: corrected.lines, rawLines: raw,
-                                                corrections: corrected.corrections), namesCorrected))
+                                                corrections: corrected.corrections,
+                                                nameConfidence: letterConfidences.min() ?? 0), namesCorrected))
                 } catch {
                     failure = .invalid(error)
                 }

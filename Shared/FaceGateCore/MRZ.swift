@@ -65,11 +65,14 @@ public enum MRZError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidDate(MRZField)
     /// A value that cannot be written into the MRZ (compose): too long, or characters it cannot hold.
     case unrepresentable(MRZField)
+    /// An issuing state or nationality that is not an ICAO 9303 Part 3 code (after at most one look-alike swap).
+    case unknownCode(MRZField)
 
     public var field: MRZField? {
         switch self {
         case .layout: nil
-        case .invalidCharacters(let f), .checkDigit(let f), .invalidDate(let f), .unrepresentable(let f): f
+        case .invalidCharacters(let f), .checkDigit(let f), .invalidDate(let f), .unrepresentable(let f),
+             .unknownCode(let f): f
         }
     }
 
@@ -86,6 +89,7 @@ public enum MRZError: Error, Sendable, Equatable, CustomStringConvertible {
         case .checkDigit(let f): "check digit of \(f.rawValue) does not match"
         case .invalidDate(let f): "\(f.rawValue) is not a valid date"
         case .unrepresentable(let f): "\(f.rawValue) cannot be written in an MRZ"
+        case .unknownCode(let f): "\(f.rawValue) is not an ICAO 9303 state or organisation code"
         }
     }
 }
@@ -149,6 +153,9 @@ public enum MRZ {
         if layout.format == .td1, "T1LJ".contains(text[0]) { text[0] = "I" }
         for field in layout.plainFields + layout.compositeOnlyFields {
             try correctPlain(field, in: &text)
+        }
+        for field in layout.plainFields where field.name == .issuingState || field.name == .nationality {
+            try correctCode(field, in: &text)
         }
         for field in layout.checkedFields {
             try correctChecked(field, in: &text)
@@ -228,6 +235,23 @@ public enum MRZ {
         return nil
     }
 
+    /// Codes have no check digit, but they must be on the ICAO list. A code that is not is changed by one
+    /// look-alike swap only when exactly one swap gives a listed code (`IPN` → `JPN`); otherwise it is refused.
+    static func correctCode(_ field: PlainField, in text: inout [Character]) throws(MRZError) {
+        let code = Array(text[field.range])
+        if isKnownCode(String(code)) { return }
+        var readings = Set<String>()
+        for offset in code.indices {
+            for alternative in CharacterKind.letterLookalikes[code[offset]] ?? [] {
+                var candidate = code
+                candidate[offset] = alternative
+                if isKnownCode(String(candidate)) { readings.insert(String(candidate)) }
+            }
+        }
+        guard readings.count == 1, let reading = readings.first else { throw .unknownCode(field.name) }
+        text.replaceSubrange(field.range, with: Array(reading))
+    }
+
     private static func correctChecked(_ field: CheckedField, in text: inout [Character]) throws(MRZError) {
         // The check digit itself is a digit (or `<` for an empty optional field).
         if text[field.check] != "<", text[field.check].wholeNumberValue == nil || !text[field.check].isASCII {
@@ -293,6 +317,8 @@ public enum MRZ {
         let type = try code(document.documentType, width: 2, field: .documentType)
         let state = try code(document.issuingState, width: 3, field: .issuingState)
         let nationality = try code(document.nationality, width: 3, field: .nationality)
+        guard isKnownCode(state) else { throw .unknownCode(.issuingState) }
+        guard isKnownCode(nationality) else { throw .unknownCode(.nationality) }
         let number = try mrzText(document.documentNumber, field: .documentNumber)
         let birth = try yymmdd(document.birthDate, field: .birthDate)
         let expiry = try yymmdd(document.expiryDate, field: .expiryDate)
@@ -372,6 +398,62 @@ public enum MRZ {
         return String(format: "%02d%02d%02d", date.year % 100, date.month, date.day)
     }
 
+    // MARK: ICAO 9303 Part 3 codes
+
+    /// True when `code` is a three-letter code ICAO 9303 Part 3 allows for an issuing state or a nationality,
+    /// either trimmed (`D`) or as the MRZ writes it (`D<<`).
+    public static func isKnownCode(_ code: String) -> Bool {
+        let padded = code.count < 3 ? code + String(repeating: "<", count: 3 - code.count) : code
+        return knownCodes.contains(padded)
+    }
+
+    /// Every code as the MRZ writes it (three characters, `<`-padded).
+    public static let knownCodes: Set<String> = {
+        var codes = Set(stateCodes.flatMap { $0.split(separator: " ").map(String.init) })
+        codes.formUnion(specialCodes)
+        return codes
+    }()
+
+    /// ISO 3166-1 alpha-3, which Part 3 adopts for states and territories (Germany's own documents use `D<<`).
+    private static let stateCodes = [
+        "ABW AFG AGO AIA ALA ALB AND ARE ARG ARM ASM ATA ATF ATG AUS AUT AZE",
+        "BDI BEL BEN BES BFA BGD BGR BHR BHS BIH BLM BLR BLZ BMU BOL BRA BRB BRN BTN BVT BWA",
+        "CAF CAN CCK CHE CHL CHN CIV CMR COD COG COK COL COM CPV CRI CUB CUW CXR CYM CYP CZE",
+        "DEU DJI DMA DNK DOM DZA",
+        "ECU EGY ERI ESH ESP EST ETH",
+        "FIN FJI FLK FRA FRO FSM",
+        "GAB GBR GEO GGY GHA GIB GIN GLP GMB GNB GNQ GRC GRD GRL GTM GUF GUM GUY",
+        "HKG HMD HND HRV HTI HUN",
+        "IDN IMN IND IOT IRL IRN IRQ ISL ISR ITA",
+        "JAM JEY JOR JPN",
+        "KAZ KEN KGZ KHM KIR KNA KOR KWT",
+        "LAO LBN LBR LBY LCA LIE LKA LSO LTU LUX LVA",
+        "MAC MAF MAR MCO MDA MDG MDV MEX MHL MKD MLI MLT MMR MNE MNG MNP MOZ MRT MSR MTQ MUS MWI MYS MYT",
+        "NAM NCL NER NFK NGA NIC NIU NLD NOR NPL NRU NZL",
+        "OMN",
+        "PAK PAN PCN PER PHL PLW PNG POL PRI PRK PRT PRY PSE PYF",
+        "QAT",
+        "REU ROU RUS RWA",
+        "SAU SDN SEN SGP SGS SHN SJM SLB SLE SLV SMR SOM SPM SRB SSD STP SUR SVK SVN SWE SWZ SXM SYC SYR",
+        "TCA TCD TGO THA TJK TKL TKM TLS TON TTO TUN TUR TUV TWN TZA",
+        "UGA UKR UMI URY USA UZB",
+        "VAT VCT VEN VGB VIR VNM VUT",
+        "WLF WSM",
+        "YEM",
+        "ZAF ZMB ZWE",
+    ]
+
+    /// The codes Part 3 adds to ISO 3166-1, in the form the MRZ carries them.
+    private static let specialCodes: Set<String> = [
+        "D<<",  // Germany
+        "GBD", "GBN", "GBO", "GBP", "GBS",  // British Overseas Territories Citizen, National (Overseas), Overseas Citizen, Protected Person, Subject
+        "EUE",  // European Union
+        "UNO", "UNA", "UNK",  // United Nations: the Organization, a specialized agency, a resident of Kosovo (UNMIK)
+        "XBA", "XIM", "XCC", "XCE", "XCO", "XDC", "XEC", "XES", "XOM", "XPO",  // other issuing organisations
+        "XXA", "XXB", "XXC", "XXX",  // stateless, refugee (1951 Convention), other refugee, unspecified nationality
+        "UTO",  // Utopia: the fictitious state of the standard's specimen documents
+    ]
+
     // MARK: Dates
 
     static func calendarDate(iso: String) -> CalendarDate? {
@@ -408,6 +490,14 @@ enum CharacterKind: Equatable {
         "O": "0", "Q": "0", "D": "0", "U": "0", "I": "1", "L": "1", "T": "1", "Z": "2", "S": "5", "B": "8", "G": "6", "A": "4",
     ]
     static let letterForDigit: [Character: Character] = ["0": "O", "1": "I", "2": "Z", "5": "S", "8": "B", "6": "G", "4": "A"]
+
+    /// Letters tesseract takes for one another in OCR-B, tried when a three-letter code is not on the ICAO list.
+    static let letterLookalikes: [Character: [Character]] = [
+        "I": ["L", "J", "T"], "L": ["I", "J"], "J": ["I", "L"], "T": ["I"],
+        "O": ["D", "Q", "U", "C"], "D": ["O"], "Q": ["O"], "U": ["V", "O"], "V": ["U", "Y"], "Y": ["V"],
+        "E": ["F", "B"], "F": ["E"], "B": ["E"], "C": ["G", "O"], "G": ["C"],
+        "M": ["N", "H"], "N": ["M", "H"], "H": ["N", "M"], "K": ["X", "<"], "X": ["K"], "W": ["V"],
+    ]
 
     /// The one replacement the field type forces for a character it cannot hold.
     func forced(_ character: Character) -> Character? {
@@ -604,9 +694,12 @@ struct Layout {
             optional = trimmed(72..<86)
         }
         guard !number.isEmpty else { throw .invalidCharacters(.documentNumber) }
+        let stateRange = 2..<5, nationalityRange = format == .td1 ? 45..<48 : 54..<57
+        guard MRZ.isKnownCode(string(stateRange)) else { throw .unknownCode(.issuingState) }
+        guard MRZ.isKnownCode(string(nationalityRange)) else { throw .unknownCode(.nationality) }
         return MRZDocument(
-            format: format, documentType: trimmed(0..<2), issuingState: trimmed(2..<5), documentNumber: number,
-            surname: surname, givenNames: given, nationality: trimmed(format == .td1 ? 45..<48 : 54..<57),
+            format: format, documentType: trimmed(0..<2), issuingState: trimmed(stateRange), documentNumber: number,
+            surname: surname, givenNames: given, nationality: trimmed(nationalityRange),
             birthDate: MRZ.iso(birth), sex: sex, expiryDate: MRZ.iso(expiry), optionalData: optional)
     }
 

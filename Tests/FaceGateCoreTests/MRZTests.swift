@@ -109,6 +109,76 @@ let specimenDay = ISO8601DateFormatter().date(from: "2026-01-01T00:00:00Z")!
         #expect(fixed.corrections == 5)
     }
 
+    /// The TD1 specimen with another issuing state and nationality (neither is covered by a check digit).
+    static func specimenWithCodes(state: String, nationality: String) -> [String] {
+        func padded(_ code: String) -> String { code + String(repeating: "<", count: 3 - code.count) }
+        return ["I<" + padded(state) + specimenTD1[0].dropFirst(5),
+                String(specimenTD1[1].prefix(15)) + padded(nationality) + specimenTD1[1].dropFirst(18), specimenTD1[2]]
+    }
+
+    @Test func knowsTheICAOCodes() {
+        for code in ["JPN", "FRA", "DEU", "D", "D<<", "GBD", "GBN", "GBO", "GBP", "GBS", "EUE", "UNO", "UNA", "UNK",
+                     "XXA", "XXB", "XXC", "XXX", "UTO", "ZWE", "ABW"] {
+            #expect(MRZ.isKnownCode(code), "\(code)")
+        }
+        for code in ["IPN", "ERA", "XYZ", "ZZZ", "DE", "<<<", "", "jpn", "D<K"] {
+            #expect(!MRZ.isKnownCode(code), "\(code)")
+        }
+        #expect(MRZ.knownCodes.allSatisfy { $0.count == 3 })
+    }
+
+    @Test func refusesUnknownCodesWhenParsing() throws {
+        let german = try MRZ.parse(lines: Self.specimenWithCodes(state: "D", nationality: "JPN"), today: specimenDay)
+        #expect(german.issuingState == "D")
+        #expect(german.nationality == "JPN")
+        #expect(throws: MRZError.unknownCode(.issuingState)) {
+            try MRZ.parse(lines: Self.specimenWithCodes(state: "IPN", nationality: "JPN"), today: specimenDay)
+        }
+        #expect(throws: MRZError.unknownCode(.nationality)) {
+            try MRZ.parse(lines: Self.specimenWithCodes(state: "JPN", nationality: "XYZ"), today: specimenDay)
+        }
+        var passport = specimenTD3
+        passport[1] = String(passport[1].prefix(10)) + "UTQ" + passport[1].dropFirst(13)
+        #expect(throws: MRZError.unknownCode(.nationality)) { try MRZ.parse(lines: passport, today: specimenDay) }
+        #expect(MRZError.unknownCode(.issuingState).description == "issuingState is not an ICAO 9303 state or organisation code")
+        #expect(MRZError.unknownCode(.nationality).isRetriable)
+    }
+
+    @Test func correctsAnUnknownCodeOnlyWhenOneLookalikeIsListed() throws {
+        // `IPN`: of its look-alike readings only `JPN` is listed; `D<K`: only `D<<`.
+        let fixed = try MRZ.correct(lines: Self.specimenWithCodes(state: "IPN", nationality: "D<K"), today: specimenDay)
+        #expect(fixed.document.issuingState == "JPN")
+        #expect(fixed.document.nationality == "D")
+        #expect(fixed.lines == Self.specimenWithCodes(state: "JPN", nationality: "D"))
+        #expect(fixed.corrections == 2)
+        // `ERA` is one swap from both `FRA` and `BRA`: refused, not guessed.
+        #expect(throws: MRZError.unknownCode(.issuingState)) {
+            try MRZ.correct(lines: Self.specimenWithCodes(state: "ERA", nationality: "UTO"), today: specimenDay)
+        }
+        // `XYZ` is no swap away from any code.
+        #expect(throws: MRZError.unknownCode(.nationality)) {
+            try MRZ.correct(lines: Self.specimenWithCodes(state: "UTO", nationality: "XYZ"), today: specimenDay)
+        }
+        // A listed code is kept even when a look-alike is listed too (`PRI` is Puerto Rico, not `PRT`).
+        let listed = try MRZ.correct(lines: Self.specimenWithCodes(state: "PRI", nationality: "PRT"), today: specimenDay)
+        #expect(listed.document.issuingState == "PRI")
+        #expect(listed.corrections == 0)
+        // TD3: the passport's nationality (line 2) is corrected the same way.
+        var passport = specimenTD3
+        passport[1] = String(passport[1].prefix(10)) + "UTQ" + passport[1].dropFirst(13)
+        #expect(try MRZ.correct(lines: passport, today: specimenDay).lines == specimenTD3)
+    }
+
+    @Test func composeRefusesUnknownCodes() throws {
+        var document = try MRZ.parse(lines: specimenTD3, today: specimenDay)
+        document.issuingState = "XYZ"
+        #expect(throws: MRZError.unknownCode(.issuingState)) { try MRZ.compose(document) }
+        document.issuingState = "D"
+        #expect(try MRZ.compose(document)[0].hasPrefix("P<D<<ERIKSSON"))
+        document.nationality = "IPN"
+        #expect(throws: MRZError.unknownCode(.nationality)) { try MRZ.compose(document) }
+    }
+
     @Test func keepsAnUncorrectableFieldRefused() {
         // A wrong digit that no look-alike explains: the check digit cannot confirm any reading.
         var line = Array(specimenTD1[0])
