@@ -15,7 +15,7 @@ public enum Schema {
         Step(version: 2, name: "transactions hash chain", sql: transactions),
         Step(version: 3, name: "service role and row-level security", sql: roles),
         Step(version: 4, name: "device credential attestation and lookups", sql: deviceCredentials),
-        Step(version: 5, name: "kiosk approval policy and session lookups", sql: kioskApproval),
+        Step(version: 5, name: "kiosk approval policy, session lookups, used liveness frames", sql: kioskApproval),
     ]
 
     static let core = """
@@ -288,5 +288,13 @@ public enum Schema {
     -- Kiosk login finds the session that onboarded a customer; the expiry sweep finds overdue sessions.
     CREATE INDEX kiosk_sessions_customer ON kiosk_sessions (customer_id) WHERE customer_id IS NOT NULL;
     CREATE INDEX kiosk_sessions_open_expiry ON kiosk_sessions (expires_at) WHERE state NOT IN ('completed', 'failed', 'cancelled', 'expired');
+    -- SHA-256 of every liveness frame submitted with a challenge: a frame sent again is a replay.
+    CREATE TABLE used_liveness_frames (
+        digest bytea PRIMARY KEY,
+        app_id uuid NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        expires_at timestamptz NOT NULL
+    );
+    CREATE INDEX used_liveness_frames_expiry ON used_liveness_frames (expires_at);
+    GRANT SELECT, INSERT, DELETE ON used_liveness_frames TO facegate_service;
     """
 }

@@ -63,6 +63,13 @@ import Testing
             #expect(again.string("error") == "SPOOF_DETECTED")
             #expect(again.json["token"] is NSNull)
 
+            // The accepted burst sent again under a fresh challenge asking the same actions: a replay.
+            let replayChallenge = try await stack.storeChallenge(app, device: "kiosk-1", actions: actions)
+            let replayed = try await stack.kioskLogin(token, device: "kiosk-1", challengeId: replayChallenge, frames: burst)
+            #expect(replayed.json["success"] as? Bool == false)
+            #expect(replayed.json["spoofAttempt"] as? Bool == true)
+            #expect(replayed.string("error") == "SPOOF_DETECTED")
+
             // A challenge issued to another device does not answer for this one.
             let foreign = try #require(try await stack.challenge(token, device: "kiosk-other").string("challengeId"))
             let stolen = try await stack.kioskLogin(token, device: "kiosk-2", challengeId: foreign, frames: burst)
@@ -79,27 +86,28 @@ import Testing
             // Asked to blink, the frames only turn the head.
             let blinkOnly = try await stack.storeChallenge(app, device: "kiosk-4", actions: [.blink])
             let turning = try await stack.kioskLogin(token, device: "kiosk-4", challengeId: blinkOnly,
-                                                     frames: try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: [.turnLeft, .turnRight], engine: engine))
+                                                     frames: try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: [.turnLeft, .turnRight], engine: engine, seed: 21))
             #expect(turning.json["spoofAttempt"] as? Bool == true)
             #expect(turning.string("error") == "SPOOF_DETECTED")
             // Asked to turn right, the head turns left.
             let right = try await stack.storeChallenge(app, device: "kiosk-4", actions: [.turnRight])
             let wrongWay = try await stack.kioskLogin(token, device: "kiosk-4", challengeId: right,
-                                                      frames: try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: [.turnLeft], engine: engine))
+                                                      frames: try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: [.turnLeft], engine: engine, seed: 22))
             #expect(wrongWay.string("error") == "SPOOF_DETECTED")
 
             // Two people in one burst.
             let mixedChallenge = try await stack.storeChallenge(app, device: "kiosk-5", actions: [.blink])
-            var mixed = try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: [.blink], engine: engine)
-            mixed[mixed.count - 1] = try SyntheticFrames.burst(photo: try Self.photo("biden.jpg"), actions: [], engine: engine)[0]
+            var mixed = try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: [.blink], engine: engine, seed: 23)
+            mixed[mixed.count - 1] = try SyntheticFrames.burst(photo: try Self.photo("biden.jpg"), actions: [], engine: engine, seed: 24)[0]
             let mixedLogin = try await stack.kioskLogin(token, device: "kiosk-5", challengeId: mixedChallenge, frames: mixed)
             #expect(mixedLogin.string("error") == "SPOOF_DETECTED")
 
+            // (Each burst above has its own seed: a frame sent before is refused as a replay, checked above.)
             // A live burst of someone not enrolled.
             let bidenChallenge = try await stack.challenge(token, device: "kiosk-6")
             let bidenActions = try #require((bidenChallenge.json["actions"] as? [String])?.compactMap(LivenessAction.init(rawValue:)))
             let biden = try await stack.kioskLogin(token, device: "kiosk-6", challengeId: try #require(bidenChallenge.string("challengeId")),
-                                                   frames: try SyntheticFrames.burst(photo: try Self.photo("biden.jpg"), actions: bidenActions, engine: engine))
+                                                   frames: try SyntheticFrames.burst(photo: try Self.photo("biden.jpg"), actions: bidenActions, engine: engine, seed: 5))
             #expect(biden.json["success"] as? Bool == false, "\(String(decoding: biden.body, as: UTF8.self))")
             #expect(biden.json["spoofAttempt"] as? Bool == false)
             #expect(biden.string("error") == "NO_MATCH_FACE")
@@ -124,7 +132,7 @@ import Testing
             let recorded = try await stack.database.pool.query("""
                 SELECT count(*)::int AS n FROM transactions WHERE app_id = \(UUID(uuidString: app.id)!) AND kind = 'kiosk.login'
                 """)
-            #expect(try recorded.first?.decode("n", as: Int.self) == 9)
+            #expect(try recorded.first?.decode("n", as: Int.self) == 10)
 
             // Without the kiosk module the call is refused before any matching.
             _ = try await stack.call("PATCH", "/v1/apps/\(app.id)", bearer: stack.adminKey, json: ["modules": ["kiosk": "disabled"]])

@@ -5,6 +5,7 @@ FACEGATE_TEST_KAFKA_BROKERS), on free loopback ports. Processes are stopped by t
 import base64
 import json
 import os
+import random
 import secrets
 import signal
 import socket
@@ -220,8 +221,8 @@ def burst(photo, actions, out, seed=None):
     if not os.path.exists(bench):
         raise RuntimeError(f"{bench} is missing: `swift build --build-tests` builds it (scripts/test.sh does)")
     command = [bench, "frames", "--photo", photo, "--actions", ",".join(actions), "--out", out]
-    if seed is not None:
-        command += ["--seed", str(seed)]
+    # A fresh seed by default: the gateway refuses a frame it has seen before as a replay.
+    command += ["--seed", str(seed if seed is not None else random.randint(1, 2**31))]
     made = subprocess.run(command, capture_output=True, text=True, timeout=180)
     if made.returncode != 0:
         raise RuntimeError(f"facegate-bench frames failed: {made.stderr.strip()}")

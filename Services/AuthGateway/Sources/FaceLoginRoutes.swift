@@ -95,7 +95,7 @@ extension GatewayContext {
         let (challengeId, frames) = try livenessFrames(from: request)
         let actions: [LivenessAction]
         do {
-            actions = try await consumeLivenessChallenge(challengeId, appId: app.id, deviceId: device)
+            actions = try await consumeLivenessChallenge(challengeId, appId: app.id, deviceId: device, frames: frames)
         } catch let error as APIError where error.code == .spoofDetected {
             try await attempts.recordFailure(appId: app.id, subject: subject)
             throw error

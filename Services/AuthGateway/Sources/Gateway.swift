@@ -98,9 +98,9 @@ final class GatewayContext: Sendable {
     }
 
     /// Deletes single-use records that can no longer be used: spent or expired token ids (the token's own
-    /// `exp` refuses it from then on), challenges, confirmations and CTID serials, an hour after expiry.
+    /// `exp` refuses it from then on), challenges, confirmations, CTID serials and liveness frame digests, an hour after expiry.
     func sweepExpiredRecords() async throws {
-        for table in ["used_token_ids", "one_time_challenges", "login_confirmations", "ctid_serials"] {
+        for table in ["used_token_ids", "one_time_challenges", "login_confirmations", "ctid_serials", "used_liveness_frames"] {
             _ = try await database.query(PostgresQuery(unsafeSQL: "DELETE FROM \(table) WHERE expires_at < now() - interval '1 hour'"))
         }
     }

@@ -72,9 +72,9 @@ extension GatewayContext {
             if livenessActive, let challengeId {
                 let actions: [LivenessAction]
                 do {
-                    actions = try await consumeLivenessChallenge(challengeId, appId: app.id, deviceId: device)
+                    actions = try await consumeLivenessChallenge(challengeId, appId: app.id, deviceId: device, frames: frames)
                 } catch let error as APIError where error.code == .spoofDetected {
-                    return try await refused(.spoofDetected, spoof: true, reasons: ["challenge unknown, expired or reused"])
+                    return try await refused(.spoofDetected, spoof: true, reasons: [error.message])
                 }
                 job = FaceJob(kind: .liveness, appId: app.id, threshold: app.matchThreshold, frames: frames, actions: actions, identify: true)
             } else {

@@ -40,7 +40,7 @@ extension GatewayContext {
         let active = app.liveness.kiosk == .active
         let (challengeId, frames) = try livenessFrames(from: request, challengeRequired: active)
         let actions: [LivenessAction]? = if active, let challengeId {
-            try await consumeLivenessChallenge(challengeId, appId: app.id, deviceId: device)
+            try await consumeLivenessChallenge(challengeId, appId: app.id, deviceId: device, frames: frames)
         } else {
             nil
         }
