@@ -128,6 +128,26 @@ pg_up() {
   head -n 1 "$dir/data/postmaster.pid" >"$RUN/$profile/postgres.pid"
 }
 
+# The cluster administrator's one step: the schema owner (a login that may create roles, not a superuser)
+# and the `facegate` database it owns. `facegate migrate` then runs as that owner and creates the services'
+# own login roles; the services never log in as the owner. A database made by an earlier version (owned by
+# postgres) is handed over to the owner.
+pg_roles_up() {
+  local sql=(psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -v ON_ERROR_STOP=1 -qtA)
+  "${sql[@]}" -c "SELECT 1 FROM pg_roles WHERE rolname='facegate_owner'" | grep -q 1 \
+    || "${sql[@]}" -c "CREATE ROLE facegate_owner LOGIN CREATEROLE NOSUPERUSER NOCREATEDB NOREPLICATION"
+  if "${sql[@]}" -c "SELECT 1 FROM pg_database WHERE datname='facegate'" | grep -q 1; then
+    "${sql[@]}" -c "ALTER DATABASE facegate OWNER TO facegate_owner"
+    "${sql[@]}" -d facegate -c "DO \$\$ DECLARE r record; BEGIN
+      FOR r IN SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+               WHERE n.nspname = 'public' AND c.relkind IN ('r', 'S') AND pg_get_userbyid(c.relowner) <> 'facegate_owner' LOOP
+        EXECUTE format('ALTER %s public.%I OWNER TO facegate_owner', CASE r.relkind WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, r.relname);
+      END LOOP; END \$\$"
+  else
+    "${sql[@]}" -c "CREATE DATABASE facegate OWNER facegate_owner"
+  fi
+}
+
 pg_down() {
   local profile="$1" dir; dir="$(pg_dir "$profile")"
   [ -f "$dir/data/postmaster.pid" ] || return 0
@@ -198,7 +218,10 @@ write_env() {
   . "$keys"
   {
     echo "export LD_LIBRARY_PATH=$RUN/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
-    echo "export FACEGATE_DATABASE_URL=postgres://postgres@127.0.0.1:$PG_PORT/facegate"
+    # The CLI (migrations, operator commands) works as the schema owner; scripts/run.sh gives each service
+    # its own login role on the same server (FACEGATE_DATABASE_SERVER).
+    echo "export FACEGATE_DATABASE_URL=postgres://facegate_owner@127.0.0.1:$PG_PORT/facegate"
+    echo "export FACEGATE_DATABASE_SERVER=127.0.0.1:$PG_PORT"
     echo "export FACEGATE_KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"
     echo "export FACEGATE_MODEL_DIR=$RUN/models"
     echo "export FACEGATE_SIGNING_KEY=\${FACEGATE_SIGNING_KEY:-$FACEGATE_SIGNING_KEY}"
@@ -221,8 +244,7 @@ case "$cmd" in
   up)
     profile_ports "$profile"; mkdir -p "$RUN/$profile"
     pg_up "$profile"; broker_up "$profile"; topics_up
-    psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='facegate'" | grep -q 1 \
-      || psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "CREATE DATABASE facegate"
+    pg_roles_up
     write_env "$profile" ;;
   down) profile_ports "$profile"; broker_down "$profile"; pg_down "$profile" ;;
   env) cat "$RUN/$profile/env" ;;

@@ -7,8 +7,18 @@ public enum Schema {
         public var sql: String
     }
 
-    /// The role services connect as (via `SET ROLE`): it owns nothing, and may only INSERT and SELECT transactions.
+    /// The group role whose grants the services use: it owns nothing, and may only INSERT and SELECT transactions.
     public static let serviceRole = "facegate_service"
+
+    /// The login role of each service (members of `serviceRole`, no other attribute): services never log in
+    /// as the schema owner or a superuser. Passwords, where the server asks for them, are set by the
+    /// operator (`ALTER ROLE … PASSWORD`), never by a migration.
+    public static let serviceLogins: [String: String] = [
+        "auth-gateway": "facegate_gateway",
+        "matcher-worker": "facegate_matcher",
+        "ctid-verifier": "facegate_ctid",
+        "kiosk-orchestrator": "facegate_kiosk",
+    ]
 
     public static let steps: [Step] = [
         Step(version: 1, name: "core tables", sql: core),
@@ -16,6 +26,7 @@ public enum Schema {
         Step(version: 3, name: "service role and row-level security", sql: roles),
         Step(version: 4, name: "device credential attestation and lookups", sql: deviceCredentials),
         Step(version: 5, name: "kiosk approval policy, session lookups, used liveness frames", sql: kioskApproval),
+        Step(version: 6, name: "service login roles", sql: serviceLoginRoles),
     ]
 
     static let core = """
@@ -296,5 +307,21 @@ public enum Schema {
     );
     CREATE INDEX used_liveness_frames_expiry ON used_liveness_frames (expires_at);
     GRANT SELECT, INSERT, DELETE ON used_liveness_frames TO facegate_service;
+    """
+
+    static let serviceLoginRoles = """
+    -- One login role per service, a member of facegate_service and nothing else. Roles are shared by every
+    -- database of the cluster: created once, tolerating one that exists (then only its membership is granted).
+    DO $$
+    DECLARE login text;
+    BEGIN
+        FOREACH login IN ARRAY ARRAY['facegate_gateway', 'facegate_matcher', 'facegate_ctid', 'facegate_kiosk'] LOOP
+            BEGIN
+                EXECUTE format('CREATE ROLE %I LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS INHERIT', login);
+            EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+            END;
+            EXECUTE format('GRANT facegate_service TO %I', login);
+        END LOOP;
+    END $$;
     """
 }

@@ -1,3 +1,4 @@
+import FaceGateCore
 import Foundation
 import PostgresClient
 import Testing
@@ -66,22 +67,24 @@ import Testing
         }
     }
 
-    @Test func theServiceRoleCannotChangeTheAuditTrail() async throws {
+    /// Every service's own login may read and append to the trail, and nothing else.
+    @Test func noServiceLoginCanChangeTheAuditTrail() async throws {
         let database = try await TestDatabase.create()
         do {
-            let failure: PostgresError? = try await database.pool.withConnection { connection in
-                _ = try await connection.query("BEGIN")
-                _ = try await connection.query("SET LOCAL ROLE facegate_service")
-                var refused: PostgresError?
-                do {
-                    _ = try await connection.query("UPDATE transactions SET outcome = 'X'")
-                } catch let error as PostgresError {
-                    refused = error
+            for (service, _) in Schema.serviceLogins {
+                let pool = PostgresPool(configuration: try PostgresConfiguration(url: database.url(for: service)))
+                #expect(try await pool.query("SELECT count(*)::int AS n FROM transactions").first?.decode("n", as: Int.self) == 0)
+                for statement in ["UPDATE transactions SET outcome = 'TAMPERED'", "DELETE FROM transactions", "TRUNCATE transactions",
+                                  "ALTER TABLE transactions DISABLE ROW LEVEL SECURITY", "DROP TABLE transactions", "SET ROLE facegate_owner"] {
+                    do {
+                        _ = try await pool.query(PostgresQuery(unsafeSQL: statement))
+                        Issue.record("\(service): \(statement) was allowed")
+                    } catch let error as PostgresError {
+                        #expect(error.sqlState == "42501", "\(service): \(statement): \(error)")
+                    }
                 }
-                _ = try await connection.query("ROLLBACK")
-                return refused
+                await pool.close()
             }
-            #expect(failure?.sqlState == "42501")
         } catch {
             await database.drop()
             throw error

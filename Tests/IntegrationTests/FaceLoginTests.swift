@@ -34,7 +34,8 @@ import Testing
 
             let otherDevice = try await stack.call("POST", "/v1/face-login/confirm", bearer: token,
                                                    json: ["confirmationId": confirmation, "employeeNumber": "E1001"], headers: ["X-Device-Id": "phone-2"])
-            #expect(otherDevice.status == 404)
+            #expect(otherDevice.status == 409)
+            #expect(otherDevice.errorCode == "CONFIRMATION_INVALID")
 
             let confirmed = try await stack.call("POST", "/v1/face-login/confirm", bearer: token,
                                                  json: ["confirmationId": confirmation, "employeeNumber": "E1001"], headers: ["X-Device-Id": "phone-1"])

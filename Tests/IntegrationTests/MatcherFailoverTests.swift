@@ -6,7 +6,7 @@ import Testing
 @Suite(.serialized) struct MatcherFailoverTests {
     @Test func jobsOfAKilledWorkerAreAnsweredByItsReplacement() async throws {
         try await TestStack.with(withMatcher: false, extra: ["FACEGATE_REQUEST_TIMEOUT_SECONDS": "90"]) { stack in
-            var env = stack.environment
+            var env = stack.environment(for: "matcher-worker")
             env["FACEGATE_ADMIN_PORT"] = "0"
             // Enroll through a first worker, then stop it gracefully.
             let enroller = try ServiceProcess("matcher-worker", environment: env, name: "enroller")

@@ -46,7 +46,7 @@ import Testing
         var broker: PrivateBroker?
         do {
             let stack = try TestStack(database: database, extra: ["FACEGATE_KAFKA_BROKERS": "127.0.0.1:\(brokerPort)"])
-            let gateway = try AuthGateway(configuration: try GatewayConfiguration(environment: Environment(stack.environment)))
+            let gateway = try AuthGateway(configuration: try GatewayConfiguration(environment: Environment(stack.environment(for: "auth-gateway"))))
             let run = Task { _ = try? await gateway.group.run(handleSignals: false) }
             // The process serves its admin endpoints and says why it is not ready.
             var port = 0

@@ -44,12 +44,23 @@ struct TestDatabase {
         let base = try TestEnvironment.value("FACEGATE_TEST_DATABASE_URL")
         let admin = PostgresPool(configuration: try PostgresConfiguration(url: base))
         let name = "fg_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
-        _ = try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
-        guard let slash = base.lastIndex(of: "/") else { throw TestSetupError("FACEGATE_TEST_DATABASE_URL has no database part") }
-        let url = base[..<slash] + "/" + name
-        let pool = PostgresPool(configuration: try PostgresConfiguration(url: String(url)))
+        // As in `make run`: the cluster administrator makes the database for the schema owner, which migrates
+        // it as a non-superuser; each service then logs in with its own role (`url(for:)`).
+        _ = try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name) OWNER facegate_owner"))
+        guard var components = URLComponents(string: base) else { throw TestSetupError("FACEGATE_TEST_DATABASE_URL is not a URL") }
+        components.path = "/" + name
+        components.user = "facegate_owner"
+        let url = components.string!
+        let pool = PostgresPool(configuration: try PostgresConfiguration(url: url))
         try await ServiceRuntime.migrate(pool)
         return TestDatabase(name: String(name), url: String(url), pool: pool, admin: admin)
+    }
+
+    /// The URL a service uses: its own login role (never the owner or a superuser), on this database.
+    func url(for service: String) -> String {
+        var components = URLComponents(string: url)!
+        components.user = Schema.serviceLogins[service]!
+        return components.string!
     }
 
     func drop() async {
@@ -97,27 +108,34 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
         self.environment = environment
     }
 
+    /// The environment of one service: the stack's, with the service's own database login.
+    func environment(for service: String) -> [String: String] {
+        var environment = self.environment
+        environment["FACEGATE_DATABASE_URL"] = database.url(for: service)
+        return environment
+    }
+
     /// Starts the services (the matcher unless `withMatcher` is false) and waits until they serve.
     static func start(withMatcher: Bool = true, withCTID: Bool = false, withKiosk: Bool = false,
                       extra: [String: String] = [:]) async throws -> TestStack {
         let stack = try TestStack(database: try await TestDatabase.create(), extra: extra)
-        let env = Environment(stack.environment)
+        func env(_ service: String) -> Environment { Environment(stack.environment(for: service)) }
         if withMatcher {
-            let matcher = try MatcherWorker(configuration: try MatcherConfiguration(environment: env))
+            let matcher = try MatcherWorker(configuration: try MatcherConfiguration(environment: env("matcher-worker")))
             stack.matcher = matcher
             stack.runs.append(Task { _ = try? await matcher.group.run(handleSignals: false) })
         }
         if withCTID {
-            let verifier = try CTIDVerifier(configuration: try CTIDConfiguration(environment: env))
+            let verifier = try CTIDVerifier(configuration: try CTIDConfiguration(environment: env("ctid-verifier")))
             stack.ctid = verifier
             stack.runs.append(Task { _ = try? await verifier.group.run(handleSignals: false) })
         }
         if withKiosk {
-            let orchestrator = try KioskOrchestrator(configuration: try KioskConfiguration(environment: env))
+            let orchestrator = try KioskOrchestrator(configuration: try KioskConfiguration(environment: env("kiosk-orchestrator")))
             stack.kiosk = orchestrator
             stack.runs.append(Task { _ = try? await orchestrator.group.run(handleSignals: false) })
         }
-        let gateway = try AuthGateway(configuration: try GatewayConfiguration(environment: env))
+        let gateway = try AuthGateway(configuration: try GatewayConfiguration(environment: env("auth-gateway")))
         stack.gateway = gateway
         stack.runs.append(Task { _ = try? await gateway.group.run(handleSignals: false) })
         try await stack.waitUntilReady()

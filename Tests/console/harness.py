@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -56,6 +57,11 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+# Each service's own database login (FaceGateCore's Schema.serviceLogins).
+SERVICE_LOGINS = {"auth-gateway": "facegate_gateway", "matcher-worker": "facegate_matcher",
+                  "kiosk-orchestrator": "facegate_kiosk", "ctid-verifier": "facegate_ctid"}
+
+
 class Stack:
     def __init__(self, artifacts):
         self.artifacts = artifacts
@@ -66,7 +72,8 @@ class Stack:
         self.models = required("FACEGATE_MODEL_DIR")
         self.admin_key = "fgk_console_" + secrets.token_urlsafe(18)
         self.db_name = "fg_console_" + secrets.token_hex(6)
-        self.db_url = self.base_db_url.rsplit("/", 1)[0] + "/" + self.db_name
+        # The schema owner's URL (migrations, the tests' own reads and tampering); services get their own roles.
+        self.db_url = self.database_url("facegate_owner")
         self.http_port = free_port()
         self.url = f"http://127.0.0.1:{self.http_port}"
         self.processes = {}
@@ -91,24 +98,31 @@ class Stack:
             # A device locks after three failed logins, so the device-reset test has a lock to clear.
             "FACEGATE_LOCK_AFTER": "3",
             "FACEGATE_THROTTLE_AFTER": "100",
+            # Every browser test speaks from 127.0.0.1: the per-address flood rule would otherwise join in.
+            "FACEGATE_ADDRESS_THROTTLE_AFTER": "100000",
             "MATCHER_ENGINES": "1",
             "MATCHER_RECONCILE_SECONDS": "2",
         })
         env.pop("FACEGATE_CONSOLE_DIR", None)  # the default: this source tree's Console folder
         return env
 
+    def database_url(self, role):
+        parts = urllib.parse.urlsplit(self.base_db_url)
+        host = parts.netloc.rsplit("@", 1)[-1]
+        return urllib.parse.urlunsplit((parts.scheme, f"{role}@{host}", "/" + self.db_name, parts.query, ""))
+
     def psql(self, sql, database=None):
         url = database or self.base_db_url
         return subprocess.run(["psql", url, "-v", "ON_ERROR_STOP=1", "-tAc", sql], check=True, capture_output=True, text=True).stdout.strip()
 
     def start(self):
-        self.psql(f"CREATE DATABASE {self.db_name}")
+        self.psql(f"CREATE DATABASE {self.db_name} OWNER facegate_owner")
         env = self.environment()
         subprocess.run([os.path.join(self.bin_dir, "facegate"), "migrate"], env=env, check=True, capture_output=True)
         admin_ports = {}
         for name in ("matcher-worker", "kiosk-orchestrator", "auth-gateway"):
             admin_ports[name] = free_port()
-            service_env = dict(env, FACEGATE_ADMIN_PORT=str(admin_ports[name]))
+            service_env = dict(env, FACEGATE_ADMIN_PORT=str(admin_ports[name]), FACEGATE_DATABASE_URL=self.database_url(SERVICE_LOGINS[name]))
             with open(os.path.join(self.state, f"{name}.log"), "wb") as log:  # the child keeps its own copy of the descriptor
                 process = subprocess.Popen([os.path.join(self.bin_dir, name)], env=service_env, stdout=log, stderr=subprocess.STDOUT,
                                            start_new_session=True)

@@ -14,7 +14,7 @@ const FRAME_COUNT = { min: 2, max: 12 };
 let token = "";
 let device = "";
 let stream = null;
-let interview = null; // {interviewId, interviewToken}
+let interview = null; // {interviewId, interviewToken, lastEventId}
 let events = null; // EventSource of the current session
 let pendingFiles = null; // {resolve, reject} while the page waits for image files answering a challenge
 
@@ -195,16 +195,36 @@ function finishStream() {
 
 async function startOnboarding() {
   const session = await api("POST", "/v1/kiosk/sessions", { key: null, headers: clientHeaders() });
-  interview = { interviewId: session.interviewId, interviewToken: session.interviewToken };
+  interview = { interviewId: session.interviewId, interviewToken: session.interviewToken, lastEventId: "0" };
   $("onboarding").hidden = false;
   $("kiosk-events").replaceChildren();
   renderState("selfie");
   finishStream();
-  events = new EventSource(`/v1/kiosk/sessions/${encodeURIComponent(interview.interviewId)}/events?interviewToken=${encodeURIComponent(interview.interviewToken)}`);
+  await openStream(interview);
+  $("kiosk-selfie").focus();
+}
+
+/**
+ * EventSource cannot send the interview token as a header, and tokens never travel in a URL: each connection
+ * spends a single-use ticket from POST …/event-tickets. A dropped stream is reopened with a new ticket, from
+ * the last event seen.
+ */
+async function openStream(current) {
+  const path = `/v1/kiosk/sessions/${encodeURIComponent(current.interviewId)}`;
+  const { ticket } = await api("POST", `${path}/event-tickets`, { key: null, headers: interviewHeaders() });
+  if (interview !== current) return;
+  const source = new EventSource(`${path}/events?ticket=${encodeURIComponent(ticket)}&lastEventId=${encodeURIComponent(current.lastEventId)}`);
+  events = source;
+  source.onerror = () => {
+    if (events !== source || source.readyState !== EventSource.CLOSED) return;
+    events = null;
+    setTimeout(() => { if (interview === current && events === null) openStream(current).catch(() => {}); }, 1000);
+  };
   for (const name of EVENTS) {
-    events.addEventListener(name, (message) => {
+    source.addEventListener(name, (message) => {
       let data = {};
       try { data = JSON.parse(message.data); } catch { /* keep {} */ }
+      current.lastEventId = message.lastEventId || current.lastEventId;
       logEvent(name, data, message.lastEventId);
       if (name === "kioskFlowCompleted") {
         showResult(data.success ? "ok" : "bad", data.success ? `Onboarded ${data.name || ""} — customer ${data.customerUUID}.` : "Onboarding did not complete.", data.error);
@@ -221,7 +241,6 @@ async function startOnboarding() {
       }
     });
   }
-  $("kiosk-selfie").focus();
 }
 
 function interviewHeaders(extra = {}) { return clientHeaders({ "X-Interview-Token": interview.interviewToken, ...extra }); }

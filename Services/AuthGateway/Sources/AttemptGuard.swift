@@ -1,49 +1,153 @@
+import FaceGateCore
 import Foundation
 import PostgresClient
 
-/// Brute-force rule per (app, subject), shared by every gateway instance through PostgreSQL and
-/// surviving restarts (NIST SP 800-63B §5.2.2): after `throttleAfter` consecutive failures at least
-/// `throttleSeconds` between attempts (`RATE_LIMITED` + `Retry-After`); after `lockAfter` failures the
-/// subject is locked until an operator resets it. A success clears the consecutive count.
+/// Brute-force rule (NIST SP 800-63B §5.2.2), shared by every gateway instance through PostgreSQL and
+/// surviving restarts. Each attempt is charged as a failure to every subject it concerns *before* the
+/// comparison, in one conditional statement per subject: the statement refuses when the subject is
+/// locked or throttled, so 50 parallel guesses are 50 charges and at most `throttleAfter` reach the
+/// comparison. A success then clears the consecutive count; an attempt that was neither (no face in the
+/// photo, a service outage, a new device asked to confirm) is refunded.
+///
+/// Subjects: the device; the user a binding attempt claims (wrong employee numbers count against the
+/// user whatever device sends them, and apart from that user's own devices, so a stranger cannot lock a
+/// person out of their phone); the client address (floods; a higher limit and never a lock, since many
+/// people can share one address).
 struct AttemptGuard: Sendable {
+    enum Subject: Sendable, Equatable {
+        case device(String)
+        case credential(UUID)
+        case bindingUser(UUID)
+        case clientAddress(String)
+
+        var key: String {
+            switch self {
+            case .device(let id): "device:" + id
+            case .credential(let id): "credential:" + id.wire
+            case .bindingUser(let id): "binding:" + id.wire
+            case .clientAddress(let address): "address:" + address
+            }
+        }
+    }
+
+    /// How an attempt ended, for the subjects it was charged to.
+    enum Outcome: Sendable { case success, failure, neutral }
+
+    struct Rule: Sendable {
+        var throttleAfter: Int
+        var throttleSeconds: Int
+        /// 0: never locked.
+        var lockAfter: Int
+    }
+
     let database: PostgresPool
-    let throttleAfter: Int
-    let throttleSeconds: Int
-    let lockAfter: Int
+    let rule: Rule
+    let addressRule: Rule
 
-    static func subject(device: String) -> String { "device:" + device }
+    func rule(for subject: Subject) -> Rule {
+        if case .clientAddress = subject { return addressRule }
+        return rule
+    }
 
-    func check(appId: UUID, subject: String) async throws {
-        let rows = try await database.query("""
-            SELECT consecutive_failures, locked_at IS NOT NULL AS locked,
-                   GREATEST(0, CEIL(EXTRACT(EPOCH FROM (last_failure_at + make_interval(secs => \(throttleSeconds)) - now()))))::int AS wait
-            FROM attempt_counters WHERE app_id = \(appId) AND subject = \(subject)
-            """)
-        guard let row = rows.first else { return }
-        if try row.decode("locked", as: Bool.self) {
-            throw APIError(.credentialLocked, "too many failed attempts: this device is locked until an operator resets it")
+    /// Charges the attempt to every subject, runs `body`, and settles the charges by its outcome. An error
+    /// thrown by `body` keeps the charge when its code is a refusal on the merits (wrong face, wrong
+    /// number, spoof) and refunds it otherwise.
+    func attempt<T>(appId: UUID, _ subjects: [Subject], _ body: () async throws -> (T, Outcome)) async throws -> T {
+        var charged: [Subject] = []
+        do {
+            for subject in subjects {
+                try await charge(appId: appId, subject)
+                charged.append(subject)
+            }
+        } catch {
+            try? await settle(appId: appId, charged, .neutral)
+            throw error
         }
-        let wait = try row.decode("wait", as: Int.self)
-        if try row.decode("consecutive_failures", as: Int.self) >= throttleAfter, wait > 0 {
-            throw APIError(.rateLimited, "too many failed attempts; wait \(wait) s", retryAfter: wait)
+        do {
+            let (value, outcome) = try await body()
+            try await settle(appId: appId, charged, outcome)
+            return value
+        } catch let error as APIError where error.code.isFailedAttempt {
+            throw error
+        } catch {
+            try? await settle(appId: appId, charged, .neutral)
+            throw error
         }
     }
 
-    func recordFailure(appId: UUID, subject: String) async throws {
-        _ = try await database.query("""
-            INSERT INTO attempt_counters (app_id, subject, consecutive_failures, total_failures, last_failure_at)
-            VALUES (\(appId), \(subject), 1, 1, now())
+    /// One conditional upsert: counts the attempt unless the subject is locked or inside its wait.
+    private func charge(appId: UUID, _ subject: Subject) async throws {
+        let rule = rule(for: subject)
+        let admitted = try await database.query("""
+            INSERT INTO attempt_counters AS c (app_id, subject, consecutive_failures, total_failures, last_failure_at)
+            VALUES (\(appId), \(subject.key), 1, 1, now())
             ON CONFLICT (app_id, subject) DO UPDATE SET
-                consecutive_failures = attempt_counters.consecutive_failures + 1,
-                total_failures = attempt_counters.total_failures + 1,
+                consecutive_failures = c.consecutive_failures + 1,
+                total_failures = c.total_failures + 1,
                 last_failure_at = now(),
-                locked_at = CASE WHEN attempt_counters.total_failures + 1 >= \(lockAfter) THEN now() ELSE attempt_counters.locked_at END
+                locked_at = CASE WHEN \(rule.lockAfter) > 0 AND c.total_failures + 1 >= \(rule.lockAfter) THEN now() ELSE c.locked_at END
+            WHERE c.locked_at IS NULL
+              AND (c.consecutive_failures < \(rule.throttleAfter) OR c.last_failure_at + make_interval(secs => \(rule.throttleSeconds)) <= now())
+            RETURNING 1 AS admitted
             """)
+        guard admitted.first == nil else { return }
+        throw try await refusal(appId: appId, subject) ?? APIError(.rateLimited, "too many failed attempts; try again", retryAfter: rule.throttleSeconds)
     }
 
-    func recordSuccess(appId: UUID, subject: String) async throws {
-        _ = try await database.query("""
-            UPDATE attempt_counters SET consecutive_failures = 0 WHERE app_id = \(appId) AND subject = \(subject) AND consecutive_failures > 0
+    /// Refuses, without counting anything, when the subject is locked or inside its wait (for calls that
+    /// only prepare an attempt, such as asking for a challenge).
+    func ensureOpen(appId: UUID, _ subject: Subject) async throws {
+        if let refusal = try await refusal(appId: appId, subject) { throw refusal }
+    }
+
+    private func refusal(appId: UUID, _ subject: Subject) async throws -> APIError? {
+        let rule = rule(for: subject)
+        let rows = try await database.query("""
+            SELECT locked_at IS NOT NULL AS locked, consecutive_failures >= \(rule.throttleAfter) AS throttled,
+                   CEIL(EXTRACT(EPOCH FROM (last_failure_at + make_interval(secs => \(rule.throttleSeconds)) - now())))::int AS wait
+            FROM attempt_counters WHERE app_id = \(appId) AND subject = \(subject.key)
             """)
+        guard let row = rows.first else { return nil }
+        if try row.decode("locked", as: Bool.self) {
+            switch subject {
+            case .bindingUser:
+                return APIError(.credentialLocked, "too many failed attempts to bind a device to this user: binding is locked until an operator resets it")
+            case .credential:
+                return APIError(.credentialLocked, "too many failed attempts: this credential is locked until an operator resets it or the device registers again")
+            default:
+                return APIError(.credentialLocked, "too many failed attempts: this device is locked until an operator resets it")
+            }
+        }
+        let wait = try row.decode("wait", as: Int?.self) ?? 0
+        guard try row.decode("throttled", as: Bool.self), wait > 0 else { return nil }
+        return APIError(.rateLimited, "too many failed attempts; wait \(wait) s", retryAfter: wait)
+    }
+
+    private func settle(appId: UUID, _ subjects: [Subject], _ outcome: Outcome) async throws {
+        for subject in subjects where outcome != .failure {
+            let lockAfter = rule(for: subject).lockAfter
+            _ = try await database.query("""
+                UPDATE attempt_counters SET
+                    consecutive_failures = CASE WHEN \(outcome == .success) THEN 0 ELSE GREATEST(consecutive_failures - 1, 0) END,
+                    total_failures = GREATEST(total_failures - 1, 0),
+                    locked_at = CASE WHEN \(lockAfter) > 0 AND total_failures - 1 < \(lockAfter) THEN NULL ELSE locked_at END
+                WHERE app_id = \(appId) AND subject = \(subject.key)
+                """)
+        }
+    }
+
+    /// The operator's reset: clears the counters of one subject.
+    func reset(appId: UUID, _ subject: Subject) async throws {
+        _ = try await database.query("DELETE FROM attempt_counters WHERE app_id = \(appId) AND subject = \(subject.key)")
+    }
+}
+
+extension ErrorCode {
+    /// A refusal on the merits of the attempt: it stays counted against its subjects.
+    var isFailedAttempt: Bool {
+        switch self {
+        case .noMatchFace, .ambiguousMatch, .spoofDetected, .employeeNumberMismatch, .authenticationFailed, .confirmationInvalid: true
+        default: false
+        }
     }
 }

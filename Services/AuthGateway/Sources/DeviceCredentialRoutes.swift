@@ -182,7 +182,6 @@ extension GatewayContext {
                                 counter: try row.decode("counter"), flagged: try row.decode("flagged"))
     }
 
-    static func credentialSubject(_ id: UUID) -> String { "credential:" + id.wire }
 
     static let challengeSeconds = 60
 
@@ -200,7 +199,7 @@ extension GatewayContext {
                     draft.userId = credential.userId
                     draft.detail = ["credentialId": credential.id.wire]
                     try refuseFlagged(credential)
-                    try await checkAttempts(app: client.id, credential: credential.id)
+                    try await attempts.ensureOpen(appId: client.id, .credential(credential.id))
                     let challenge = Base64URL.encode(SecureRandom.bytes(32))
                     _ = try await database.query("""
                         INSERT INTO one_time_challenges (id, app_id, purpose, subject, expires_at)
@@ -246,27 +245,27 @@ extension GatewayContext {
                     draft.userId = credential.userId
                     draft.detail = ["credentialId": credential.id.wire, "counter": String(body.counter)]
                     try refuseFlagged(credential)
-                    try await checkAttempts(app: client.id, credential: credential.id)
-                    let spent = try await database.query("""
-                        UPDATE one_time_challenges SET used_at = now()
-                        WHERE id = \(body.challenge) AND app_id = \(client.id) AND purpose = 'device-assertion' AND subject = \(credential.id.wire)
-                          AND used_at IS NULL AND expires_at > now()
-                        """)
-                    guard spent.affectedRows == 1 else {
-                        throw APIError(.authenticationFailed, "the challenge is unknown, already used or expired; ask for a new one")
+                    return try await attempts.attempt(appId: client.id, [.credential(credential.id), .clientAddress(clientAddress(request))]) {
+                        let spent = try await database.query("""
+                            UPDATE one_time_challenges SET used_at = now()
+                            WHERE id = \(body.challenge) AND app_id = \(client.id) AND purpose = 'device-assertion' AND subject = \(credential.id.wire)
+                              AND used_at IS NULL AND expires_at > now()
+                            """)
+                        guard spent.affectedRows == 1 else {
+                            throw APIError(.authenticationFailed, "the challenge is unknown, already used or expired; ask for a new one")
+                        }
+                        let message = Self.assertionMessage(app: client.id, device: device, credential: credential.id.wire,
+                                                            challenge: body.challenge, counter: body.counter)
+                        guard let signature = Data(base64Encoded: body.signature), let key = try? P256PublicKey(spkiDER: credential.publicKey),
+                              key.isValidSignature(derSignature: Array(signature), for: message) else {
+                            throw APIError(.authenticationFailed, "the signature does not verify")
+                        }
+                        try await advanceCounter(credential, to: body.counter)
+                        let token = try issueIdentityToken(app: client.id, user: credential.userId, device: device, method: "device_biometric",
+                                                           transaction: draft.id)
+                        return (.json(LoginSuccess(identityToken: token, expiresIn: Int(configuration.identityTokenTTL),
+                                                   transactionId: draft.id.wire, userId: credential.userId.wire)), .success)
                     }
-                    let message = Self.assertionMessage(app: client.id, device: device, credential: credential.id.wire,
-                                                        challenge: body.challenge, counter: body.counter)
-                    guard let signature = Data(base64Encoded: body.signature), let key = try? P256PublicKey(spkiDER: credential.publicKey),
-                          key.isValidSignature(derSignature: Array(signature), for: message) else {
-                        try await attempts.recordFailure(appId: client.id, subject: Self.credentialSubject(credential.id))
-                        throw APIError(.authenticationFailed, "the signature does not verify")
-                    }
-                    try await advanceCounter(credential, to: body.counter)
-                    try await attempts.recordSuccess(appId: client.id, subject: Self.credentialSubject(credential.id))
-                    let token = try issueIdentityToken(app: client.id, user: credential.userId, device: device, method: "device_biometric", transaction: draft.id)
-                    return .json(LoginSuccess(identityToken: token, expiresIn: Int(configuration.identityTokenTTL),
-                                              transactionId: draft.id.wire, userId: credential.userId.wire))
                 } catch {
                     throw await withFallback(error, app: client, user: draft.userId)
                 }
@@ -300,20 +299,6 @@ extension GatewayContext {
     private func refuseFlagged(_ credential: StoredCredential) throws {
         if credential.flagged {
             throw APIError(.authenticationFailed, "this credential is blocked (its counter went backwards); register the device again")
-        }
-    }
-
-    /// The face-login brute-force rule, applied to the credential, with messages about the credential.
-    private func checkAttempts(app: UUID, credential: UUID) async throws {
-        do {
-            try await attempts.check(appId: app, subject: Self.credentialSubject(credential))
-        } catch var error as APIError {
-            switch error.code {
-            case .credentialLocked: error.message = "too many failed attempts: this credential is locked until an operator resets it or the device registers again"
-            case .rateLimited: error.message = "too many failed attempts; wait \(error.retryAfter ?? 1) s"
-            default: break
-            }
-            throw error
         }
     }
 
@@ -435,7 +420,7 @@ extension GatewayContext {
             draft.userId = try row.decode("user_id")
             draft.deviceId = try row.decode("device_id")
             draft.detail = ["credentialId": credentialId.wire]
-            _ = try await database.query("DELETE FROM attempt_counters WHERE app_id = \(app.id) AND subject = \(Self.credentialSubject(credentialId))")
+            try await attempts.reset(appId: app.id, .credential(credentialId))
             return .noContent
         }
     }

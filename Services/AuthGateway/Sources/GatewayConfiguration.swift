@@ -30,6 +30,12 @@ public struct GatewayConfiguration: Sendable {
     public var throttleAfter: Int
     public var throttleSeconds: Int
     public var lockAfter: Int
+    /// Consecutive failures from one client address before it waits `throttleSeconds` (never locked:
+    /// offices and kiosks share addresses).
+    public var addressThrottleAfter: Int
+    /// Proxies whose `X-Forwarded-For` names the client (`FACEGATE_TRUSTED_PROXIES`, comma list of
+    /// addresses); from anyone else the header is ignored and the connection's address is the client's.
+    public var trustedProxies: Set<String>
     public var secretGraceSeconds: Int
     /// How long a CTID serial number stays usable.
     public var ctidSerialTTLSeconds: Int
@@ -65,6 +71,9 @@ public struct GatewayConfiguration: Sendable {
         throttleAfter = try env.int("FACEGATE_THROTTLE_AFTER", default: 5, range: 1...1000)
         throttleSeconds = try env.int("FACEGATE_THROTTLE_SECONDS", default: 30, range: 1...86400)
         lockAfter = try env.int("FACEGATE_LOCK_AFTER", default: 50, range: 2...100_000)
+        addressThrottleAfter = try env.int("FACEGATE_ADDRESS_THROTTLE_AFTER", default: 20, range: 1...100_000)
+        trustedProxies = Set((env.optionalString("FACEGATE_TRUSTED_PROXIES") ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         secretGraceSeconds = try env.int("FACEGATE_SECRET_GRACE_SECONDS", default: 86400, range: 0...2_592_000)
         ctidSerialTTLSeconds = try env.int("FACEGATE_CTID_SERIAL_TTL_SECONDS", default: 600, range: 30...86400)
         sweepInterval = .seconds(try env.int("FACEGATE_SWEEP_SECONDS", default: 60, range: 1...86400))

@@ -18,6 +18,9 @@ extension GatewayContext {
         router.add("POST", "/v1/kiosk/sessions/{interviewId}/id-front") { [self] request in try await kioskDocument(request, step: .idFront) }
         router.add("POST", "/v1/kiosk/sessions/{interviewId}/id-back") { [self] request in try await kioskDocument(request, step: .idBack) }
         router.add("GET", "/v1/kiosk/sessions/{interviewId}/events") { [self] request in try await kioskEvents(request) }
+        router.add("POST", "/v1/kiosk/sessions/{interviewId}/event-tickets", maxBodyBytes: 1024) { [self] request in
+            try await kioskEventTicket(request)
+        }
     }
 
     var kioskSessions: KioskSessionStore { KioskSessionStore(database: database) }
@@ -63,17 +66,57 @@ extension GatewayContext {
     }
 
     func kioskSession(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let id = try requireInterview(request)
-        guard let session = try await kioskSessions.session(id) else { throw APIError(.notFound, "no such kiosk session") }
+        let session = try await liveSession(try requireInterview(request))
         return .json(try await kioskSessions.view(of: session))
+    }
+
+    /// How long after its session's end an interview token still reads the session and its events, so the
+    /// kiosk can show how it ended; after that the token is dead.
+    static let interviewReadGrace: TimeInterval = 600
+
+    /// The session named in the path, while its interview token is valid: the token expires with it.
+    func liveSession(_ id: UUID) async throws -> KioskSession {
+        guard let session = try await kioskSessions.session(id) else { throw APIError(.notFound, "no such kiosk session") }
+        guard session.expiresAt.addingTimeInterval(Self.interviewReadGrace) > Date() else {
+            throw APIError(.sessionExpired, "the kiosk session has expired, and its interview token with it")
+        }
+        return session
+    }
+
+    static let eventTicketSeconds = 60
+
+    /// A single-use ticket that opens the event stream once, for browsers' `EventSource`, which cannot send
+    /// the interview token as a header (tokens never travel in a URL).
+    func kioskEventTicket(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let session = try await liveSession(try requireInterview(request))
+        let ticket = "kt_" + Base64URL.encode(SecureRandom.bytes(24))
+        _ = try await database.query("""
+            INSERT INTO one_time_challenges (id, app_id, purpose, subject, expires_at)
+            VALUES (\(ticket), \(session.appId), 'kiosk-events', \(session.id.wire), now() + make_interval(secs => \(Self.eventTicketSeconds)))
+            """)
+        struct Ticket: Encodable { var ticket: String; var expiresIn: Int }
+        return .json(Ticket(ticket: ticket, expiresIn: Self.eventTicketSeconds), status: 201)
     }
 
     /// Server-Sent Events: the session's step events from `Last-Event-ID` on, then new ones as they are
     /// committed (PostgreSQL polled every 300 ms), a comment every 15 s to keep proxies from closing the
-    /// stream; it ends after a final event or when the session expires.
+    /// stream; it ends after a final event or when the session expires. Opened with `X-Interview-Token`
+    /// or a ticket from `POST …/event-tickets` (`?ticket=`, spent on opening).
     func kioskEvents(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let id = try requireInterview(request)
-        guard let session = try await kioskSessions.session(id) else { throw APIError(.notFound, "no such kiosk session") }
+        let id: UUID
+        if let ticket = request.query["ticket"], request.headers["X-Interview-Token"] == nil {
+            id = try request.uuidParameter("interviewId")
+            let spent = try await database.query("""
+                UPDATE one_time_challenges SET used_at = now()
+                WHERE id = \(ticket) AND purpose = 'kiosk-events' AND subject = \(id.wire) AND used_at IS NULL AND expires_at > now()
+                """)
+            guard spent.affectedRows == 1 else {
+                throw APIError(.unauthorized, "the event ticket is unknown, spent or expired; ask POST …/event-tickets for a new one")
+            }
+        } else {
+            id = try requireInterview(request)
+        }
+        let session = try await liveSession(id)
         let lastEventId = request.headers["Last-Event-ID"] ?? request.query["lastEventId"] ?? "0"
         guard let after = Int(lastEventId), after >= 0 else { throw APIError(.invalidRequest, "Last-Event-ID must be an event id") }
         let sessions = kioskSessions
@@ -139,11 +182,11 @@ extension GatewayContext {
         return (app, device, id)
     }
 
-    /// The session named in the path, proven by its interview token (`X-Interview-Token`, or the
-    /// `interviewToken` query parameter for browsers' EventSource).
+    /// The session named in the path, proven by its interview token (`X-Interview-Token` only: a token in
+    /// a URL ends up in logs and browser history).
     func requireInterview(_ request: HTTPRequest) throws -> UUID {
         let id = try request.uuidParameter("interviewId")
-        guard let token = request.headers["X-Interview-Token"] ?? request.query["interviewToken"],
+        guard let token = request.headers["X-Interview-Token"],
               interviewTokens.isValid(token, for: id) else {
             throw APIError(.unauthorized, "X-Interview-Token must be the token issued with this kiosk session")
         }

@@ -155,6 +155,11 @@ enum OpenAPIDocument {
       "post": {"summary": "Clear a device's failed-attempt counters and lock", "security": [{"operatorKey": []}],
         "responses": {"204": {"description": "Reset"}, "default": {"$ref": "#/components/responses/Error"}}}
     },
+    "/v1/apps/{appId}/users/{userId}/reset": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/userId"}],
+      "post": {"summary": "Clear the lock on binding new devices to a user (set after repeated wrong employee numbers)", "security": [{"operatorKey": []}],
+        "responses": {"204": {"description": "Reset"}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
     "/v1/auditors": {
       "post": {"summary": "Create an auditor key, optionally limited to some apps", "security": [{"operatorKey": []}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["name"], "properties": {
@@ -197,7 +202,7 @@ enum OpenAPIDocument {
         "responses": {"200": {"description": "{success, customerUUID, token, interviewId, interviewToken, transactionId, spoofAttempt, firstName, error}; token: an identity token (method kiosk)",
           "content": {"application/json": {"schema": {"type": "object", "required": ["success", "transactionId", "spoofAttempt"], "properties": {
             "success": {"type": "boolean"}, "customerUUID": {"type": ["string", "null"], "format": "uuid"}, "token": {"type": ["string", "null"]},
-            "interviewId": {"type": ["string", "null"], "format": "uuid"}, "interviewToken": {"type": ["string", "null"]}, "transactionId": {"type": "string", "format": "uuid"},
+            "interviewId": {"type": ["string", "null"], "format": "uuid"}, "interviewToken": {"type": ["string", "null"], "description": "always null: the onboarding session's token is never handed to a login"}, "transactionId": {"type": "string", "format": "uuid"},
             "spoofAttempt": {"type": "boolean"}, "firstName": {"type": ["string", "null"]}, "error": {"type": ["string", "null"]}}}}}},
           "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"},
           "413": {"$ref": "#/components/responses/Error"}, "423": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"},
@@ -321,10 +326,17 @@ enum OpenAPIDocument {
         "responses": {"200": {"description": "Session after the steps, with their events", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSession"}}}},
           "default": {"$ref": "#/components/responses/Error"}}}
     },
+    "/v1/kiosk/sessions/{interviewId}/event-tickets": {
+      "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"}],
+      "post": {"summary": "A single-use ticket (60 s) that opens the event stream once, for EventSource, which cannot send X-Interview-Token",
+        "responses": {"201": {"description": "The ticket", "content": {"application/json": {"schema": {"type": "object", "required": ["ticket", "expiresIn"],
+          "properties": {"ticket": {"type": "string"}, "expiresIn": {"type": "integer"}}}}}}, "default": {"$ref": "#/components/responses/Error"}}}
+    },
     "/v1/kiosk/sessions/{interviewId}/events": {
-      "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"},
+      "parameters": [{"$ref": "#/components/parameters/interviewId"},
+        {"name": "X-Interview-Token", "in": "header", "schema": {"type": "string"}, "description": "The session's token; or instead a ticket"},
         {"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}}, {"name": "lastEventId", "in": "query", "schema": {"type": "string"}},
-        {"name": "interviewToken", "in": "query", "schema": {"type": "string"}, "description": "For EventSource, which cannot set headers"}],
+        {"name": "ticket", "in": "query", "schema": {"type": "string"}, "description": "From POST …/event-tickets, spent on opening (tokens are never accepted in a URL)"}],
       "get": {"summary": "Step events as Server-Sent Events (selfieScanCompleted, idFrontCompleted, idBackCompleted, idProcessed, faceMatchCompleted, kioskFlowCompleted, kioskError, userCancelledSession); replays after Last-Event-ID",
         "responses": {"200": {"description": "text/event-stream", "content": {"text/event-stream": {}}}, "default": {"$ref": "#/components/responses/Error"}}}
     },

@@ -29,6 +29,7 @@ extension GatewayContext {
         router.add("POST", "/v1/apps/{appId}/users/{userId}/faces") { [self] request in try await enrollFace(request) }
         router.add("GET", "/v1/apps/{appId}/users/{userId}/faces") { [self] request in try await listFaces(request) }
         router.add("POST", "/v1/apps/{appId}/devices/{deviceId}/reset") { [self] request in try await resetDevice(request) }
+        router.add("POST", "/v1/apps/{appId}/users/{userId}/reset") { [self] request in try await resetUserBinding(request) }
         router.add("POST", "/v1/auditors") { [self] request in try await createAuditor(request) }
     }
 
@@ -303,7 +304,19 @@ extension GatewayContext {
         let app = try await existingApp(request)
         guard let device = request.pathParameters["deviceId"], !device.isEmpty else { throw APIError(.notFound, "no such device") }
         return try await recorded(request, kind: "device.reset", appId: app.id, deviceId: device) { _ in
-            _ = try await database.query("DELETE FROM attempt_counters WHERE app_id = \(app.id) AND subject = \(AttemptGuard.subject(device: device))")
+            try await attempts.reset(appId: app.id, .device(device))
+            return .noContent
+        }
+    }
+
+    /// Clears the lock on binding new devices to a user, set after repeated wrong employee numbers.
+    func resetUserBinding(_ request: HTTPRequest) async throws -> HTTPResponse {
+        try await requireAdmin(request)
+        let app = try await existingApp(request)
+        let userId = try request.uuidParameter("userId")
+        return try await recorded(request, kind: "user.reset", appId: app.id) { draft in
+            draft.userId = userId
+            try await attempts.reset(appId: app.id, .bindingUser(userId))
             return .noContent
         }
     }

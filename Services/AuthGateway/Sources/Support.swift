@@ -64,7 +64,7 @@ extension GatewayContext {
             logger.error("call failed", ["request.id": request.requestId, "error": "\(error)"])
         }
         let record = TransactionRecord(id: draft.id, appId: draft.appId, kind: kind, outcome: draft.outcome, userId: draft.userId,
-                                       deviceId: draft.deviceId, clientIp: request.remoteAddress, score: draft.score,
+                                       deviceId: draft.deviceId, clientIp: clientAddress(request), score: draft.score,
                                        latencyMs: Int((ContinuousClock.now - started).milliseconds.rounded()), detail: draft.detail)
         do {
             // Written outside the handler's task: a client that hangs up cancels that task, and the
@@ -154,6 +154,15 @@ extension GatewayContext {
     }
 
     /// `X-Device-Id`: 1–128 printable ASCII characters.
+    /// The client's address: the connection's, or — only when the connection comes from a configured
+    /// trusted proxy — the nearest `X-Forwarded-For` entry that is not itself a trusted proxy.
+    func clientAddress(_ request: HTTPRequest) -> String {
+        guard configuration.trustedProxies.contains(request.remoteAddress),
+              let forwarded = request.headers["X-Forwarded-For"] else { return request.remoteAddress }
+        let hops = forwarded.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return hops.last(where: { !configuration.trustedProxies.contains($0) }) ?? hops.first ?? request.remoteAddress
+    }
+
     func deviceId(_ request: HTTPRequest) throws -> String {
         guard let value = request.headers["X-Device-Id"], (1...128).contains(value.utf8.count),
               value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {

@@ -72,20 +72,21 @@ final class GalleryStore: Sendable {
         return loaded
     }
 
+    /// Applies a broadcast change. The message only says *which* template changed: its app, its user
+    /// and its embedding are read from PostgreSQL, and a delete is applied only once the template is gone
+    /// there, so a message forged on the broker cannot remap a face to another user or drop one.
     func apply(_ change: GalleryChange) async throws {
         noteSeq(change.changeSeq)
-        switch change.operation {
-        case .delete:
-            remove(templateId: change.templateId)
-        case .upsert:
-            guard owns(change.templateId) else { return }
-            let rows = try await database.query("""
-                SELECT embedding_sealed FROM face_templates WHERE id = \(change.templateId) AND app_id = \(change.appId)
-                """)
-            guard let row = rows.first else { return }  // erased since: the tombstone will follow
-            let embedding = try sealer.openTemplate(try row.decode("embedding_sealed"), templateId: change.templateId)
-            add(templateId: change.templateId, appId: change.appId, userId: change.userId, embedding: embedding)
+        let rows = try await database.query("""
+            SELECT app_id, user_id, embedding_sealed FROM face_templates WHERE id = \(change.templateId) AND model_id = \(Self.modelId)
+            """)
+        guard let row = rows.first else {
+            remove(templateId: change.templateId)  // erased (or never stored): nothing to hold
+            return
         }
+        guard owns(change.templateId) else { return }
+        let embedding = try sealer.openTemplate(try row.decode("embedding_sealed"), templateId: change.templateId)
+        add(templateId: change.templateId, appId: try row.decode("app_id"), userId: try row.decode("user_id"), embedding: embedding)
     }
 
     func add(templateId: UUID, appId: UUID, userId: UUID, embedding: [Float]) {
