@@ -16,14 +16,19 @@ BIN="$ROOT/.build/release"
 
 PIDS="$STATE/services"
 mkdir -p "$PIDS"
-rm -f "$PIDS"/*.pid
-# Each service runs in its own session, so a Ctrl-C reaches only this script, which then stops every
-# service once, gracefully (SIGTERM), and the servers after them. Pid files are written by the
-# processes themselves (setsid may fork).
+rm -f "$PIDS"/*.pid "$PIDS/stopping"
+# Every service runs under scripts/supervise.sh, which starts it again when it exits (backoff, a log line,
+# a restart count): one crashed service never stops the others. A Ctrl-C reaches only this script, which
+# then stops the supervisors, every service once, gracefully (SIGTERM), and the servers after them — all
+# by the pids they recorded.
 stop_all() {
   trap - INT TERM EXIT
   echo; echo "[run] stopping…"
-  for file in "$PIDS"/*.pid; do [ -e "$file" ] && kill -TERM "$(cat "$file")" 2>/dev/null || true; done
+  touch "$PIDS/stopping"
+  for file in "$PIDS"/*.supervisor.pid; do [ -e "$file" ] && kill -TERM "$(cat "$file")" 2>/dev/null || true; done
+  for file in "$PIDS"/*.pid; do
+    case "$file" in *.supervisor.pid) ;; *) [ -e "$file" ] && kill -TERM "$(cat "$file")" 2>/dev/null || true ;; esac
+  done
   for _ in $(seq 1 300); do
     alive=0
     for file in "$PIDS"/*.pid; do [ -e "$file" ] && kill -0 "$(cat "$file")" 2>/dev/null && alive=1; done
@@ -31,21 +36,31 @@ stop_all() {
     sleep 0.1
   done
   for file in "$PIDS"/*.pid; do [ -e "$file" ] && kill -KILL "$(cat "$file")" 2>/dev/null || true; done
-  rm -f "$PIDS"/*.pid
+  rm -f "$PIDS"/*.pid "$PIDS/stopping"
   scripts/stack.sh down run
   exit 0
 }
 trap stop_all INT TERM EXIT
 
+# start NAME ROLE ADMIN_PORT COMMAND: one supervised service, logged in to PostgreSQL as its own role
+# (created by `facegate migrate`), never as the owner.
 start() {
-  local name="$1"; shift
-  setsid bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$PIDS/$name.pid" "$@" > >(sed -u "s/^/[$name] /") 2>&1 &
+  local name="$1" role="$2" port="$3"; shift 3
+  scripts/supervise.sh "$name" "$PIDS" env FACEGATE_DATABASE_URL="postgres://$role@$FACEGATE_DATABASE_SERVER/facegate" \
+    FACEGATE_ADMIN_PORT="$port" "$@" > >(sed -u "s/^/[$name] /") 2>&1 &
 }
 
-start matcher-worker "$BIN/matcher-worker"
-start ctid-verifier "$BIN/ctid-verifier"
-start kiosk-orchestrator "$BIN/kiosk-orchestrator"
-start auth-gateway "$BIN/auth-gateway"
+# FACEGATE_MATCHERS=N runs N matcher replicas (one consumer group: they share the jobs); the first has
+# admin port 9101, the others 9111, 9121, …
+MATCHERS="${FACEGATE_MATCHERS:-1}"
+case "$MATCHERS" in ''|*[!0-9]*|0) echo "[run] FACEGATE_MATCHERS must be a positive number" >&2; exit 2 ;; esac
+for i in $(seq 1 "$MATCHERS"); do
+  name=matcher-worker; [ "$i" -gt 1 ] && name="matcher-worker-$i"
+  start "$name" facegate_matcher $((9101 + 10 * (i - 1))) "$BIN/matcher-worker"
+done
+start ctid-verifier facegate_ctid 9102 "$BIN/ctid-verifier"
+start kiosk-orchestrator facegate_kiosk 9103 "$BIN/kiosk-orchestrator"
+start auth-gateway facegate_gateway 9100 "$BIN/auth-gateway"
 
 echo "[run] waiting for the gateway and the matcher to be ready…"
 for _ in $(seq 1 120); do
@@ -78,8 +93,5 @@ Try it (photos: .run/testdata):
        --data-binary @.run/testdata/obama2.jpg http://127.0.0.1:8080/v1/face-login
 Press Ctrl-C to stop.
 INFO
-while sleep 1; do
-  for file in "$PIDS"/*.pid; do
-    kill -0 "$(cat "$file")" 2>/dev/null || { echo "[run] $(basename "$file" .pid) exited; stopping"; exit 1; }
-  done
-done
+# The supervisors keep the services up; this script only waits for Ctrl-C.
+while sleep 3600; do :; done
