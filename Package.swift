@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "DocumentOCR", dependencies: ["CTesseract", "FaceGateCore"], path: "Shared/DocumentOCR"),
         .target(
             name: "ServiceKit",
-            dependencies: ["KafkaClient", "PostgresClient", "HTTPServer", "FaceGateCore"],
+            dependencies: ["KafkaClient", "PostgresClient", "HTTPServer", "FaceGateCore", "Crypto"],
             path: "Shared/ServiceKit"),
         // Domain vocabulary: messages, envelopes, event codes, ID numbers, MRZ.
         .target(name: "FaceGateCore", dependencies: ["Crypto", "JWT"], path: "Shared/FaceGateCore"),

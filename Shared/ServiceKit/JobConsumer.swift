@@ -1,3 +1,4 @@
+import Crypto
 import FaceGateCore
 import Foundation
 import KafkaClient
@@ -113,7 +114,8 @@ public final class JobConsumer: Service {
         // Keep trying: moving on without the dead letter would lose the message.
         while true {
             do {
-                _ = try await producer.send(deadLetterRecord(for: message, error: reason, attempts: attempts))
+                let digest = "sha256:" + SHA256.hash(message.value).map { String(format: "%02x", $0) }.joined()
+                _ = try await producer.send(deadLetterRecord(for: message, error: reason, attempts: attempts, valueDigest: digest))
                 return
             } catch {
                 logger.error("dead letter not written yet", ["error": "\(error)"])
