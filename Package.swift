@@ -26,10 +26,12 @@ let package = Package(
         .systemLibrary(name: "CTesseract", path: "Shared/CTesseract", pkgConfig: "tesseract"),
         .target(
             name: "CFaceEngine", path: "Shared/CFaceEngine",
-            cxxSettings: optimizedCXX,
+            // OpenCV 4.6 (Debian's libopencv-dnn-dev) runs the YuNet + SFace model; its headers live under opencv4/.
+            cxxSettings: optimizedCXX + [.unsafeFlags(["-I/usr/include/opencv4"])],
             linkerSettings: [
                 .linkedLibrary("dlib"), .linkedLibrary("openblas"), .linkedLibrary("lapack"),
                 .linkedLibrary("jpeg"), .linkedLibrary("png"), .linkedLibrary("z"),
+                .linkedLibrary("opencv_dnn"), .linkedLibrary("opencv_imgproc"), .linkedLibrary("opencv_core"),
                 .linkedLibrary("m"), .linkedLibrary("stdc++"),
             ]),
         .target(

@@ -6,6 +6,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 STATE=.run/run
 scripts/stack.sh up run
+# Until the services run (and stop_all takes over), a failed build or migration still stops the servers.
+trap 'scripts/stack.sh down run' EXIT
 # shellcheck disable=SC1091
 . "$STATE/env"
 

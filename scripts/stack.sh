@@ -30,7 +30,7 @@ MRZ_ORACLE="mrz==0.6.2"  # an independent MRZ generator/checker the MRZ tests co
 
 APT_PACKAGES=(librdkafka-dev libpq-dev libssl-dev libmicrohttpd-dev libdlib-dev libopenblas-dev liblapack-dev
   libjpeg62-turbo-dev libpng-dev postgresql tesseract-ocr libtesseract-dev fonts-ocr-b imagemagick pkg-config python3-venv
-  libopencv-dnn-dev libopencv-objdetect-dev libopencv-imgproc-dev unzip
+  libopencv-dnn-dev libopencv-imgproc-dev unzip
   chromium chromium-driver)
 
 log() { printf '[stack] %s\n' "$*" >&2; }

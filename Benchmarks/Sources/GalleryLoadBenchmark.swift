@@ -44,7 +44,7 @@ func runGalleryLoadBenchmark(arguments: [String]) async throws {
             let templateId = UUID()
             let embedding = (0..<128).map { _ in Float.random(in: -0.2...0.2, using: &generator) }
             let base = binds.count
-            sql += (row == 0 ? "" : ",") + "($\(base + 1), $\(base + 2), $\(base + 3), $\(base + 4), 'dlib_face_recognition_resnet_model_v1', '{}'::jsonb)"
+            sql += (row == 0 ? "" : ",") + "($\(base + 1), $\(base + 2), $\(base + 3), $\(base + 4), 'dlib-resnet-v1', '{}'::jsonb)"
             binds += [templateId, appId, users[(start + row) % users.count], try sealer.sealTemplate(embedding, templateId: templateId)]
         }
         _ = try await pool.query(PostgresQuery(unsafeSQL: sql, binds: binds))

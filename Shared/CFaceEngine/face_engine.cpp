@@ -1,6 +1,6 @@
 // The engine behind face_engine.h: HOG detection on a reduced copy, dlib landmarks, aligned chips,
 // descriptors and quality figures. Decoding is in image_decoder.cpp, the descriptor network in
-// face_network.cpp.
+// face_network.cpp; the FE_MODEL_SFACE_2021DEC engine is in sface_engine.cpp and only dispatched to here.
 #include "face_engine.h"
 
 #include <algorithm>
@@ -22,25 +22,8 @@
 
 #include "face_network.hpp"
 #include "image_decoder.hpp"
-
-// RgbImage as a dlib generic image, so that dlib reads decoded pixels in place.
-namespace dlib {
-template <> struct image_traits<faceengine::RgbImage> {
-    typedef rgb_pixel pixel_type;
-};
-}  // namespace dlib
-
-namespace faceengine {
-inline long num_rows(const RgbImage &image) { return image.height; }
-inline long num_columns(const RgbImage &image) { return image.width; }
-inline void *image_data(RgbImage &image) { return image.data(); }
-inline const void *image_data(const RgbImage &image) { return image.data(); }
-inline long width_step(const RgbImage &image) { return image.width * 3; }
-inline void set_image_size(RgbImage &image, long rows, long columns) {
-    if (!image.allocate(columns, rows)) throw std::bad_alloc();
-}
-static_assert(sizeof(dlib::rgb_pixel) == 3, "decoded rows are packed R, G, B bytes");
-}  // namespace faceengine
+#include "rgb_image_dlib.hpp"
+#include "sface_engine.hpp"
 
 namespace {
 
@@ -154,6 +137,8 @@ dlib::rectangle clampedTo(const dlib::rectangle &box, long width, long height) {
 }  // namespace
 
 struct fe_engine {
+    // Set for FE_MODEL_SFACE_2021DEC, which then handles every call; the members below serve the dlib model.
+    std::unique_ptr<faceengine::SFaceEngine> sface;
     dlib::frontal_face_detector detector;
     std::shared_ptr<const dlib::shape_predictor> landmarks5;
     std::shared_ptr<const dlib::shape_predictor> landmarks68;
@@ -327,6 +312,41 @@ template <typename Body> fe_status guarded(fe_error *error, Body body) {
     }
 }
 
+// The SFace engine needs only its two ONNX files; the 68-point model (non-commercial licence) is loaded
+// when present, shared with every other engine of the process, and otherwise 68-point landmarks are absent.
+fe_status createSFace(const std::string &directory, const fe_engine_config *config, std::unique_ptr<fe_engine> &engine,
+                      fe_error *error) {
+    faceengine::SFaceSettings settings;
+    if (config->max_pixels != 0) settings.maxPixels = config->max_pixels;
+    if (config->detection_max_side < 0 || (config->detection_max_side > 0 && config->detection_max_side < 80))
+        return fail(error, FE_ERR_INVALID_ARGUMENT, "detection_max_side must be 0 (default) or at least 80");
+    if (config->detection_max_side != 0) settings.detectionMaxSide = config->detection_max_side;
+    const float threshold = config->detection_score_threshold;
+    if (!(threshold == 0 || (threshold > 0 && threshold < 1)))
+        return fail(error, FE_ERR_INVALID_ARGUMENT, "detection_score_threshold must be 0 (default) or between 0 and 1");
+    if (threshold != 0) settings.scoreThreshold = threshold;
+    switch (config->flip_augmentation) {
+    case 0: settings.flipAugmentation = FE_SFACE_DEFAULT_FLIP_AUGMENTATION != 0; break;
+    case 1: settings.flipAugmentation = true; break;
+    case -1: settings.flipAugmentation = false; break;
+    default: return fail(error, FE_ERR_INVALID_ARGUMENT, "flip_augmentation must be 0 (default), 1 (on) or -1 (off)");
+    }
+    std::shared_ptr<const dlib::shape_predictor> landmarks68;
+    if (fileReadable(directory + kLandmarks68File)) {
+        try {
+            landmarks68 = SharedModels::instance().predictor(directory + kLandmarks68File);
+        } catch (const dlib::serialization_error &e) {
+            return fail(error, FE_ERR_MODEL_MISSING, std::string("unreadable model: ") + e.what());
+        }
+    }
+    std::unique_ptr<faceengine::SFaceEngine> sface;
+    const fe_status status = faceengine::SFaceEngine::create(directory, std::move(landmarks68), settings, sface, error);
+    if (status != FE_OK) return status;
+    engine.reset(new fe_engine);
+    engine->sface = std::move(sface);
+    return FE_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -340,6 +360,9 @@ fe_engine *fe_engine_create(const char *model_directory, const fe_engine_config 
     const fe_status status = guarded(error, [&]() -> fe_status {
         std::string directory(model_directory);
         if (!directory.empty() && directory.back() != '/') directory += '/';
+        const int32_t model = config != nullptr ? config->model : FE_MODEL_DLIB_RESNET_V1;
+        if (model == FE_MODEL_SFACE_2021DEC) return createSFace(directory, config, engine, error);
+        if (model != FE_MODEL_DLIB_RESNET_V1) return fail(error, FE_ERR_INVALID_ARGUMENT, "unknown model");
         for (const char *file : {kLandmarks5File, kLandmarks68File, kDescriptorFile})
             if (!fileReadable(directory + file)) return fail(error, FE_ERR_MODEL_MISSING, std::string("missing model file ") + file);
         engine.reset(new fe_engine);
@@ -372,6 +395,7 @@ int32_t fe_engine_analyze(fe_engine *engine, const uint8_t *data, size_t size, c
     if (engine == nullptr || options == nullptr || analysis == nullptr)
         return faceengine::setError(error, FE_ERR_INVALID_ARGUMENT, "NULL engine, options or analysis");
     std::memset(analysis, 0, sizeof *analysis);
+    if (engine->sface) return engine->sface->analyze(data, size, *options, *analysis, error);
     return guarded(error, [&]() -> fe_status {
         auto start = Clock::now();
         RgbImage image;
@@ -435,6 +459,7 @@ int32_t fe_engine_embed_box(fe_engine *engine, const uint8_t *data, size_t size,
     if (engine == nullptr || embedding == nullptr)
         return faceengine::setError(error, FE_ERR_INVALID_ARGUMENT, "NULL engine or embedding");
     if (right < left || bottom < top) return faceengine::setError(error, FE_ERR_INVALID_ARGUMENT, "empty face box");
+    if (engine->sface) return engine->sface->embedBox(data, size, left, top, right, bottom, embedding, error);
     return guarded(error, [&]() -> fe_status {
         RgbImage image;
         const fe_status status = faceengine::decodeImage(data, size, engine->maxPixels, image, error);

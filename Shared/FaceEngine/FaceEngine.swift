@@ -1,8 +1,8 @@
 import CFaceEngine
 
-/// dlib face pipeline: decode (JPEG/PNG under a pixel cap, EXIF orientation) → HOG detection on a
-/// reduced copy → 5-point alignment → 150×150 chip → 128-D ResNet descriptor, plus quality and
-/// optional 68-point landmarks.
+/// A face pipeline: decode (JPEG/PNG under a pixel cap, EXIF orientation) → detection on a reduced copy
+/// → 5-point alignment → 128-D descriptor, plus quality and optional 68-point landmarks. The model
+/// (`FaceEngineConfiguration.model`) is dlib's (HOG, 150×150 chip, ResNet) or OpenCV's YuNet + SFace.
 ///
 /// Not thread-safe and deliberately not `Sendable`: use one engine per thread, or `FaceEnginePool`.
 /// Creation loads ~130 MB of models (the landmark models are shared by all engines of the process)
@@ -13,10 +13,15 @@ public final class FaceEngine {
 
     public init(configuration: FaceEngineConfiguration) throws(FaceEngineError) {
         self.configuration = configuration
-        var settings = fe_engine_config(
-            max_pixels: UInt64(max(0, configuration.maxPixels)),
-            detection_max_side: Int32(clamping: configuration.detectionMaxSide),
-            upsample_small_images: configuration.upsampleSmallImages ? 1 : 0)
+        var settings = fe_engine_config()
+        settings.max_pixels = UInt64(max(0, configuration.maxPixels))
+        settings.detection_max_side = Int32(clamping: configuration.detectionMaxSide)
+        settings.upsample_small_images = configuration.upsampleSmallImages ? 1 : 0
+        settings.model = switch configuration.model {
+        case .dlibResNetV1: Int32(FE_MODEL_DLIB_RESNET_V1.rawValue)
+        case .sface2021dec: Int32(FE_MODEL_SFACE_2021DEC.rawValue)
+        }
+        settings.flip_augmentation = configuration.flipAugmentation ? 1 : -1
         var error = fe_error()
         guard let handle = fe_engine_create(configuration.modelDirectory, &settings, &error) else {
             throw FaceEngineError(error)

@@ -276,9 +276,12 @@ public struct KioskApprovalPolicy: Codable, Sendable, Equatable {
         return year - parts[0] - ((month, dayOfMonth) < (parts[1], parts[2]) ? 1 : 0)
     }
 
-    /// Checks the operator's input; the message names the field.
-    public func validationError() -> String? {
-        if let threshold = faceMatchThreshold, !(0.2...0.8).contains(threshold) { return "kioskApproval.faceMatchThreshold must be between 0.2 and 0.8" }
+    /// Checks the operator's input against the app's face model; the message names the field.
+    public func validationError(model: FaceModel) -> String? {
+        let range = model.thresholdRange
+        if let threshold = faceMatchThreshold, !range.contains(threshold) {
+            return "kioskApproval.faceMatchThreshold must be between \(range.lowerBound) and \(range.upperBound) for \(model.rawValue)"
+        }
         if let age = minimumAge, !(0...150).contains(age) { return "kioskApproval.minimumAge must be between 0 and 150" }
         if documentTypes?.contains(where: { !(1...2).contains($0.count) }) == true { return "kioskApproval.documentTypes holds 1–2 letter codes" }
         if issuingStates?.contains(where: { $0.count != 3 }) == true { return "kioskApproval.issuingStates holds three-letter codes" }

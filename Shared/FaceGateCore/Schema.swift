@@ -27,6 +27,7 @@ public enum Schema {
         Step(version: 4, name: "device credential attestation and lookups", sql: deviceCredentials),
         Step(version: 5, name: "kiosk approval policy, session lookups, used liveness frames", sql: kioskApproval),
         Step(version: 6, name: "service login roles", sql: serviceLoginRoles),
+        Step(version: 7, name: "face model per app", sql: faceModelPerApp),
     ]
 
     static let core = """
@@ -323,5 +324,14 @@ public enum Schema {
             EXECUTE format('GRANT facegate_service TO %I', login);
         END LOOP;
     END $$;
+    """
+
+    static let faceModelPerApp = """
+    -- Apps created before there were two models keep dlib's; the gateway names the model of every new app.
+    ALTER TABLE apps ADD COLUMN face_model text NOT NULL DEFAULT 'dlib-resnet-v1'
+        CHECK (face_model IN ('dlib-resnet-v1', 'sface-2021dec'));
+    -- One name per model, the one apps use.
+    UPDATE face_templates SET model_id = 'dlib-resnet-v1' WHERE model_id = 'dlib_face_recognition_resnet_model_v1';
+    CREATE INDEX face_templates_user_model ON face_templates (user_id, model_id);
     """
 }

@@ -36,7 +36,7 @@ import Testing
             #expect(ocr["expiryDate"] as? String == "2034-01-20")
             #expect(ocr["nationality"] as? String == "USA")
             let distance = try #require(events[4].data["distance"] as? Double)
-            #expect(distance < 0.5)
+            #expect(distance < Double(FaceModel.defaultForNewApps.defaultThreshold))
             let users = try await stack.call("GET", "/v1/apps/\(app.id)/users", bearer: stack.adminKey)
             let listed = try #require(users.json["items"] as? [[String: Any]])
             #expect(listed.map { $0["userId"] as? String } == [customer])

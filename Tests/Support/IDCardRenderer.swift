@@ -202,15 +202,16 @@ public struct IDCard: Sendable, Equatable {
         // A fixed seed keeps the noise, and so a test's outcome, the same from run to run.
         if degradation.noise > 0 { arguments += ["-seed", "1", "-attenuate", String(degradation.noise), "+noise", "Gaussian"] }
         arguments += ["-quality", String(degradation.jpegQuality), url.path]
+        guard FileManager.default.fileExists(atPath: Self.ocrB) else {
+            throw IDCardRenderError("the OCR-B font is missing at \(Self.ocrB) (scripts/stack.sh install installs fonts-ocr-b)")
+        }
         try Self.runConvert(arguments)
     }
 
-    static func runConvert(_ arguments: [String]) throws {
+    /// ImageMagick's `convert` with these arguments (tests compose their images with it).
+    public static func runConvert(_ arguments: [String]) throws {
         guard let convert = findOnPath("convert") else {
             throw IDCardRenderError("ImageMagick's convert is not on PATH (scripts/stack.sh install installs imagemagick)")
-        }
-        guard FileManager.default.fileExists(atPath: ocrB) else {
-            throw IDCardRenderError("the OCR-B font is missing at \(ocrB) (scripts/stack.sh install installs fonts-ocr-b)")
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: convert)

@@ -58,6 +58,8 @@ struct AppRecord: Sendable {
     var previousSecretHash: [UInt8]?
     var previousSecretValidUntil: Date?
     var modules: Modules
+    var faceModel: FaceModel
+    /// In the face model's units.
     var matchThreshold: Float
     var liveness: LivenessPolicy
     var kioskApproval: KioskApprovalPolicy
@@ -69,6 +71,7 @@ struct AppRecord: Sendable {
         var appId: String
         var name: String
         var modules: Modules
+        var faceModel: FaceModel
         var matchThreshold: Float
         var liveness: LivenessPolicy
         var kioskApproval: KioskApprovalPolicy
@@ -77,7 +80,7 @@ struct AppRecord: Sendable {
     }
 
     var publicView: Public {
-        Public(appId: id.wire, name: name, modules: modules, matchThreshold: matchThreshold, liveness: liveness, kioskApproval: kioskApproval, quotas: quotas,
+        Public(appId: id.wire, name: name, modules: modules, faceModel: faceModel, matchThreshold: matchThreshold, liveness: liveness, kioskApproval: kioskApproval, quotas: quotas,
                createdAt: createdAt)
     }
 }
@@ -89,7 +92,7 @@ struct AppStore: Sendable {
     func find(_ id: UUID) async throws -> AppRecord? {
         let rows = try await database.query("""
             SELECT id, name, secret_hash, previous_secret_hash, previous_secret_valid_until, modules::text AS modules,
-                   match_threshold, liveness::text AS liveness, kiosk_approval::text AS kiosk_approval, quotas::text AS quotas, created_at
+                   face_model, match_threshold, liveness::text AS liveness, kiosk_approval::text AS kiosk_approval, quotas::text AS quotas, created_at
             FROM apps WHERE id = \(id)
             """)
         guard let row = rows.first else { return nil }
@@ -99,7 +102,8 @@ struct AppStore: Sendable {
         return AppRecord(
             id: try row.decode("id"), name: try row.decode("name"), secretHash: try row.decode("secret_hash"),
             previousSecretHash: try row.decode("previous_secret_hash"), previousSecretValidUntil: try row.decode("previous_secret_valid_until"),
-            modules: try json("modules", Modules.self), matchThreshold: try row.decode("match_threshold"),
+            modules: try json("modules", Modules.self), faceModel: FaceModel(rawValue: try row.decode("face_model")) ?? .dlibResNetV1,
+            matchThreshold: try row.decode("match_threshold"),
             liveness: try json("liveness", LivenessPolicy.self), kioskApproval: try json("kiosk_approval", KioskApprovalPolicy.self), quotas: try json("quotas", Quotas.self), createdAt: try row.decode("created_at"))
     }
 

@@ -29,6 +29,7 @@ enum OpenAPIDocument {
       "limit": {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1}}
     },
     "schemas": {
+      "FaceModel": {"type": "string", "enum": ["dlib-resnet-v1", "sface-2021dec"], "description": "The app's face model; new apps get dlib-resnet-v1 unless they name one"},
       "Error": {
         "type": "object", "required": ["error"],
         "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
@@ -64,7 +65,9 @@ enum OpenAPIDocument {
         "properties": {"dailyCalls": {"type": "integer"}, "gallerySize": {"type": "integer"}}},
       "App": {"type": "object", "properties": {
         "appId": {"type": "string", "format": "uuid"}, "name": {"type": "string"}, "modules": {"$ref": "#/components/schemas/Modules"},
-        "matchThreshold": {"type": "number"}, "liveness": {"$ref": "#/components/schemas/Liveness"},
+        "faceModel": {"$ref": "#/components/schemas/FaceModel"},
+        "matchThreshold": {"type": "number", "description": "Euclidean distance between the face model's vectors (sface-2021dec: unit vectors, cosine = 1 − d²/2)"},
+        "liveness": {"$ref": "#/components/schemas/Liveness"},
         "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"}, "quotas": {"$ref": "#/components/schemas/Quotas"},
         "createdAt": {"type": "string", "format": "date-time"}}},
       "User": {"type": "object", "properties": {
@@ -99,7 +102,8 @@ enum OpenAPIDocument {
     "/v1/apps": {
       "post": {"summary": "Create an app (secrets are shown only here)", "security": [{"operatorKey": []}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["name"], "properties": {
-          "name": {"type": "string"}, "modules": {"$ref": "#/components/schemas/Modules"}, "matchThreshold": {"type": "number"},
+          "name": {"type": "string"}, "modules": {"$ref": "#/components/schemas/Modules"}, "faceModel": {"$ref": "#/components/schemas/FaceModel"},
+          "matchThreshold": {"type": "number"},
           "liveness": {"$ref": "#/components/schemas/Liveness"}, "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"},
           "quotas": {"$ref": "#/components/schemas/Quotas"}}}}}},
         "responses": {"201": {"description": "Created: the App plus appSecret and ctidKey (base64 of 16 bytes)"}, "default": {"$ref": "#/components/responses/Error"}}},
@@ -145,8 +149,9 @@ enum OpenAPIDocument {
         "requestBody": {"required": true, "content": {"image/jpeg": {}, "image/png": {}, "multipart/form-data": {"schema": {"type": "object", "properties": {"image": {"type": "string", "format": "binary"}}}}}},
         "responses": {"201": {"description": "{templateId, quality}"}, "422": {"$ref": "#/components/responses/Error"}, "default": {"$ref": "#/components/responses/Error"}}},
       "get": {"summary": "The user's enrolled templates with the quality measured at enrollment", "security": [{"operatorKey": []}],
-        "responses": {"200": {"description": "{items: [{templateId, quality, createdAt}]}", "content": {"application/json": {"schema": {"type": "object", "properties": {
+        "responses": {"200": {"description": "{items: [{templateId, model, quality, createdAt}]}", "content": {"application/json": {"schema": {"type": "object", "properties": {
           "items": {"type": "array", "items": {"type": "object", "properties": {"templateId": {"type": "string", "format": "uuid"},
+            "model": {"$ref": "#/components/schemas/FaceModel"},
             "quality": {"$ref": "#/components/schemas/Quality"}, "createdAt": {"type": "string", "format": "date-time"}}}}}}}}},
           "default": {"$ref": "#/components/responses/Error"}}}
     },

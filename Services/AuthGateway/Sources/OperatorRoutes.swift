@@ -41,6 +41,7 @@ extension GatewayContext {
     struct CreateAppBody: Decodable {
         var name: String
         var modules: ModulesPatch?
+        var faceModel: FaceModel?
         var matchThreshold: Float?
         var liveness: LivenessPolicy?
         var kioskApproval: KioskApprovalPolicy?
@@ -53,6 +54,7 @@ extension GatewayContext {
         var appSecret: String
         var ctidKey: String
         var modules: Modules
+        var faceModel: FaceModel
         var matchThreshold: Float
         var liveness: LivenessPolicy
         var kioskApproval: KioskApprovalPolicy
@@ -64,10 +66,9 @@ extension GatewayContext {
         let body = try request.decodeJSON(CreateAppBody.self)
         let name = body.name.trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...200).contains(name.count) else { throw APIError(.invalidRequest, "name must be 1–200 characters") }
-        let threshold = body.matchThreshold ?? 0.5
-        guard threshold > 0.2, threshold < 0.8 else {
-            throw APIError(.invalidRequest, "matchThreshold must be between 0.2 and 0.8 (Euclidean distance; 0.5 recommended)")
-        }
+        let faceModel = body.faceModel ?? FaceModel.defaultForNewApps
+        let threshold = body.matchThreshold ?? faceModel.defaultThreshold
+        try Self.checkThreshold(threshold, model: faceModel)
         let appId = UUID()
         let secret = newSecret(prefix: "fgs_")
         // The institution key is shown once and stored sealed to the ctid-verifier's public key: the
@@ -76,17 +77,28 @@ extension GatewayContext {
         let modules = (body.modules ?? ModulesPatch()).applied(to: .initial)
         let liveness = body.liveness ?? .initial
         let approval = body.kioskApproval ?? KioskApprovalPolicy()
-        if let problem = approval.validationError() { throw APIError(.invalidRequest, problem) }
+        if let problem = approval.validationError(model: faceModel) { throw APIError(.invalidRequest, problem) }
         let quotas = body.quotas ?? .initial
         return try await recorded(request, kind: "app.create", appId: platformAppId) { draft in
             _ = try await database.query("""
-                INSERT INTO apps (id, name, secret_hash, ctid_key_sealed, modules, match_threshold, liveness, kiosk_approval, quotas)
+                INSERT INTO apps (id, name, secret_hash, ctid_key_sealed, modules, face_model, match_threshold, liveness, kiosk_approval, quotas)
                 VALUES (\(appId), \(name), \(SHA256.hash(Array(secret.utf8))), \(try CTIDKeyBox.seal(ctidKey, appId: appId, to: configuration.ctidPublicKey)),
-                        \(modules.jsonText)::jsonb, \(Double(threshold)), \(liveness.jsonText)::jsonb, \(approval.jsonText)::jsonb, \(quotas.jsonText)::jsonb)
+                        \(modules.jsonText)::jsonb, \(faceModel.rawValue), \(Double(threshold)), \(liveness.jsonText)::jsonb, \(approval.jsonText)::jsonb,
+                        \(quotas.jsonText)::jsonb)
                 """)
             draft.detail = ["appId": appId.uuidString.lowercased()]
             return .json(CreatedApp(appId: appId.wire, name: name, appSecret: secret, ctidKey: Data(ctidKey).base64EncodedString(), modules: modules,
-                                    matchThreshold: threshold, liveness: liveness, kioskApproval: approval, quotas: quotas), status: 201)
+                                    faceModel: faceModel, matchThreshold: threshold, liveness: liveness, kioskApproval: approval, quotas: quotas), status: 201)
+        }
+    }
+
+    /// A threshold is in the units of the app's face model: Euclidean distance (for SFace, whose vectors have
+    /// unit length, 1 − d²/2 is the cosine similarity).
+    static func checkThreshold(_ threshold: Float, model: FaceModel) throws {
+        let range = model.thresholdRange
+        guard range.contains(threshold) else {
+            throw APIError(.invalidRequest, "matchThreshold must be between \(range.lowerBound) and \(range.upperBound) for \(model.rawValue) "
+                           + "(Euclidean distance between its vectors; \(model.defaultThreshold) by default)")
         }
     }
 
@@ -115,10 +127,10 @@ extension GatewayContext {
         return try await recorded(request, kind: "app.update", appId: app.id) { draft in
             let modules = (body.modules ?? ModulesPatch()).applied(to: app.modules)
             let threshold = body.matchThreshold ?? app.matchThreshold
-            guard threshold > 0.2, threshold < 0.8 else { throw APIError(.invalidRequest, "matchThreshold must be between 0.2 and 0.8") }
+            try Self.checkThreshold(threshold, model: app.faceModel)
             let liveness = body.liveness ?? app.liveness
             let approval = body.kioskApproval ?? app.kioskApproval
-            if let problem = approval.validationError() { throw APIError(.invalidRequest, problem) }
+            if let problem = approval.validationError(model: app.faceModel) { throw APIError(.invalidRequest, problem) }
             let quotas = body.quotas ?? app.quotas
             guard quotas.dailyCalls >= 0, quotas.gallerySize >= 0 else { throw APIError(.invalidRequest, "quotas must not be negative") }
             _ = try await database.query("""
@@ -286,12 +298,12 @@ extension GatewayContext {
         let userId = try request.uuidParameter("userId")
         _ = try await user(userId, app: app.id)
         let rows = try await database.query("""
-            SELECT id, quality::text AS quality, created_at FROM face_templates
+            SELECT id, model_id, quality::text AS quality, created_at FROM face_templates
             WHERE user_id = \(userId) AND app_id = \(app.id) ORDER BY created_at, id
             """)
-        struct Face: Encodable { var templateId: String; var quality: FaceQualityReport; var createdAt: Date }
+        struct Face: Encodable { var templateId: String; var model: String; var quality: FaceQualityReport; var createdAt: Date }
         let items = try rows.rows.map { row in
-            Face(templateId: try row.decode("id", as: UUID.self).wire,
+            Face(templateId: try row.decode("id", as: UUID.self).wire, model: try row.decode("model_id"),
                  quality: try FaceGateJSON.decode(FaceQualityReport.self, from: Array(try row.decode("quality", as: String.self).utf8)),
                  createdAt: try row.decode("created_at"))
         }

@@ -18,7 +18,7 @@ public enum FaceGateCLI {
       migrate                                   apply database migrations (FACEGATE_DATABASE_URL)
       keys                                      print fresh FACEGATE_SIGNING_KEY / FACEGATE_SEALING_KEY / CTID key pair lines
     operators (FACEGATE_URL, FACEGATE_ADMIN_KEY)
-      app create NAME [--formal] [--threshold D]
+      app create NAME [--formal] [--model M] [--threshold D]   M: dlib-resnet-v1 (default) or sface-2021dec
       app get APP_ID | app list
       app modules APP_ID MODULE=STATE...        e.g. faceLogin=formal ctid=disabled
       app rotate-secret APP_ID
@@ -63,13 +63,17 @@ public enum FaceGateCLI {
             print("FACEGATE_CTID_PRIVATE_KEY=\(Data(ctid.rawRepresentation).base64EncodedString())")
             print("FACEGATE_CTID_PUBLIC_KEY=\(Data(ctid.publicKey.rawRepresentation).base64EncodedString())")
         case ("app", "create"):
-            guard rest.count >= 2 else { throw CLIError("usage: facegate app create NAME [--formal] [--threshold D]", exitCode: 2) }
+            guard rest.count >= 2 else { throw CLIError("usage: facegate app create NAME [--formal] [--model M] [--threshold D]", exitCode: 2) }
             var body: [String: Any] = ["name": rest[1]]
             if rest.contains("--formal") {
                 body["modules"] = ["faceLogin": "formal", "ctid": "formal", "kiosk": "formal", "deviceAuth": "formal"]
             }
             if let index = rest.firstIndex(of: "--threshold"), index + 1 < rest.count, let value = Double(rest[index + 1]) {
                 body["matchThreshold"] = value
+            }
+            if let index = rest.firstIndex(of: "--model") {
+                guard index + 1 < rest.count else { throw CLIError("--model needs a face model name", exitCode: 2) }
+                body["faceModel"] = rest[index + 1]
             }
             try await admin(environment).print("POST", "/v1/apps", json: body)
         case ("app", "get"):

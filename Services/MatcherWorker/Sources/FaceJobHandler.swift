@@ -5,10 +5,11 @@ import KafkaClient
 import PostgresClient
 import ServiceKit
 
-/// Answers face jobs: decode the envelope, skip work past the deadline, run the engine, search or
-/// persist, reply on the requester's partition. Enrollment is idempotent by message id.
+/// Answers face jobs: decode the envelope, skip work past the deadline, run the engine of the app's face
+/// model, search or persist, reply on the requester's partition. Enrollment is idempotent by message id.
 final class FaceJobHandler: Sendable {
-    private let engines: FaceEnginePool
+    private let engines: [FaceModel: FaceEnginePool]
+    private let appModels: AppFaceModels
     private let store: GalleryStore
     private let database: PostgresPool
     private let producer: KafkaProducer
@@ -19,9 +20,10 @@ final class FaceJobHandler: Sendable {
     private let stageSeconds: Histogram
     private let outcomes: Counter
 
-    init(engines: FaceEnginePool, store: GalleryStore, database: PostgresPool, producer: KafkaProducer, sealer: Sealer,
+    init(engines: [FaceModel: FaceEnginePool], store: GalleryStore, database: PostgresPool, producer: KafkaProducer, sealer: Sealer,
          configuration: MatcherConfiguration, changesTopic: String, runtime: ServiceRuntime) {
         self.engines = engines
+        self.appModels = AppFaceModels(database: database)
         self.store = store
         self.database = database
         self.producer = producer
@@ -89,19 +91,40 @@ final class FaceJobHandler: Sendable {
         }
     }
 
+    /// Every job runs on the engine of the app's face model, read from PostgreSQL (never from the message).
     private func run(_ job: FaceJob, messageId: String) async throws -> FaceJobResult {
+        let model = try await appModels.model(of: job.appId)
+        guard let pool = engines[model] else {
+            return FaceJobResult(outcome: .internalError, message: "this matcher does not run the app's face model \(model.rawValue)")
+        }
+        let engine = ModelEngine(model: model, pool: pool)
         switch job.kind {
-        case .identify: try await identify(job)
-        case .verify: try await verify(job)
-        case .enroll: try await enroll(job, messageId: messageId)
-        case .detect: try await detect(job)
-        case .liveness: try await liveness(job)
-        case .template: try await template(job)
+        case .identify: return try await identify(job, engine)
+        case .verify: return try await verify(job, engine)
+        case .enroll: return try await enroll(job, engine, messageId: messageId)
+        case .detect: return try await detect(job, engine)
+        case .liveness: return try await liveness(job, engine)
+        case .template: return try await template(job, engine)
         }
     }
 
-    private func rule(for job: FaceJob) -> MatchRule {
-        MatchRule(threshold: job.threshold ?? configuration.defaultThreshold, margin: job.margin ?? configuration.ambiguityMargin)
+    /// The engines of one model, and the model.
+    struct ModelEngine {
+        var model: FaceModel
+        var pool: FaceEnginePool
+    }
+
+    private func rule(for job: FaceJob, _ model: FaceModel) -> MatchRule {
+        MatchRule(threshold: job.threshold ?? configuration.defaultThreshold(for: model), margin: job.margin ?? configuration.margin(for: model))
+    }
+
+    /// The key a reference template (CTID registry portrait, kiosk document portrait) is sealed under:
+    /// one per model, so a template of one model never opens for a comparison under another.
+    static func referenceKey(_ model: FaceModel) -> UUID {
+        switch model {
+        case .dlibResNetV1: platformAppId  // the key of every reference sealed before there were two models
+        case .sface2021dec: UUID(uuidString: "00000000-0000-0000-0000-5f4ace202112")!
+        }
     }
 
     /// An outcome that ends a job early (no face, bad image, …), thrown from deep in a job and answered as is.
@@ -110,9 +133,9 @@ final class FaceJobHandler: Sendable {
     }
 
     /// The largest face of an image with its embedding and the number of faces; throws `Stop` otherwise.
-    private func probe(_ image: Data?, timings: inout [String: Double]) async throws -> (DetectedFace, Int) {
+    private func probe(_ image: Data?, _ engine: ModelEngine, timings: inout [String: Double]) async throws -> (DetectedFace, [DetectedFace]) {
         guard let image else { throw Stop(result: FaceJobResult(outcome: .imageFormatError, message: "no image in the job")) }
-        let analysis = try await engines.analyze(Array(image))
+        let analysis = try await engine.pool.analyze(Array(image))
         timings["decode"] = analysis.decodeMilliseconds
         timings["detect"] = analysis.detectMilliseconds
         timings["embed"] = analysis.embedMilliseconds
@@ -122,31 +145,33 @@ final class FaceJobHandler: Sendable {
         guard let face = analysis.faces.first, face.embedding != nil else {
             throw Stop(result: FaceJobResult(outcome: .noFace, faceCount: 0, timings: timings))
         }
-        return (face, analysis.faceCount)
+        return (face, analysis.faces)
     }
 
-    private func identify(_ job: FaceJob) async throws -> FaceJobResult {
+    private func identify(_ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
         var timings: [String: Double] = [:]
-        let (face, faceCount) = try await probe(job.image, timings: &timings)
+        let (face, faces) = try await probe(job.image, engine, timings: &timings)
+        let faceCount = faces.count
         let searchStart = ContinuousClock.now
-        let matches = store.registry.gallery(for: job.appId).search(face.embedding!, k: max(1, min(job.topK, 100)))
+        let matches = store.gallery(of: job.appId, model: engine.model).search(face.embedding!, k: max(1, min(job.topK, 100)))
         timings["search"] = (ContinuousClock.now - searchStart).milliseconds
         stageSeconds.observe(timings["search"]! / 1000, ["stage": "search"])
         let candidates = matches.map(Self.candidate)
-        return FaceJobResult(outcome: rule(for: job).decide(candidates).outcome, candidates: candidates, faceCount: faceCount,
+        return FaceJobResult(outcome: rule(for: job, engine.model).decide(candidates).outcome, candidates: candidates, faceCount: faceCount,
                              quality: Self.report(face.quality), timings: timings)
     }
 
-    private func verify(_ job: FaceJob) async throws -> FaceJobResult {
+    private func verify(_ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
         var timings: [String: Double] = [:]
-        let (face, faceCount) = try await probe(job.image, timings: &timings)
+        let (face, faces) = try await probe(job.image, engine, timings: &timings)
+        let faceCount = faces.count
         let probe = face.embedding!
         var candidates: [FaceCandidate] = []
         if let reference = job.referenceImage {
             var referenceTimings: [String: Double] = [:]
             let referenceFace: DetectedFace
             do {
-                (referenceFace, _) = try await self.probe(reference, timings: &referenceTimings)
+                (referenceFace, _) = try await self.probe(reference, engine, timings: &referenceTimings)
             } catch var stop as Stop {
                 stop.result.message = "reference image: " + (stop.result.message ?? stop.result.outcome.rawValue)
                 throw stop
@@ -154,11 +179,17 @@ final class FaceJobHandler: Sendable {
             candidates.append(FaceCandidate(userId: platformAppId, templateId: platformAppId,
                                             distance: euclideanDistance(probe, referenceFace.embedding!)))
         } else if let sealed = job.referenceSealedTemplate {
-            let reference = try sealer.openTemplate(Array(sealed), templateId: platformAppId)
+            let reference: [Float]
+            do {
+                reference = try sealer.openTemplate(Array(sealed), templateId: Self.referenceKey(engine.model))
+            } catch {
+                return FaceJobResult(outcome: .internalError, message: "the reference template was not made with the app's face model \(engine.model.rawValue)")
+            }
             candidates.append(FaceCandidate(userId: platformAppId, templateId: platformAppId, distance: euclideanDistance(probe, reference)))
         } else if let userId = job.userId {
             try await database.forEachRow("""
-                SELECT id, embedding_sealed FROM face_templates WHERE app_id = \(job.appId) AND user_id = \(userId)
+                SELECT id, embedding_sealed FROM face_templates
+                WHERE app_id = \(job.appId) AND user_id = \(userId) AND model_id = \(engine.model.rawValue)
                 """) { row in
                 let templateId: UUID = try row.decode("id")
                 let reference = try self.sealer.openTemplate(try row.decode("embedding_sealed"), templateId: templateId)
@@ -171,30 +202,37 @@ final class FaceJobHandler: Sendable {
             return FaceJobResult(outcome: .internalError, message: "verify needs a reference image, template or user")
         }
         candidates.sort { $0.distance < $1.distance }
-        let threshold = job.threshold ?? configuration.defaultThreshold
+        let threshold = job.threshold ?? configuration.defaultThreshold(for: engine.model)
         return FaceJobResult(outcome: candidates[0].distance <= threshold ? .match : .noMatchFace, candidates: [candidates[0]],
                              faceCount: faceCount, quality: Self.report(face.quality), timings: timings)
     }
 
-    /// What enrollment and reference templates require: exactly one face, wide and sharp enough.
-    private func qualityGate(_ face: DetectedFace, faceCount: Int, timings: [String: Double]) -> FaceJobResult? {
+    /// What enrollment and reference templates require: one dominant face (several faces are fine when the
+    /// largest is clearly larger than the next: at least `dominanceRatio` times as wide), wide and sharp enough.
+    private func qualityGate(_ face: DetectedFace, faces: [DetectedFace], model: FaceModel, timings: [String: Double]) -> FaceJobResult? {
         let quality = Self.report(face.quality)
-        if faceCount > 1 {
-            return FaceJobResult(outcome: .lowQuality, message: "\(faceCount) faces in the image; use a photo of one person",
-                                 faceCount: faceCount, quality: quality, timings: timings)
+        if faces.count > 1, Double(faces[0].box.width) < Self.dominanceRatio * Double(faces[1].box.width) {
+            return FaceJobResult(outcome: .lowQuality,
+                                 message: "\(faces.count) faces in the image and none clearly larger than the others; use a photo of one person",
+                                 faceCount: faces.count, quality: quality, timings: timings)
         }
-        if face.quality.faceWidth < configuration.minimumFaceWidth {
-            return FaceJobResult(outcome: .lowQuality, message: "face is \(face.quality.faceWidth) px wide; at least \(configuration.minimumFaceWidth) px needed",
-                                 faceCount: faceCount, quality: quality, timings: timings)
+        let minimumWidth = configuration.minimumFaceWidth(for: model)
+        if face.quality.faceWidth < minimumWidth {
+            return FaceJobResult(outcome: .lowQuality, message: "face is \(face.quality.faceWidth) px wide; at least \(minimumWidth) px needed",
+                                 faceCount: faces.count, quality: quality, timings: timings)
         }
-        if face.quality.sharpness < configuration.minimumSharpness {
-            return FaceJobResult(outcome: .lowQuality, message: "face is too blurred (sharpness \(Int(face.quality.sharpness)))",
-                                 faceCount: faceCount, quality: quality, timings: timings)
+        let minimumSharpness = configuration.minimumSharpness(for: model)
+        if face.quality.sharpness < minimumSharpness {
+            return FaceJobResult(outcome: .lowQuality, message: "face is too blurred (sharpness \(Int(face.quality.sharpness)), at least \(Int(minimumSharpness)) needed)",
+                                 faceCount: faces.count, quality: quality, timings: timings)
         }
         return nil
     }
 
-    private func enroll(_ job: FaceJob, messageId: String) async throws -> FaceJobResult {
+    /// How much wider than the next face the enrolled face must be when a photo shows several.
+    static let dominanceRatio = 1.5
+
+    private func enroll(_ job: FaceJob, _ engine: ModelEngine, messageId: String) async throws -> FaceJobResult {
         guard let userId = job.userId else { return FaceJobResult(outcome: .internalError, message: "enroll needs a user") }
         // A redelivered enrollment answers what the first delivery answered.
         if let previous = try await database.query("""
@@ -203,13 +241,15 @@ final class FaceJobHandler: Sendable {
             return try FaceGateJSON.decode(FaceJobResult.self, from: bytes)
         }
         var timings: [String: Double] = [:]
-        let (face, faceCount) = try await probe(job.image, timings: &timings)
+        let (face, faces) = try await probe(job.image, engine, timings: &timings)
+        let faceCount = faces.count
         let quality = Self.report(face.quality)
-        if let refused = qualityGate(face, faceCount: faceCount, timings: timings) { return refused }
+        if let refused = qualityGate(face, faces: faces, model: engine.model, timings: timings) { return refused }
         let embedding = face.embedding!
         if job.duplicateCheck {
-            let threshold = job.threshold ?? configuration.defaultThreshold
-            let others = store.registry.gallery(for: job.appId).search(embedding, k: 10).filter { $0.userId != userId && $0.distance <= threshold }
+            let threshold = min(job.threshold ?? configuration.defaultThreshold(for: engine.model), engine.model.duplicateThreshold)
+            let others = store.gallery(of: job.appId, model: engine.model).search(embedding, k: 10)
+                .filter { $0.userId != userId && $0.distance <= threshold }
             if let duplicate = others.first {
                 return FaceJobResult(outcome: .duplicateFace, message: "the face is already enrolled for another user",
                                      candidates: [Self.candidate(duplicate)], faceCount: faceCount, quality: quality, timings: timings)
@@ -224,7 +264,7 @@ final class FaceJobHandler: Sendable {
             // The user must still exist in this app: a deleted user gets no template.
             let inserted = try await connection.query("""
                 INSERT INTO face_templates (id, app_id, user_id, embedding_sealed, model_id, quality)
-                SELECT \(templateId), \(job.appId), id, \(sealed), \(GalleryStore.modelId), \(qualityJSON)::jsonb
+                SELECT \(templateId), \(job.appId), id, \(sealed), \(engine.model.rawValue), \(qualityJSON)::jsonb
                 FROM users WHERE id = \(userId) AND app_id = \(job.appId)
                 RETURNING change_seq
                 """)
@@ -238,7 +278,7 @@ final class FaceJobHandler: Sendable {
             result = FaceJobResult(outcome: .internalError, message: "user not found in this app", faceCount: faceCount, quality: quality, timings: timings)
             return result
         }
-        store.add(templateId: templateId, appId: job.appId, userId: userId, embedding: embedding)
+        store.add(templateId: templateId, appId: job.appId, userId: userId, model: engine.model, embedding: embedding)
         store.noteSeq(seq)
         let change = GalleryChange(operation: .upsert, appId: job.appId, userId: userId, templateId: templateId, changeSeq: seq)
         do {
@@ -252,19 +292,19 @@ final class FaceJobHandler: Sendable {
     }
 
     /// The same quality gate as enrollment, then the embedding sealed as a reference template.
-    private func template(_ job: FaceJob) async throws -> FaceJobResult {
+    private func template(_ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
         var timings: [String: Double] = [:]
-        let (face, faceCount) = try await probe(job.image, timings: &timings)
+        let (face, faces) = try await probe(job.image, engine, timings: &timings)
         let quality = Self.report(face.quality)
-        if let refused = qualityGate(face, faceCount: faceCount, timings: timings) { return refused }
-        var result = FaceJobResult(outcome: .detected, faceCount: faceCount, quality: quality, timings: timings)
-        result.sealedTemplate = Data(try sealer.sealTemplate(face.embedding!, templateId: platformAppId))
+        if let refused = qualityGate(face, faces: faces, model: engine.model, timings: timings) { return refused }
+        var result = FaceJobResult(outcome: .detected, faceCount: faces.count, quality: quality, timings: timings)
+        result.sealedTemplate = Data(try sealer.sealTemplate(face.embedding!, templateId: Self.referenceKey(engine.model)))
         return result
     }
 
-    private func detect(_ job: FaceJob) async throws -> FaceJobResult {
+    private func detect(_ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
         guard let image = job.image else { return FaceJobResult(outcome: .imageFormatError, message: "no image in the job") }
-        let analysis = try await engines.analyze(Array(image), options: FaceAnalysisOptions(embeddings: false, landmarks68: false, maxFaces: 1))
+        let analysis = try await engine.pool.analyze(Array(image), options: FaceAnalysisOptions(embeddings: false, landmarks68: false, maxFaces: 1))
         let timings = ["decode": analysis.decodeMilliseconds, "detect": analysis.detectMilliseconds]
         guard let face = analysis.faces.first else { return FaceJobResult(outcome: .noFace, faceCount: 0, timings: timings) }
         return FaceJobResult(outcome: .detected, faceCount: analysis.faceCount, quality: Self.report(face.quality), timings: timings)
@@ -272,14 +312,15 @@ final class FaceJobHandler: Sendable {
 
     /// Liveness over the burst, analysed once; with `identify`, a live burst is then searched like an
     /// identify job with its most frontal open-eyed frame (same rule, threshold and margin).
-    private func liveness(_ job: FaceJob) async throws -> FaceJobResult {
+    private func liveness(_ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
         guard let frames = job.frames, !frames.isEmpty else {
             return FaceJobResult(outcome: .imageFormatError, message: "no frames in the liveness job")
         }
         var timings: [String: Double] = [:]
-        let analyses = try await analyzeFrames(frames, timings: &timings)
+        let analyses = try await analyzeFrames(frames, engine.pool, timings: &timings)
         let faceCount = analyses.map(\.faceCount).max()
-        let verdict = LivenessAnalyzer.evaluate(frames: frames, analyses: analyses, actions: job.actions ?? [])
+        let verdict = LivenessAnalyzer.evaluate(frames: frames, analyses: analyses, actions: job.actions ?? [],
+                                                sameFaceDistance: engine.model.sameFaceDistance)
         if analyses.allSatisfy({ $0.faces.isEmpty }) {
             return FaceJobResult(outcome: .noFace, faceCount: 0, liveness: verdict, timings: timings)
         }
@@ -293,17 +334,16 @@ final class FaceJobHandler: Sendable {
         let k = job.identify ? max(1, min(job.topK, 100)) : min(job.topK, 100)
         if k > 0, let embedding = best.embedding {
             let searchStart = ContinuousClock.now
-            result.candidates = store.registry.gallery(for: job.appId).search(embedding, k: k).map(Self.candidate)
+            result.candidates = store.gallery(of: job.appId, model: engine.model).search(embedding, k: k).map(Self.candidate)
             result.timings["search"] = (ContinuousClock.now - searchStart).milliseconds
             stageSeconds.observe(result.timings["search"]! / 1000, ["stage": "search"])
         }
-        if job.identify { result.outcome = rule(for: job).decide(result.candidates).outcome }
+        if job.identify { result.outcome = rule(for: job, engine.model).decide(result.candidates).outcome }
         return result
     }
 
     /// Every frame with 68-point landmarks and an embedding, spread over the engine pool, in frame order.
-    private func analyzeFrames(_ frames: [Data], timings: inout [String: Double]) async throws -> [FaceAnalysis] {
-        let engines = self.engines
+    private func analyzeFrames(_ frames: [Data], _ engines: FaceEnginePool, timings: inout [String: Double]) async throws -> [FaceAnalysis] {
         let analyses = try await withThrowingTaskGroup(of: (Int, FaceAnalysis).self) { group in
             for (index, frame) in frames.enumerated() {
                 group.addTask {

@@ -5,29 +5,33 @@ import PostgresClient
 import ServiceKit
 import Synchronization
 
-/// The matcher's in-memory galleries, kept in step with PostgreSQL (the source of truth): a full load
-/// at start, then gallery-change broadcasts, then a periodic reconciliation by change sequence that
-/// bounds staleness even if a broadcast is lost. In a sharded deployment it holds only its shard.
+/// The matcher's in-memory galleries, one per app and face model, kept in step with PostgreSQL (the
+/// source of truth): a full load at start, then gallery-change broadcasts, then a periodic
+/// reconciliation by change sequence that bounds staleness even if a broadcast is lost. In a sharded
+/// deployment it holds only its shard. Templates of models this matcher does not run are skipped.
 final class GalleryStore: Sendable {
-    static let modelId = "dlib_face_recognition_resnet_model_v1"
-
-    let registry: GalleryRegistry
+    private let registries: [FaceModel: GalleryRegistry]
     private let database: PostgresPool
     private let sealer: Sealer
     private let shard: Int
     private let shards: Int
     private let logger: Logger
     private let highestSeq = Atomic<Int64>(0)
-    /// Which app each template belongs to, so a delete finds its gallery.
-    private let owners = Mutex<[UUID: UUID]>([:])
+    /// Which gallery each template is in, so a delete finds it.
+    private let owners = Mutex<[UUID: (appId: UUID, model: FaceModel)]>([:])
 
-    init(database: PostgresPool, sealer: Sealer, storage: GalleryStorage, shardIndex: Int, shardCount: Int, logger: Logger) {
-        self.registry = GalleryRegistry(storage: storage)
+    init(database: PostgresPool, sealer: Sealer, storage: GalleryStorage, models: [FaceModel], shardIndex: Int, shardCount: Int, logger: Logger) {
+        self.registries = Dictionary(uniqueKeysWithValues: models.map { ($0, GalleryRegistry(storage: storage)) })
         self.database = database
         self.sealer = sealer
         self.shard = shardIndex
         self.shards = shardCount
         self.logger = logger
+    }
+
+    /// The gallery of an app under one model (empty when this matcher does not run the model).
+    func gallery(of appId: UUID, model: FaceModel) -> FaceGallery {
+        (registries[model] ?? GalleryRegistry()).gallery(for: appId)
     }
 
     func owns(_ templateId: UUID) -> Bool {
@@ -38,7 +42,7 @@ final class GalleryStore: Sendable {
     @discardableResult
     func loadAll() async throws -> Int {
         try await load(query: """
-            SELECT id, app_id, user_id, embedding_sealed, change_seq FROM face_templates WHERE model_id = \(Self.modelId)
+            SELECT id, app_id, user_id, model_id, embedding_sealed, change_seq FROM face_templates
             """)
     }
 
@@ -47,8 +51,8 @@ final class GalleryStore: Sendable {
     func reconcile() async throws {
         let since = highestSeq.load(ordering: .relaxed)
         try await load(query: """
-            SELECT id, app_id, user_id, embedding_sealed, change_seq FROM face_templates
-            WHERE model_id = \(Self.modelId) AND (change_seq > \(since) OR created_at > now() - interval '5 minutes')
+            SELECT id, app_id, user_id, model_id, embedding_sealed, change_seq FROM face_templates
+            WHERE change_seq > \(since) OR created_at > now() - interval '5 minutes'
             """)
         try await database.forEachRow("""
             SELECT template_id, change_seq FROM gallery_tombstones WHERE change_seq > \(since) OR deleted_at > now() - interval '5 minutes'
@@ -64,9 +68,9 @@ final class GalleryStore: Sendable {
         try await database.forEachRow(query) { row in
             let templateId: UUID = try row.decode("id")
             self.noteSeq(try row.decode("change_seq"))
-            guard self.owns(templateId) else { return }
+            guard self.owns(templateId), let model = FaceModel(rawValue: try row.decode("model_id")), self.registries[model] != nil else { return }
             let embedding = try self.sealer.openTemplate(try row.decode("embedding_sealed"), templateId: templateId)
-            self.add(templateId: templateId, appId: try row.decode("app_id"), userId: try row.decode("user_id"), embedding: embedding)
+            self.add(templateId: templateId, appId: try row.decode("app_id"), userId: try row.decode("user_id"), model: model, embedding: embedding)
             loaded += 1
         }
         return loaded
@@ -78,25 +82,26 @@ final class GalleryStore: Sendable {
     func apply(_ change: GalleryChange) async throws {
         noteSeq(change.changeSeq)
         let rows = try await database.query("""
-            SELECT app_id, user_id, embedding_sealed FROM face_templates WHERE id = \(change.templateId) AND model_id = \(Self.modelId)
+            SELECT app_id, user_id, model_id, embedding_sealed FROM face_templates WHERE id = \(change.templateId)
             """)
         guard let row = rows.first else {
             remove(templateId: change.templateId)  // erased (or never stored): nothing to hold
             return
         }
-        guard owns(change.templateId) else { return }
+        guard owns(change.templateId), let model = FaceModel(rawValue: try row.decode("model_id")), registries[model] != nil else { return }
         let embedding = try sealer.openTemplate(try row.decode("embedding_sealed"), templateId: change.templateId)
-        add(templateId: change.templateId, appId: try row.decode("app_id"), userId: try row.decode("user_id"), embedding: embedding)
+        add(templateId: change.templateId, appId: try row.decode("app_id"), userId: try row.decode("user_id"), model: model, embedding: embedding)
     }
 
-    func add(templateId: UUID, appId: UUID, userId: UUID, embedding: [Float]) {
+    func add(templateId: UUID, appId: UUID, userId: UUID, model: FaceModel, embedding: [Float]) {
+        guard let registry = registries[model] else { return }
         registry.gallery(for: appId).upsert(templateId: templateId, userId: userId, embedding: embedding)
-        owners.withLock { $0[templateId] = appId }
+        owners.withLock { $0[templateId] = (appId, model) }
     }
 
     func remove(templateId: UUID) {
-        guard let appId = owners.withLock({ $0.removeValue(forKey: templateId) }) else { return }
-        _ = registry.gallery(for: appId).remove(templateId: templateId)
+        guard let owner = owners.withLock({ $0.removeValue(forKey: templateId) }) else { return }
+        _ = registries[owner.model]?.gallery(for: owner.appId).remove(templateId: templateId)
     }
 
     func noteSeq(_ seq: Int64) {
@@ -108,5 +113,27 @@ final class GalleryStore: Sendable {
         }
     }
 
-    var templateCount: Int { registry.totalCount }
+    var templateCount: Int { registries.values.reduce(0) { $0 + $1.totalCount } }
+    var memoryBytes: Int { registries.values.reduce(0) { $0 + $1.memoryBytes } }
+}
+
+/// Each app's face model, read from PostgreSQL and kept for a few seconds: jobs never say which model to
+/// use, so a forged or stale message cannot make the matcher compare vectors of different models.
+final class AppFaceModels: Sendable {
+    private let database: PostgresPool
+    private let cache = Mutex<[UUID: (model: FaceModel, readAt: ContinuousClock.Instant)]>([:])
+    static let freshFor: Duration = .seconds(5)
+
+    init(database: PostgresPool) {
+        self.database = database
+    }
+
+    func model(of appId: UUID) async throws -> FaceModel {
+        if let cached = cache.withLock({ $0[appId] }), ContinuousClock.now - cached.readAt < Self.freshFor { return cached.model }
+        // An app deleted meanwhile has no templates left; any model answers it the same.
+        let name = try await database.query("SELECT face_model FROM apps WHERE id = \(appId)").first?.decode("face_model", as: String.self)
+        let model = name.flatMap(FaceModel.init(rawValue:)) ?? .dlibResNetV1
+        cache.withLock { $0[appId] = (model, .now) }
+        return model
+    }
 }

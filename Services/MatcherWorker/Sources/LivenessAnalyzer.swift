@@ -21,10 +21,10 @@ enum LivenessAnalyzer {
     static let closedEyeRatio = 0.83
     static let reopenedEyeRatio = 0.85
     static let turnDegrees = 12.0
-    static let sameFaceDistance: Float = 0.55
     static let frozenLandmarkPixels = 0.5
 
-    static func evaluate(frames: [Data], analyses: [FaceAnalysis], actions: [LivenessAction]) -> LivenessReport {
+    /// `sameFaceDistance`: frames further apart than this (the model's units) show different people.
+    static func evaluate(frames: [Data], analyses: [FaceAnalysis], actions: [LivenessAction], sameFaceDistance: Float) -> LivenessReport {
         var reasons: [String] = []
         let faces = analyses.compactMap { $0.faces.first }
         if faces.count != analyses.count { reasons.append("a frame has no face") }
@@ -53,6 +53,26 @@ enum LivenessAnalyzer {
         return LivenessReport(passed: reasons.isEmpty, reasons: reasons)
     }
 
+    /// Head turn in degrees, the same for every face model: from the 68-point landmarks when the frame has
+    /// them — the nose base's offset from the eyes' midpoint along the eye axis, in half eye distances, as
+    /// dlib's engine computes it from its 5 points (eye corners 36/39 and 42/45, nose base 33) — otherwise
+    /// the engine's own estimate. YuNet's 5 points (eye centres, nose tip) read synthetic and real turns
+    /// smaller, so without this a burst could pass on one model and fail on the other.
+    static func yaw(_ face: DetectedFace) -> Double {
+        guard let points = face.landmarks68, points.count == 68 else { return face.quality.yaw }
+        func mid(_ a: Int, _ b: Int) -> (Double, Double) { ((points[a].x + points[b].x) / 2, (points[a].y + points[b].y) / 2) }
+        let imageRight = mid(42, 45), imageLeft = mid(36, 39), nose = points[33]
+        let axis = (imageRight.0 - imageLeft.0, imageRight.1 - imageLeft.1)
+        let length = hypot(axis.0, axis.1)
+        guard length > 1e-6 else { return face.quality.yaw }
+        let middle = ((imageRight.0 + imageLeft.0) / 2, (imageRight.1 + imageLeft.1) / 2)
+        let offset = ((nose.x - middle.0) * axis.0 + (nose.y - middle.1) * axis.1) / length / (length / 2)
+        return atan(offset / noseDepthRatio) * 180 / .pi
+    }
+
+    /// Depth of the nose base in front of the eyes, in half eye distances (the dlib engine's constant).
+    static let noseDepthRatio = 0.7
+
     /// Index after the frames that show `action`, searching from `start`; nil if it never happens.
     static func find(_ action: LivenessAction, in faces: [DetectedFace], from start: Int) -> Int? {
         guard start < faces.count else { return nil }
@@ -67,9 +87,9 @@ enum LivenessAnalyzer {
             }
             return nil
         case .turnLeft, .turnRight:
-            let baseline = faces[0].quality.yaw
+            let baseline = yaw(faces[0])
             let sign: Double = action == .turnLeft ? 1 : -1
-            for index in start..<faces.count where (faces[index].quality.yaw - baseline) * sign >= turnDegrees {
+            for index in start..<faces.count where (yaw(faces[index]) - baseline) * sign >= turnDegrees {
                 return index
             }
             return nil
@@ -115,6 +135,6 @@ enum LivenessAnalyzer {
             guard let level, let ear = eyeAspectRatio(analyses[index].faces[0]) else { return true }
             return ear >= level * reopenedEyeRatio
         }
-        return (open.isEmpty ? withFace : open).min { abs(analyses[$0].faces[0].quality.yaw) < abs(analyses[$1].faces[0].quality.yaw) }
+        return (open.isEmpty ? withFace : open).min { abs(yaw(analyses[$0].faces[0])) < abs(yaw(analyses[$1].faces[0])) }
     }
 }

@@ -1,4 +1,5 @@
 import FaceEngine
+import FaceGateCore
 import Foundation
 import ServiceKit
 
@@ -12,11 +13,15 @@ public struct MatcherConfiguration: Sendable {
     public var reconcileSeconds: Int
     public var sealingKey: [UInt8]
     public var maxPixels: Int
-    /// Decision defaults when an app sets none.
-    public var defaultThreshold: Float
-    public var ambiguityMargin: Float
-    /// Enrollment quality gate.
-    public var minimumFaceWidth: Int
+    /// The face models this matcher runs (`MATCHER_MODELS`, comma list; default: all). Every replica of a
+    /// deployment should run every model its apps use.
+    public var models: [FaceModel]
+    /// Overrides of the models' own defaults (`FaceModel`), for dlib apps only: the variables predate SFace
+    /// and are in dlib's units.
+    public var dlibThreshold: Float
+    public var dlibMargin: Float
+    /// Enrollment quality gate: overrides of the models' minimum face width, and the minimum sharpness.
+    public var minimumFaceWidthOverride: Int?
     public var minimumSharpness: Double
 
     public init(environment env: Environment) throws(ConfigurationError) {
@@ -39,11 +44,26 @@ public struct MatcherConfiguration: Sendable {
         reconcileSeconds = try env.int("MATCHER_RECONCILE_SECONDS", default: 30, range: 1...86400)
         sealingKey = try env.base64Key("FACEGATE_SEALING_KEY", bytes: 32)
         maxPixels = try env.int("FACEGATE_MAX_PIXELS", default: 40_000_000, range: 1...500_000_000)
-        defaultThreshold = Float(try env.double("MATCHER_DEFAULT_THRESHOLD", default: 0.5))
-        ambiguityMargin = Float(try env.double("MATCHER_AMBIGUITY_MARGIN", default: 0.06))
-        minimumFaceWidth = try env.int("MATCHER_MIN_FACE_WIDTH", default: 80, range: 1...10000)
+        models = []
+        for name in env.string("MATCHER_MODELS", default: FaceModel.allCases.map(\.rawValue).joined(separator: ",")).split(separator: ",") {
+            guard let model = FaceModel(rawValue: name.trimmingCharacters(in: .whitespaces)) else {
+                throw ConfigurationError(variable: "MATCHER_MODELS", problem: "unknown face model '\(name)'; known: "
+                                         + FaceModel.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            if !models.contains(model) { models.append(model) }
+        }
+        guard !models.isEmpty else { throw ConfigurationError(variable: "MATCHER_MODELS", problem: "names no face model") }
+        dlibThreshold = Float(try env.double("MATCHER_DEFAULT_THRESHOLD", default: Double(FaceModel.dlibResNetV1.defaultThreshold)))
+        dlibMargin = Float(try env.double("MATCHER_AMBIGUITY_MARGIN", default: Double(FaceModel.dlibResNetV1.defaultMargin)))
+        minimumFaceWidthOverride = env.optionalString("MATCHER_MIN_FACE_WIDTH") == nil
+            ? nil : try env.int("MATCHER_MIN_FACE_WIDTH", default: 0, range: 1...10000)
         minimumSharpness = try env.double("MATCHER_MIN_SHARPNESS", default: 10)
     }
+
+    func defaultThreshold(for model: FaceModel) -> Float { model == .dlibResNetV1 ? dlibThreshold : model.defaultThreshold }
+    func margin(for model: FaceModel) -> Float { model == .dlibResNetV1 ? dlibMargin : model.defaultMargin }
+    func minimumFaceWidth(for model: FaceModel) -> Int { minimumFaceWidthOverride ?? model.minimumFaceWidth }
+    func minimumSharpness(for model: FaceModel) -> Double { minimumSharpness }
 
     /// The consumer group: one per shard, so every shard sees every job; prefixed like the topics, so
     /// deployments sharing a broker never share a group.

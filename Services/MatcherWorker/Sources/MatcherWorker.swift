@@ -19,11 +19,18 @@ public final class MatcherWorker: Sendable {
         let runtime = try ServiceRuntime(configuration: configuration.common)
         self.runtime = runtime
         let sealer = try Sealer(key: configuration.sealingKey)
-        var engineConfiguration = FaceEngineConfiguration(modelDirectory: configuration.modelDirectory)
-        engineConfiguration.maxPixels = configuration.maxPixels
-        let engines = try FaceEnginePool(configuration: engineConfiguration, count: configuration.engines)
+        var engines: [FaceModel: FaceEnginePool] = [:]
+        for model in configuration.models {
+            var engineConfiguration = FaceEngineConfiguration(modelDirectory: configuration.modelDirectory)
+            engineConfiguration.maxPixels = configuration.maxPixels
+            engineConfiguration.model = switch model {
+            case .dlibResNetV1: .dlibResNetV1
+            case .sface2021dec: .sface2021dec
+            }
+            engines[model] = try FaceEnginePool(configuration: engineConfiguration, count: configuration.engines)
+        }
         producer = try KafkaProducer(configuration: runtime.kafka)
-        let store = GalleryStore(database: runtime.database, sealer: sealer, storage: configuration.storage,
+        let store = GalleryStore(database: runtime.database, sealer: sealer, storage: configuration.storage, models: configuration.models,
                                  shardIndex: configuration.shardIndex, shardCount: configuration.shardCount, logger: runtime.logger)
         gallery = GallerySync(store: store, runtime: runtime, reconcileEvery: .seconds(configuration.reconcileSeconds))
         let handler = FaceJobHandler(engines: engines, store: store, database: runtime.database, producer: producer, sealer: sealer,
@@ -35,7 +42,7 @@ public final class MatcherWorker: Sendable {
         let gallery = self.gallery
         runtime.readiness.add("gallery") { gallery.isLoaded }
         runtime.metrics.gauge("facegate_gallery_templates", help: "Templates held in memory") { Double(store.templateCount) }
-        runtime.metrics.gauge("facegate_gallery_bytes", help: "Bytes held for templates") { Double(store.registry.memoryBytes) }
+        runtime.metrics.gauge("facegate_gallery_bytes", help: "Bytes held for templates") { Double(store.memoryBytes) }
         group = ServiceGroup(services: [admin, gallery, jobs, ProducerService(producer: producer)], logger: runtime.logger,
                              shutdownTimeout: .seconds(configuration.common.shutdownSeconds))
     }

@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+@testable import FaceEngine
+
+/// The YuNet + SFace engine on the real photos: unit-length features that separate the people, the same
+/// refusals as the dlib engine for bad input, and faces found down to web-photo sizes.
+@Suite(.serialized) struct SFaceEngineTests {
+    static func engine() throws -> FaceEngine {
+        try TestEnvironment.engine { $0.model = .sface2021dec }
+    }
+
+    static func embedding(_ engine: FaceEngine, _ image: [UInt8]) throws -> [Float] {
+        let analysis = try engine.analyze(image)
+        return try #require(analysis.faces.first?.embedding, "no face found")
+    }
+
+    static func cosine(_ a: [Float], _ b: [Float]) -> Float { zip(a, b).reduce(0) { $0 + $1.0 * $1.1 } }
+
+    @Test func featuresAreUnitLengthAndSeparateObamaFromBiden() throws {
+        let engine = try Self.engine()
+        let reference = try Self.embedding(engine, try TestEnvironment.photo("obama.jpg"))
+        #expect(reference.count == 128)
+        #expect(abs(Self.cosine(reference, reference) - 1) < 1e-4, "L2-normalised")
+        for name in ["obama2.jpg", "obama3.jpg", "obama_partial_face.jpg", "32bit.png"] {
+            let similarity = Self.cosine(reference, try Self.embedding(engine, try TestEnvironment.photo(name)))
+            print("sface obama.jpg ↔ \(name): cosine \(similarity)")
+            #expect(similarity > 0.5, "\(name) is obama")
+        }
+        let biden = Self.cosine(reference, try Self.embedding(engine, try TestEnvironment.photo("biden.jpg")))
+        print("sface obama.jpg ↔ biden.jpg: cosine \(biden)")
+        #expect(biden < 0.3)
+        // On unit vectors the gallery's Euclidean distance is sqrt(2 − 2·cos).
+        let other = try Self.embedding(engine, try TestEnvironment.photo("biden.jpg"))
+        #expect(abs(euclideanDistance(reference, other) - (2 - 2 * biden).squareRoot()) < 1e-3)
+    }
+
+    @Test func refusesWhatTheDecoderRefuses() throws {
+        let engine = try Self.engine()
+        let jpeg = try TestEnvironment.photo("obama2.jpg")
+        for (label, bytes) in [("text", Array("not an image at all".utf8)), ("truncated", Array(jpeg.prefix(3000))), ("empty", [])] {
+            do {
+                _ = try engine.analyze(bytes)
+                Issue.record("\(label) was accepted")
+            } catch {
+                guard case .imageFormat = error else { Issue.record("\(label): \(error)"); continue }
+            }
+        }
+        let capped = try TestEnvironment.engine { $0.model = .sface2021dec; $0.maxPixels = 100_000 }
+        do {
+            _ = try capped.analyze(jpeg)
+            Issue.record("an image above the pixel cap was decoded")
+        } catch {
+            guard case .imageTooLarge = error else { Issue.record("\(error)"); return }
+        }
+    }
+
+    @Test func findsSmallFacesAndMeasuresQuality() throws {
+        let engine = try Self.engine()
+        let scratch = try ScratchDirectory()
+        let directory = try TestEnvironment.imageDirectory()
+        // obama.jpg's face is ~240 px wide; at 25 % it is ~60 px, the size of a face in a 250×250 web photo.
+        try scratch.convert([directory + "/obama.jpg", "-resize", "25%", scratch.file("small.jpg")])
+        let small = try engine.analyze(try scratch.read("small.jpg"))
+        let face = try #require(small.faces.first, "the ~60 px face is found")
+        print("sface small face: width \(face.quality.faceWidth), sharpness \(face.quality.sharpness), yaw \(face.quality.yaw)")
+        #expect(face.quality.faceWidth >= 45 && face.quality.faceWidth <= 90)
+        let full = try Self.embedding(engine, try TestEnvironment.photo("obama.jpg"))
+        #expect(Self.cosine(try #require(face.embedding), full) > 0.5)
+        let quality = try #require(try engine.analyze(try TestEnvironment.photo("obama2.jpg")).faces.first?.quality)
+        #expect(quality.brightness > 20 && quality.brightness < 235)
+        #expect(quality.sharpness > 0)
+        #expect(abs(quality.yaw) < 25, "a frontal portrait")
+    }
+
+    @Test func ordersSeveralFacesLargestFirst() throws {
+        let engine = try Self.engine()
+        let scratch = try ScratchDirectory()
+        let directory = try TestEnvironment.imageDirectory()
+        try scratch.convert([directory + "/obama.jpg", "(", directory + "/biden.jpg", "-resize", "30%", ")",
+                             "-background", "white", "-gravity", "north", "+append", scratch.file("group.jpg")])
+        let analysis = try engine.analyze(try scratch.read("group.jpg"), options: FaceAnalysisOptions(maxFaces: 2))
+        #expect(analysis.faceCount == 2)
+        guard analysis.faces.count == 2 else { return }
+        #expect(analysis.faces[0].box.width > analysis.faces[1].box.width)
+        let obama = try Self.embedding(engine, try TestEnvironment.photo("obama.jpg"))
+        #expect(Self.cosine(try #require(analysis.faces[0].embedding), obama) > 0.8, "the larger face is obama's")
+    }
+
+    @Test func landmarks68ComeFromTheOptionalModel() throws {
+        let engine = try Self.engine()
+        let analysis = try engine.analyze(try TestEnvironment.photo("obama2.jpg"), options: FaceAnalysisOptions(embeddings: false, landmarks68: true))
+        let face = try #require(analysis.faces.first)
+        #expect(face.landmarks68?.count == 68, "shape_predictor_68_face_landmarks.dat is in FACEGATE_MODEL_DIR")
+        #expect(face.landmarks5.count == 5)
+    }
+
+    @Test func reportsMissingModelFiles() throws {
+        let scratch = try ScratchDirectory()
+        do {
+            _ = try FaceEngine(configuration: { var c = FaceEngineConfiguration(modelDirectory: scratch.path); c.model = .sface2021dec; return c }())
+            Issue.record("an engine started without its model files")
+        } catch {
+            guard case .modelMissing(let detail) = error else { Issue.record("\(error)"); return }
+            #expect(detail.contains(".onnx"))
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import FaceGateCore
+import FaceGateTestSupport
+import Foundation
+import Testing
+
+/// Face models per app: a dlib app and an SFace app served side by side by the same matcher, each
+/// template recording its model, and never a comparison across models.
+@Suite(.serialized) struct FaceModelTests {
+    @Test func aDlibAppAndAnSFaceAppLogInSideBySide() async throws {
+        try await TestStack.with { stack in
+            let dlib = try await stack.createApp(extra: ["faceModel": "dlib-resnet-v1"])
+            let sface = try await stack.createApp(extra: ["faceModel": "sface-2021dec"])
+            let plain = try await stack.createApp()
+            let shown = try await stack.call("GET", "/v1/apps/\(plain.id)", bearer: stack.adminKey)
+            #expect(shown.string("faceModel") == FaceModel.defaultForNewApps.rawValue, "new apps get the default model")
+            #expect(shown.json["matchThreshold"] as? Double == Double(FaceModel.defaultForNewApps.defaultThreshold))
+
+            for (app, model) in [(dlib, "dlib-resnet-v1"), (sface, "sface-2021dec")] {
+                let user = try await stack.createUser(app, employeeNumber: "M1", name: "Barack Obama")
+                let enrolled = try await stack.enroll(app, user: user, photo: "obama.jpg")
+                #expect(enrolled.status == 201, "\(model): \(String(decoding: enrolled.body, as: UTF8.self))")
+                let faces = try await stack.call("GET", "/v1/apps/\(app.id)/users/\(user)/faces", bearer: stack.adminKey)
+                #expect((faces.json["items"] as? [[String: Any]])?.first?["model"] as? String == model)
+
+                let token = try await stack.accessToken(app)
+                let login = try await stack.faceLogin(token, device: "phone", photo: "obama2.jpg")
+                #expect(login.string("status") == "CONFIRM_REQUIRED", "\(model): \(String(decoding: login.body, as: UTF8.self))")
+                let stranger = try await stack.faceLogin(token, device: "phone", photo: "biden.jpg")
+                #expect(stranger.errorCode == "NO_MATCH_FACE", "\(model)")
+            }
+
+            // An SFace threshold is in SFace's units; a dlib figure is refused for it, and the other way round.
+            let wrong = try await stack.call("POST", "/v1/apps", bearer: stack.adminKey,
+                                             json: ["name": "units", "faceModel": "sface-2021dec", "matchThreshold": 0.3])
+            #expect(wrong.status == 400)
+            let unknown = try await stack.call("POST", "/v1/apps", bearer: stack.adminKey, json: ["name": "x", "faceModel": "arcface"])
+            #expect(unknown.status == 400)
+        }
+    }
+
+    /// Templates made by one model are never compared with another model's probe: when an app's model
+    /// changes, the old templates stop matching (until re-enrolled) instead of matching by accident.
+    @Test func templatesOfAnotherModelAreNeverCompared() async throws {
+        try await TestStack.with { stack in
+            let app = try await stack.createApp(extra: ["faceModel": "dlib-resnet-v1"])
+            let user = try await stack.createUser(app, employeeNumber: "M2", name: "Barack Obama")
+            #expect(try await stack.enroll(app, user: user, photo: "obama.jpg").status == 201)
+            let token = try await stack.accessToken(app)
+            #expect(try await stack.faceLogin(token, device: "phone", photo: "obama2.jpg").string("status") == "CONFIRM_REQUIRED")
+
+            _ = try await stack.database.pool.query("UPDATE apps SET face_model = 'sface-2021dec', match_threshold = 1.0 WHERE id = \(UUID(uuidString: app.id)!)")
+            try await Task.sleep(for: .seconds(6))  // the matcher re-reads an app's model after 5 s
+            let after = try await stack.faceLogin(token, device: "phone", photo: "obama2.jpg")
+            #expect(after.errorCode == "NO_MATCH_FACE", "\(String(decoding: after.body, as: UTF8.self))")
+            // Enrolled again under the new model, the person logs in again.
+            #expect(try await stack.enroll(app, user: user, photo: "obama.jpg").status == 201)
+            #expect(try await stack.faceLogin(token, device: "phone", photo: "obama2.jpg").string("status") == "CONFIRM_REQUIRED")
+        }
+    }
+
+    /// A photo with a small face in the background enrolls its dominant person; two faces of about the
+    /// same size are refused, since nobody can tell whose photo it is.
+    @Test func enrollmentTakesTheDominantFace() async throws {
+        try await TestStack.with { stack in
+            let app = try await stack.createApp(extra: ["faceModel": "sface-2021dec"])
+            let user = try await stack.createUser(app, employeeNumber: "M3", name: "Barack Obama")
+            let directory = try TestEnvironment.value("FACEGATE_TEST_IMAGES")
+            let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("dominant-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: scratch) }
+            let group = scratch.appendingPathComponent("group.jpg").path, pair = scratch.appendingPathComponent("pair.jpg").path
+            try IDCard.runConvert([directory + "/obama.jpg", "(", directory + "/biden.jpg", "-resize", "25%", ")",
+                                   "-background", "white", "-gravity", "north", "+append", group])
+            try IDCard.runConvert([directory + "/obama.jpg", directory + "/biden.jpg", "-background", "white", "+append", pair])
+
+            let pairReply = try await stack.call("POST", "/v1/apps/\(app.id)/users/\(user)/faces", bearer: stack.adminKey,
+                                                 body: try Data(contentsOf: URL(fileURLWithPath: pair)), contentType: "image/jpeg")
+            #expect(pairReply.errorCode == "LOW_QUALITY", "\(String(decoding: pairReply.body, as: UTF8.self))")
+            let groupReply = try await stack.call("POST", "/v1/apps/\(app.id)/users/\(user)/faces", bearer: stack.adminKey,
+                                                  body: try Data(contentsOf: URL(fileURLWithPath: group)), contentType: "image/jpeg")
+            #expect(groupReply.status == 201, "\(String(decoding: groupReply.body, as: UTF8.self))")
+            let token = try await stack.accessToken(app)
+            #expect(try await stack.faceLogin(token, device: "phone", photo: "obama2.jpg").string("status") == "CONFIRM_REQUIRED")
+            #expect(try await stack.faceLogin(token, device: "phone", photo: "biden.jpg").errorCode == "NO_MATCH_FACE",
+                    "the background face was not enrolled")
+        }
+    }
+}
