@@ -132,7 +132,7 @@ final class FaceJobHandler: Sendable {
         var result: FaceJobResult
     }
 
-    /// The largest face of an image with its embedding and the number of faces; throws `Stop` otherwise.
+    /// The largest face of an image with its embedding, and every face seen (largest first); throws `Stop` otherwise.
     private func probe(_ image: Data?, _ engine: ModelEngine, timings: inout [String: Double]) async throws -> (DetectedFace, [DetectedFace]) {
         guard let image else { throw Stop(result: FaceJobResult(outcome: .imageFormatError, message: "no image in the job")) }
         let analysis = try await engine.pool.analyze(Array(image))
@@ -221,7 +221,7 @@ final class FaceJobHandler: Sendable {
             return FaceJobResult(outcome: .lowQuality, message: "face is \(face.quality.faceWidth) px wide; at least \(minimumWidth) px needed",
                                  faceCount: faces.count, quality: quality, timings: timings)
         }
-        let minimumSharpness = configuration.minimumSharpness(for: model)
+        let minimumSharpness = configuration.minimumSharpness
         if face.quality.sharpness < minimumSharpness {
             return FaceJobResult(outcome: .lowQuality, message: "face is too blurred (sharpness \(Int(face.quality.sharpness)), at least \(Int(minimumSharpness)) needed)",
                                  faceCount: faces.count, quality: quality, timings: timings)

@@ -63,7 +63,6 @@ public struct MatcherConfiguration: Sendable {
     func defaultThreshold(for model: FaceModel) -> Float { model == .dlibResNetV1 ? dlibThreshold : model.defaultThreshold }
     func margin(for model: FaceModel) -> Float { model == .dlibResNetV1 ? dlibMargin : model.defaultMargin }
     func minimumFaceWidth(for model: FaceModel) -> Int { minimumFaceWidthOverride ?? model.minimumFaceWidth }
-    func minimumSharpness(for model: FaceModel) -> Double { minimumSharpness }
 
     /// The consumer group: one per shard, so every shard sees every job; prefixed like the topics, so
     /// deployments sharing a broker never share a group.
