@@ -3,11 +3,16 @@
 # (the test profile's ports), with the Python peers in .run/peer-venv. Figures go to Benchmarks/RESULTS.md.
 #   scripts/bench.sh               all benchmarks
 #   scripts/bench.sh NAME [ARGS]   one (see: .build/release/facegate-bench help)
+#   scripts/bench.sh accuracy      lays out the public calibration photos (scripts/calibration-data.sh) and records
+#                                  open-set accuracy of both face models on them
+# face-engine, sface-engine and accuracy need no stack: they run without PostgreSQL and the broker.
 set -euo pipefail
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PEER_VENV=.run/peer-venv
+# The SFace peer: opencv-python's FaceDetectorYN loads YuNet-2023mar from 4.8 on; 4.10 accepts numpy 1 and 2.
+OPENCV_PYTHON=opencv-python==4.10.0.84
 if [ ! -x "$PEER_VENV/bin/python" ] || ! "$PEER_VENV/bin/python" -c 'import face_recognition, faiss, numpy' 2>/dev/null; then
   echo "[bench] installing the Python peers (dlib-bin, face_recognition 1.3.0, numpy, faiss-cpu)"
   python3 -m venv "$PEER_VENV"
@@ -15,13 +20,32 @@ if [ ! -x "$PEER_VENV/bin/python" ] || ! "$PEER_VENV/bin/python" -c 'import face
     "$(ls .run/downloads/face_recognition_models-0.3.0.tar.gz)" Click Pillow
   "$PEER_VENV/bin/pip" install -q --disable-pip-version-check --no-deps face_recognition==1.3.0
 fi
-scripts/stack.sh up test
-trap 'scripts/stack.sh down test' EXIT
-# shellcheck disable=SC1091
-. .run/test/env
+if ! "$PEER_VENV/bin/python" -c 'import cv2, sys; sys.exit(cv2.__version__ != sys.argv[1].split("==")[1].rsplit(".", 1)[0])' \
+    "$OPENCV_PYTHON" 2>/dev/null; then
+  echo "[bench] installing the SFace peer ($OPENCV_PYTHON)"
+  "$PEER_VENV/bin/pip" install -q --disable-pip-version-check "$OPENCV_PYTHON"
+fi
 export FACEGATE_PEER_PYTHON="$ROOT/$PEER_VENV/bin/python"
+export FACEGATE_MODEL_DIR="${FACEGATE_MODEL_DIR:-$ROOT/.run/models}"
+case "${1:-all}" in
+  accuracy|face-engine|sface-engine) ;;
+  *)
+    scripts/stack.sh up test
+    trap 'scripts/stack.sh down test' EXIT
+    # shellcheck disable=SC1091
+    . .run/test/env
+    ;;
+esac
 swift build -c release --product facegate-bench
-swift build -c release
+if [ $# -eq 1 ] && [ "$1" = accuracy ]; then
+  scripts/calibration-data.sh
+  exec .build/release/facegate-bench accuracy .run/calibration/labelled --impostors .run/calibration/impostors \
+    --model dlib-resnet-v1,sface-2021dec --record
+fi
+case "${1:-all}" in
+  accuracy|face-engine|sface-engine) ;;
+  *) swift build -c release ;;   # the services, for the benchmarks that start them
+esac
 if [ $# -gt 0 ]; then
   .build/release/facegate-bench "$@"
 else

@@ -174,7 +174,8 @@ func runFaceEngineBenchmark(arguments: [String]) async throws {
     emit("Geometric mean of FaceEngine / peer: \(String(format: "%.2f", geometricMean(ratiosMatched))) against the "
         + "matched peer, \(String(format: "%.2f", geometricMean(ratiosDefault))) against face_recognition's default.")
 
-    try writeSection(report, to: resultsPath)
+    try replaceResultsSection(heading: "## FaceEngine: dlib pipeline vs Python face_recognition",
+                              command: "swift run -c release facegate-bench face-engine", lines: report, path: resultsPath)
 }
 
 private func poolThroughput(_ pool: FaceEnginePool, images: [[UInt8]]) async throws -> Double {
@@ -202,7 +203,7 @@ private func intersectionOverUnion(_ a: FaceBox, _ b: FaceBox) -> Double {
 private typealias SetThreads = @convention(c) (Int32) -> Void
 private typealias GetThreads = @convention(c) () -> Int32
 
-private func setBlasThreads(_ count: Int32) {
+func setBlasThreads(_ count: Int32) {
     guard let symbol = dlsym(nil, "openblas_set_num_threads") else { return }
     unsafeBitCast(symbol, to: SetThreads.self)(count)
 }
@@ -220,24 +221,27 @@ private struct PeerBoxes: Decodable {
     var faces: [Face]
 }
 
-private struct PeerTiming: Decodable {
+struct PeerTiming: Decodable {
     var decodeMs: Double, detectMs: Double, embedMs: Double, totalMs: Double
 }
 
-/// The peer in `serve` mode: one request line in, one JSON line out.
-private final class PeerServer {
+/// A Python peer in `serve` mode: one request line ("VARIANT REPEAT PATH") in, one JSON line out. Also used by
+/// the SFace benchmark.
+final class PeerServer {
     private let process = Process()
     private let input = Pipe()
     private let output = Pipe()
     private var buffer = Data()
+    /// The peer's first line, sent once its models are loaded.
+    private(set) var readyLine = ""
 
-    init(python: String, script: String) throws {
+    init(python: String, script: String, arguments: [String] = ["serve"]) throws {
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [script, "serve"]
+        process.arguments = [script] + arguments
         process.standardInput = input
         process.standardOutput = output
         try process.run()
-        _ = try readLine()  // {"ready": true} once the models are loaded
+        readyLine = try readLine()  // {"ready": true, …} once the models are loaded
     }
 
     func time(variant: String, repetitions: Int, path: String) throws -> PeerTiming {
@@ -265,7 +269,7 @@ private final class PeerServer {
 }
 
 
-private func runPeer(_ python: String, _ arguments: [String]) throws -> [String] {
+func runPeer(_ python: String, _ arguments: [String]) throws -> [String] {
     let process = Process()
     let output = Pipe()
     process.executableURL = URL(fileURLWithPath: python)
@@ -313,13 +317,12 @@ private func shell(_ command: String) -> String {
     return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
-/// Replaces this benchmark's section of the results file (or appends it).
-private func writeSection(_ lines: [String], to path: String) throws {
-    let heading = "## FaceEngine: dlib pipeline vs Python face_recognition"
+/// Replaces a benchmark's section of the results file (or appends it), with the machine, load and date.
+func replaceResultsSection(heading: String, command: String, lines: [String], path: String) throws {
     let machine = "Machine: \(shell("uname -m")), \(shell("nproc")) cores, "
         + "\(shell("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2")); "
         + "load average at the end \(shell("cut -d' ' -f1-3 /proc/loadavg")); date \(shell("date -u +%Y-%m-%dT%H:%MZ")). "
-        + "Release build (`swift run -c release facegate-bench face-engine`)."
+        + "Release build (`\(command)`)."
     let section = ([heading, "", machine, ""] + lines).joined(separator: "\n") + "\n"
     let existing = (try? String(contentsOfFile: path, encoding: .utf8)) ?? "# Benchmark results\n"
     var updated: String

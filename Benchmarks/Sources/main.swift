@@ -6,6 +6,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("postgres", "pool point-select throughput vs pgbench; streaming a large result", runPostgresBenchmark),
     ("http", "trivial JSON route driven by wrk at 1, 64 and 1000 connections", runHTTPBenchmark),
     ("face-engine", "per-image pipeline and embedding equality vs Python face_recognition", runFaceEngineBenchmark),
+    ("sface-engine", "YuNet + SFace pipeline per photo vs opencv-python (same ONNX files) and face_recognition", runSFaceEngineBenchmark),
     ("gallery", "1:N search at 10k/100k/1M templates vs numpy and FAISS; memory per template", runGalleryBenchmark),
     ("gallery-load", "matcher start-up with 1M sealed templates in PostgreSQL; memory per template", runGalleryLoadBenchmark),
     ("e2e", "face login over HTTP through the whole stack, 1 and 2 matcher replicas; requests in flight", runEndToEndBenchmark),
@@ -14,7 +15,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("ctid", "CTID envelope seal/open and forged-tag refusal on one core vs Python cryptography", runCTIDBenchmark),
     ("frames", "write a synthetic liveness burst from a photo (not a benchmark; not part of all)", runLivenessFramesCommand),
     ("kiosk", "kiosk onboarding, returning customer and kiosk login over HTTP: latency per step", runKioskFlowBenchmark),
-    ("accuracy", "rank-1 and FNIR/FPIR on a folder identity/image.jpg (not part of all)", runAccuracyTool),
+    ("accuracy", "open-set rank-1, FNIR/FPIR, TPIR at FPIR 0.01/0.001 per model on identity/image folders (not part of all)", runAccuracyTool),
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -29,7 +30,7 @@ if selected == "all" {
     try await benchmark.run(Array(arguments.dropFirst()))
 } else {
     print("usage: facegate-bench <benchmark> [options] | all")
-    for benchmark in benchmarks { print("  \(benchmark.name.padding(toLength: 10, withPad: " ", startingAt: 0)) \(benchmark.summary)") }
+    for benchmark in benchmarks { print("  \(benchmark.name.padding(toLength: 12, withPad: " ", startingAt: 0)) \(benchmark.summary)") }
 }
 } catch {
     FileHandle.standardError.write(Data("facegate-bench: \(error)\n".utf8))
