@@ -95,5 +95,6 @@ Try it (photos: .run/testdata):
        --data-binary @.run/testdata/obama2.jpg http://127.0.0.1:8080/v1/face-login
 Press Ctrl-C to stop.
 INFO
-# The supervisors keep the services up; this script only waits for Ctrl-C.
-while sleep 3600; do :; done
+# The supervisors keep the services up; this script only waits for Ctrl-C (short sleeps: bash runs the
+# trap only once the foreground command ends).
+while sleep 1; do :; done
