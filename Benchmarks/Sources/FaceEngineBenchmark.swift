@@ -282,28 +282,29 @@ func runPeer(_ python: String, _ arguments: [String]) throws -> [String] {
     return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
 }
 
-private func milliseconds(since start: ContinuousClock.Instant) -> Double {
+// Shared by the benchmarks of this target.
+func milliseconds(since start: ContinuousClock.Instant) -> Double {
     let elapsed = ContinuousClock.now - start
     return Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
 }
 
-private func residentMegabytes() -> Double {
+func residentMegabytes() -> Double {
     let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
     let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
     return (Double(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
 }
 
-private func median(_ values: [Double]) -> Double {
+func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
     guard !sorted.isEmpty else { return .nan }
     return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }
 
-private func geometricMean(_ values: [Double]) -> Double {
+func geometricMean(_ values: [Double]) -> Double {
     exp(values.map { log($0) }.reduce(0, +) / Double(max(1, values.count)))
 }
 
-private func format(_ value: Double) -> String { String(format: "%.1f", value) }
+func format(_ value: Double) -> String { String(format: "%.1f", value) }
 
 private func shell(_ command: String) -> String {
     let process = Process()

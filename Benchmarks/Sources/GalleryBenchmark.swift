@@ -78,11 +78,6 @@ private func seconds(_ body: () -> Void) -> Double {
     return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
 }
 
-private func median(_ values: [Double]) -> Double {
-    let s = values.sorted()
-    return s.isEmpty ? .nan : s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
-}
-
 private func shell(_ command: String) -> String {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/bin/sh")

@@ -57,26 +57,26 @@ func runSFaceEngineBenchmark(arguments: [String]) async throws {
 
     var configuration = FaceEngineConfiguration(modelDirectory: modelDirectory)
     configuration.model = .sface2021dec
-    let memoryBefore = residentMB()
+    let memoryBefore = residentMegabytes()
     var start = ContinuousClock.now
     let sface = try FaceEngine(configuration: configuration)
-    let creation = elapsedMilliseconds(since: start)
-    let memoryAfter = residentMB()
+    let creation = milliseconds(since: start)
+    let memoryAfter = residentMegabytes()
     let dlib = try FaceEngine(configuration: FaceEngineConfiguration(modelDirectory: modelDirectory))
     setBlasThreads(1)   // the dlib engine's ResNet; single-threaded like every other pipeline here
 
     start = ContinuousClock.now
     let sfacePeer = try PeerServer(python: peerPython, script: sfacePeerScript, arguments: ["serve", modelDirectory])
-    let peerStartup = elapsedMilliseconds(since: start)
+    let peerStartup = milliseconds(since: start)
     defer { sfacePeer.stop() }
     let dlibPeer = try PeerServer(python: peerPython, script: dlibPeerScript)
     defer { dlibPeer.stop() }
     let peerInfo = (try? JSONSerialization.jsonObject(with: Data(sfacePeer.readyLine.utf8))) as? [String: Any] ?? [:]
 
-    emit("FaceEngine SFace creation: \(oneDecimal(creation)) ms, +\(oneDecimal(memoryAfter - memoryBefore)) MB resident (YuNet + "
+    emit("FaceEngine SFace creation: \(format(creation)) ms, +\(format(memoryAfter - memoryBefore)) MB resident (YuNet + "
         + "SFace ONNX, 39 MB of files, and dlib's optional 68-point landmark model, 100 MB, when the model directory has it; OpenCV \(opencvVersion()) from Debian). The opencv-python peer (OpenCV "
         + "\(peerInfo["opencv"] as? String ?? "?"), cv2.getNumThreads() = \(peerInfo["threads"] as? Int ?? -1)) starts and loads "
-        + "both models in \(oneDecimal(peerStartup)) ms. Descriptors: one network pass per face, no flip augmentation "
+        + "both models in \(format(peerStartup)) ms. Descriptors: one network pass per face, no flip augmentation "
         + "(FaceEngineConfiguration's default).")
 
     // (a) agreement with opencv-python on the same photos
@@ -102,7 +102,7 @@ func runSFaceEngineBenchmark(arguments: [String]) async throws {
         emit("| \(names[position]) | \(analysis.width)×\(analysis.height) | \(ourBox) | \(peerBox) | \(cosine) |")
     }
     emit("")
-    emit("Lowest cosine \(String(format: "%.4f", cosines.min() ?? .nan)), median \(String(format: "%.4f", middle(cosines))). The pipelines "
+    emit("Lowest cosine \(String(format: "%.4f", cosines.min() ?? .nan)), median \(String(format: "%.4f", median(cosines))). The pipelines "
         + "differ on purpose in two places: FaceEngine decodes with libjpeg-turbo/libpng itself (opencv-python bundles its "
         + "own libjpeg-turbo) and, for a face much larger than the 112×112 chip, area-averages it before the affine warp "
         + "where alignCrop samples bilinearly; YuNet runs on the same ≤ 1024 px copy in both.")
@@ -123,7 +123,7 @@ func runSFaceEngineBenchmark(arguments: [String]) async throws {
         for position in images.indices {
             var clock = ContinuousClock.now
             let analysis = try sface.analyze(images[position])
-            samples[position][0].append(elapsedMilliseconds(since: clock))
+            samples[position][0].append(milliseconds(since: clock))
             sfaceStages[position].append((analysis.decodeMilliseconds, analysis.detectMilliseconds, analysis.embedMilliseconds))
             let matched = try sfacePeer.time(variant: "matched", repetitions: 1, path: paths[position])
             samples[position][1].append(matched.totalMs)
@@ -133,7 +133,7 @@ func runSFaceEngineBenchmark(arguments: [String]) async throws {
             samples[position][4].append(try dlibPeer.time(variant: "default", repetitions: 1, path: paths[position]).totalMs)
             clock = ContinuousClock.now
             _ = try dlib.analyze(images[position])
-            samples[position][5].append(elapsedMilliseconds(since: clock))
+            samples[position][5].append(milliseconds(since: clock))
         }
     }
     emit("")
@@ -151,43 +151,43 @@ func runSFaceEngineBenchmark(arguments: [String]) async throws {
     var ratios = [[Double]](repeating: [], count: 5)
     var testPhotoRatios = [[Double]](repeating: [], count: 5)
     for position in images.indices {
-        let medians = samples[position].map(middle)
+        let medians = samples[position].map(median)
         let size = (try? sface.analyze(images[position])).map { "\($0.width)×\($0.height)" } ?? "?"
-        let decode = middle(sfaceStages[position].map(\.0)), detect = middle(sfaceStages[position].map(\.1))
-        let embed = middle(sfaceStages[position].map(\.2))
-        var cells = ["\(oneDecimal(decode)) / \(oneDecimal(detect)) / \(oneDecimal(embed)) = **\(oneDecimal(medians[0]))**"]
+        let decode = median(sfaceStages[position].map(\.0)), detect = median(sfaceStages[position].map(\.1))
+        let embed = median(sfaceStages[position].map(\.2))
+        var cells = ["\(format(decode)) / \(format(detect)) / \(format(embed)) = **\(format(medians[0]))**"]
         for peer in 1...4 {
             let ratio = medians[0] / medians[peer]
             ratios[peer].append(ratio)
             if position < 7 { testPhotoRatios[peer].append(ratio) }
-            cells += [oneDecimal(medians[peer]), String(format: "%.2f", ratio)]
+            cells += [format(medians[peer]), String(format: "%.2f", ratio)]
         }
         ratios[0].append(medians[0] / medians[5])
         if position < 7 { testPhotoRatios[0].append(medians[0] / medians[5]) }
-        cells.append(oneDecimal(medians[5]))
+        cells.append(format(medians[5]))
         emit("| \(names[position]) | \(size) | " + cells.joined(separator: " | ") + " |")
     }
     emit("")
     func summary(_ values: [[Double]], _ label: String) -> String {
-        "\(label): FaceEngine SFace / opencv-python matched **\(String(format: "%.2f", geometricMeanOf(values[1])))**, "
-            + "/ opencv-python default \(String(format: "%.2f", geometricMeanOf(values[2]))), "
-            + "/ face_recognition matched \(String(format: "%.2f", geometricMeanOf(values[3]))), "
-            + "/ face_recognition default **\(String(format: "%.2f", geometricMeanOf(values[4])))**; "
-            + "SFace / FaceEngine dlib \(String(format: "%.2f", geometricMeanOf(values[0])))."
+        "\(label): FaceEngine SFace / opencv-python matched **\(String(format: "%.2f", geometricMean(values[1])))**, "
+            + "/ opencv-python default \(String(format: "%.2f", geometricMean(values[2]))), "
+            + "/ face_recognition matched \(String(format: "%.2f", geometricMean(values[3]))), "
+            + "/ face_recognition default **\(String(format: "%.2f", geometricMean(values[4])))**; "
+            + "SFace / FaceEngine dlib \(String(format: "%.2f", geometricMean(values[0])))."
     }
     var stageSums = [[Double]](repeating: [0, 0, 0], count: 2)
     for position in images.indices {
-        stageSums[0][0] += middle(sfaceStages[position].map(\.0))
-        stageSums[0][1] += middle(sfaceStages[position].map(\.1))
-        stageSums[0][2] += middle(sfaceStages[position].map(\.2))
-        stageSums[1][0] += middle(peerStages[position].map(\.decodeMs))
-        stageSums[1][1] += middle(peerStages[position].map(\.detectMs))
-        stageSums[1][2] += middle(peerStages[position].map(\.embedMs))
+        stageSums[0][0] += median(sfaceStages[position].map(\.0))
+        stageSums[0][1] += median(sfaceStages[position].map(\.1))
+        stageSums[0][2] += median(sfaceStages[position].map(\.2))
+        stageSums[1][0] += median(peerStages[position].map(\.decodeMs))
+        stageSums[1][1] += median(peerStages[position].map(\.detectMs))
+        stageSums[1][2] += median(peerStages[position].map(\.embedMs))
     }
     emit("Per stage, sum over the \(images.count) photos of the median milliseconds: FaceEngine SFace decode "
-        + "\(oneDecimal(stageSums[0][0])), detect \(oneDecimal(stageSums[0][1])), align + embed \(oneDecimal(stageSums[0][2])); "
-        + "opencv-python matched decode \(oneDecimal(stageSums[1][0])), detect \(oneDecimal(stageSums[1][1])), align + embed "
-        + "\(oneDecimal(stageSums[1][2])). The networks run in OpenCV's dnn module on both sides: Debian's "
+        + "\(format(stageSums[0][0])), detect \(format(stageSums[0][1])), align + embed \(format(stageSums[0][2])); "
+        + "opencv-python matched decode \(format(stageSums[1][0])), detect \(format(stageSums[1][1])), align + embed "
+        + "\(format(stageSums[1][2])). The networks run in OpenCV's dnn module on both sides: Debian's "
         + "\(opencvVersion()) under FaceEngine, the wheel's \(peerInfo["opencv"] as? String ?? "?") under Python.")
     emit("")
     emit("Geometric means of the per-photo ratios (goal: ≤ 1.0 against the same models in Python, ≤ 0.4 against "
@@ -207,29 +207,6 @@ private struct PeerFeature: Decodable {
     var box: [Double]?
     var embedding: [Float]?
 }
-
-private func elapsedMilliseconds(since start: ContinuousClock.Instant) -> Double {
-    let elapsed = ContinuousClock.now - start
-    return Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-}
-
-private func residentMB() -> Double {
-    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-    let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-    return (Double(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
-}
-
-private func middle(_ values: [Double]) -> Double {
-    let sorted = values.sorted()
-    guard !sorted.isEmpty else { return .nan }
-    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
-}
-
-private func geometricMeanOf(_ values: [Double]) -> Double {
-    exp(values.map { log($0) }.reduce(0, +) / Double(max(1, values.count)))
-}
-
-private func oneDecimal(_ value: Double) -> String { String(format: "%.1f", value) }
 
 /// The OpenCV that FaceEngine links: the version of Debian's libopencv-dnn package.
 private func opencvVersion() -> String {
