@@ -141,6 +141,38 @@ public struct P256PrivateKey: Sendable {
         try digestSign(key, digest: "SHA256", message: message, operation: "P-256 ECDSA sign")
     }
 
+    /// A key saved with `derRepresentation`: P-256 only.
+    public init(derRepresentation der: [UInt8]) throws(CryptoError) {
+        let operation = "P-256 private key import"
+        ERR_clear_error()
+        var consumed = 0
+        let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            let key = d2i_AutoPrivateKey(nil, &cursor, buffer.count)
+            if let cursor, let base = buffer.baseAddress { consumed = cursor - base }
+            return key
+        }
+        guard let parsed else { throw .openSSL(operation) }
+        let key = EVPKey(taking: parsed)
+        guard consumed == der.count, EVP_PKEY_is_a(parsed, cName("EC")) == 1, utf8Parameter(of: key, "group") == "prime256v1" else {
+            throw .invalidInput(operation, "not a P-256 private key")
+        }
+        self.key = key
+        publicKey = try P256PublicKey(spkiDER: encodeSPKI(key, operation))
+    }
+
+    /// The private key as DER (SEC 1 `ECPrivateKey`, RFC 5915), for a device's own key file.
+    public var derRepresentation: [UInt8] {
+        let length = i2d_PrivateKey(key.pointer, nil)
+        guard length > 0 else { return [] }
+        var der = [UInt8](repeating: 0, count: Int(length))
+        _ = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+            return i2d_PrivateKey(key.pointer, &cursor)
+        }
+        return der
+    }
+
     private static func generate() throws(CryptoError) -> (EVPKey, P256PublicKey) {
         let operation = "P-256 key generation"
         ERR_clear_error()
