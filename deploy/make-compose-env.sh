@@ -1,6 +1,6 @@
 #!/bin/bash
 # Prints deploy/compose.env.example with every empty secret filled with fresh random bytes:
-#   deploy/make-compose-env.sh > .env
+#   deploy/make-compose-env.sh > deploy/.env
 # Needs openssl (1.1.1 or later, for X25519).
 set -euo pipefail
 example="$(dirname "$0")/compose.env.example"
@@ -19,7 +19,9 @@ rm -f "${ctid_der}"
 
 while IFS= read -r line; do
   case "${line}" in
-    POSTGRES_PASSWORD=)          echo "POSTGRES_PASSWORD=$(random_hex 24)" ;;
+    # One password per database role, each drawn on its own.
+    POSTGRES_PASSWORD=|DB_PASSWORD_*=)
+                                 echo "${line}$(random_hex 24)" ;;
     FACEGATE_SIGNING_KEY=)       echo "FACEGATE_SIGNING_KEY=$(random_base64)" ;;
     FACEGATE_SEALING_KEY=)       echo "FACEGATE_SEALING_KEY=$(random_base64)" ;;
     FACEGATE_CTID_PRIVATE_KEY=)  echo "FACEGATE_CTID_PRIVATE_KEY=${ctid_private}" ;;

@@ -1,7 +1,8 @@
 """The subset of Apache Kafka's kafka-topics.sh that create-topics.sh uses, over the Kafka admin
 API (librdkafka through confluent-kafka), so the script can run against the test broker without
 a JVM. Same arguments; --describe prints the first line the way kafka-topics.sh does
-("Topic: <name>\tTopicId: ...\tPartitionCount: <n>\tReplicationFactor: <r>\tConfigs: ...").
+("Topic: <name>\tTopicId: ...\tPartitionCount: <n>\tReplicationFactor: <r>\tConfigs: k=v,..."),
+Configs being the topic's own settings.
 """
 from __future__ import annotations
 
@@ -9,7 +10,20 @@ import argparse
 import sys
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
+
+
+def own_configs(admin: AdminClient, topic: str) -> str:
+    """The topic's own settings as kafka-topics.sh lists them: k=v,k=v."""
+    resource = ConfigResource("topic", topic)
+    entries = admin.describe_configs([resource], request_timeout=30)[resource].result()
+    own = {name: entry.value for name, entry in entries.items()
+           if entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
+    if not own and all(entry.is_default for entry in entries.values()):
+        # A broker that answers with the topic's own settings only, all marked as defaults
+        # (the test broker does): those are the settings.
+        own = {name: entry.value for name, entry in entries.items() if entry.value is not None}
+    return ",".join(f"{name}={value}" for name, value in sorted(own.items()))
 
 
 def main() -> int:
@@ -51,7 +65,7 @@ def main() -> int:
     partitions = metadata.partitions
     replication = len(next(iter(partitions.values())).replicas) if partitions else 0
     print(f"Topic: {arguments.topic}\tTopicId: -\tPartitionCount: {len(partitions)}\t"
-          f"ReplicationFactor: {replication}\tConfigs: ")
+          f"ReplicationFactor: {replication}\tConfigs: {own_configs(admin, arguments.topic)}")
     for number, partition in sorted(partitions.items()):
         print(f"\tTopic: {arguments.topic}\tPartition: {number}\tLeader: {partition.leader}\t"
               f"Replicas: {','.join(map(str, partition.replicas))}\tIsr: {','.join(map(str, partition.isrs))}")

@@ -1,8 +1,9 @@
 """deploy/k8s/base/files/create-topics.sh against a real Kafka-protocol broker.
 
-Needs FACEGATE_TEST_KAFKA_BROKERS (set by the Makefile). kafka-topics.sh itself needs a JVM, so
-the script's KAFKA_TOPICS points at kafka_topics_cli.py, the same command line over the Kafka
-admin API. Every test works under its own topic prefix and deletes its topics afterwards.
+Needs FACEGATE_TEST_KAFKA_BROKERS (set by the Makefile). kafka-topics.sh and kafka-configs.sh
+need a JVM, so the script's KAFKA_TOPICS and KAFKA_CONFIGS point at kafka_topics_cli.py and
+kafka_configs_cli.py, the same command lines over the Kafka admin API. Every test works under its
+own topic prefix and deletes its topics afterwards.
 """
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ import unittest
 import uuid
 from pathlib import Path
 
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "deploy/k8s/base/files/create-topics.sh"
 CLI = Path(__file__).resolve().parent / "kafka_topics_cli.py"
+CONFIGS_CLI = Path(__file__).resolve().parent / "kafka_configs_cli.py"
 sys.path.insert(0, str(REPO / "deploy/validate"))
-from validate_deploy import TOPICS  # noqa: E402  (the contract's topic table)
+from validate_deploy import SHORT_RETENTION_TOPICS, TOPICS  # noqa: E402  (the contract's topic table)
 
 
 class CreateTopicsTests(unittest.TestCase):
@@ -36,8 +38,10 @@ class CreateTopicsTests(unittest.TestCase):
         tools = tempfile.TemporaryDirectory(prefix="facegate-topics-")
         self.addCleanup(tools.cleanup)
         self.kafka_topics = Path(tools.name) / "kafka-topics.sh"
-        self.kafka_topics.write_text(f'#!/bin/bash\nexec "{sys.executable}" "{CLI}" "$@"\n')
-        self.kafka_topics.chmod(0o755)
+        self.kafka_configs = Path(tools.name) / "kafka-configs.sh"
+        for tool, cli in ((self.kafka_topics, CLI), (self.kafka_configs, CONFIGS_CLI)):
+            tool.write_text(f'#!/bin/bash\nexec "{sys.executable}" "{cli}" "$@"\n')
+            tool.chmod(0o755)
 
     def delete_topics(self) -> None:
         existing = [t for t in self.admin.list_topics(timeout=30).topics if t.startswith(self.prefix)]
@@ -47,13 +51,19 @@ class CreateTopicsTests(unittest.TestCase):
 
     def run_script(self) -> subprocess.CompletedProcess[str]:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "KAFKA_BOOTSTRAP": self.brokers,
-               "TOPIC_PREFIX": self.prefix, "REPLICATION_FACTOR": "1", "KAFKA_TOPICS": str(self.kafka_topics)}
+               "TOPIC_PREFIX": self.prefix, "REPLICATION_FACTOR": "1", "KAFKA_TOPICS": str(self.kafka_topics),
+               "KAFKA_CONFIGS": str(self.kafka_configs)}
         return subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=300)
 
     def partitions(self) -> dict[str, int]:
         topics = self.admin.list_topics(timeout=30).topics
         return {name[len(self.prefix):]: len(meta.partitions) for name, meta in topics.items()
                 if name.startswith(self.prefix)}
+
+    def retention(self, name: str) -> dict[str, str]:
+        resource = ConfigResource("topic", self.prefix + name)
+        entries = self.admin.describe_configs([resource], request_timeout=30)[resource].result()
+        return {key: entries[key].value for key in ("retention.ms", "segment.ms") if key in entries}
 
     def test_creates_every_contract_topic_and_is_idempotent(self) -> None:
         first = self.run_script()
@@ -64,6 +74,18 @@ class CreateTopicsTests(unittest.TestCase):
         again = self.run_script()
         self.assertEqual(again.returncode, 0, again.stdout + again.stderr)
         self.assertEqual(self.partitions(), {name: count for name, (count, _) in TOPICS.items()})
+        # Topics carrying images and replies keep records minutes only.
+        for name in sorted(SHORT_RETENTION_TOPICS):
+            self.assertEqual(self.retention(name), {"retention.ms": "600000", "segment.ms": "60000"}, name)
+
+    def test_existing_job_topic_gets_the_short_retention(self) -> None:
+        # A topic made before the retention rule (the broker's default, days) is brought to it.
+        old = NewTopic(f"{self.prefix}kiosk.commands.v1", num_partitions=6, replication_factor=1)
+        self.admin.create_topics([old], request_timeout=30)[old.topic].result()
+        self.assertNotIn("retention.ms", self.retention("kiosk.commands.v1"))
+        result = self.run_script()
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertEqual(self.retention("kiosk.commands.v1"), {"retention.ms": "600000", "segment.ms": "60000"})
 
     def test_existing_topic_with_other_partitions_fails(self) -> None:
         wrong = NewTopic(f"{self.prefix}face.jobs.v1", num_partitions=3, replication_factor=1)

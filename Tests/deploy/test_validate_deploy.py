@@ -3,7 +3,8 @@
 Each test copies the deployment files into a temporary tree, breaks one thing the way a
 careless edit would, and requires deploy/validate/validate_deploy.py to reject it and name the
 file; the untouched copy must pass. The container scripts are exercised for real: the
-health check against live HTTP listeners, the entrypoint by exec'ing a program.
+health check against live HTTP listeners, the entrypoint by exec'ing a program, the database
+role-password script's refusals, and the compose env generator.
 """
 from __future__ import annotations
 
@@ -23,8 +24,13 @@ REPO = Path(__file__).resolve().parents[2]
 VALIDATOR = REPO / "deploy/validate/validate_deploy.py"
 
 
+COMPOSE = "deploy/docker-compose.yml"
+SUPERSEDED_COMPOSE = "docker-compose.yml"
+
+
 def copy_tree(destination: Path) -> None:
-    shutil.copy2(REPO / "docker-compose.yml", destination / "docker-compose.yml")
+    if (REPO / SUPERSEDED_COMPOSE).exists():
+        shutil.copy2(REPO / SUPERSEDED_COMPOSE, destination / SUPERSEDED_COMPOSE)
     shutil.copy2(REPO / "Package.swift", destination / "Package.swift")
     shutil.copytree(REPO / "deploy", destination / "deploy",
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -150,34 +156,169 @@ class ValidatorTests(unittest.TestCase):
         self.assert_rejected("deploy/k8s/sharded (kubectl kustomize)",
                              "consumerGroup matcher-worker-shard-0-of-2 but matcher-worker-shard-1 consumes as matcher-worker-shard-1-of-2")
 
+    # -- database roles (Kubernetes) --------------------------------------------------------
+
+    def test_deployment_without_its_role_secret_is_rejected(self) -> None:
+        # The migrations' owner URL handed to a service: it would own the schema it serves.
+        self.edit("deploy/k8s/base/ctid-verifier.yaml", "key: ctid-database-url", "key: migrator-database-url")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Deployment/ctid-verifier/ctid-verifier: FACEGATE_DATABASE_URL comes from Secret facegate-secrets"
+                             " key migrator-database-url, not Secret facegate-secrets key ctid-database-url")
+
+    def test_deployment_without_a_database_url_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/kiosk-orchestrator.yaml",
+                  "            - name: FACEGATE_DATABASE_URL\n              valueFrom:\n                secretKeyRef:\n"
+                  "                  name: facegate-secrets\n                  key: kiosk-database-url\n", "")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Deployment/kiosk-orchestrator/kiosk-orchestrator: required FACEGATE_DATABASE_URL is not set")
+
+    def test_database_url_written_into_a_deployment_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/auth-gateway.yaml",
+                  "            - name: FACEGATE_DATABASE_URL\n              valueFrom:\n                secretKeyRef:\n"
+                  "                  name: facegate-secrets\n                  key: gateway-database-url\n",
+                  "            - name: FACEGATE_DATABASE_URL\n"
+                  "              value: postgres://postgres:pw@db.example.internal:5432/facegate\n")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "FACEGATE_DATABASE_URL logs in as the superuser postgres; auth-gateway logs in as facegate_gateway")
+        self.assertIn("FACEGATE_DATABASE_URL comes from a value written into the manifest", self.run_validator().stdout)
+
+    def test_matcher_shard_with_the_gateways_role_is_rejected(self) -> None:
+        self.edit("deploy/k8s/sharded/matcher-worker-shard-1.yaml", "key: matcher-database-url", "key: gateway-database-url")
+        self.assert_rejected("deploy/k8s/sharded (kubectl kustomize)",
+                             "Deployment/matcher-worker-shard-1/matcher-worker: FACEGATE_DATABASE_URL comes from Secret"
+                             " facegate-secrets key gateway-database-url, not Secret facegate-secrets key matcher-database-url")
+
+    def test_role_password_setter_reading_another_key_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/migrate-job.yaml", "                  key: kiosk-database-url\n",
+                  "                  key: ctid-database-url\n")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Job/facegate-migrate/role-passwords: DATABASE_URL_KIOSK comes from Secret facegate-secrets"
+                             " key ctid-database-url, not Secret facegate-secrets key kiosk-database-url")
+
+    def test_example_service_url_as_the_owner_is_rejected(self) -> None:
+        self.edit("deploy/k8s/secret.example.yaml", "postgres://facegate_gateway:CHANGE-ME-TOO@",
+                  "postgres://facegate_owner:CHANGE-ME-TOO@")
+        self.assert_rejected("deploy/k8s/secret.example.yaml",
+                             "gateway-database-url: the URL logs in as the schema owner facegate_owner")
+
+    def test_example_migrations_as_a_superuser_are_rejected(self) -> None:
+        self.edit("deploy/k8s/secret.example.yaml", "postgres://facegate_owner:CHANGE-ME@", "postgres://postgres:CHANGE-ME@")
+        self.assert_rejected("deploy/k8s/secret.example.yaml",
+                             "migrator-database-url: the URL logs in as the superuser postgres")
+
+    def test_example_roles_sharing_a_password_are_rejected(self) -> None:
+        self.edit("deploy/k8s/secret.example.yaml", "facegate_kiosk:CHANGE-ME-FIVE@", "facegate_kiosk:CHANGE-ME-FOUR@")
+        self.assert_rejected("deploy/k8s/secret.example.yaml", "ctid-database-url, kiosk-database-url share one password")
+
+    # -- network policies -------------------------------------------------------------------
+
+    def test_worker_admitted_on_another_port_is_rejected(self) -> None:
+        path = self.root / "deploy/k8s/base/network-policy.yaml"
+        text = path.read_text()
+        policy = text.index("name: workers-admin-ingress")
+        path.write_text(text[:policy] + text[policy:].replace("port: admin", "port: 8080"))
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "NetworkPolicy/workers-admin-ingress: admits Deployment/matcher-worker on port 8080; it serves [9101]")
+
+    def test_admin_port_open_to_anyone_is_rejected(self) -> None:
+        path = self.root / "deploy/k8s/base/network-policy.yaml"
+        text = path.read_text()
+        policy = text.index("name: workers-admin-ingress")
+        path.write_text(text[:policy] + re.sub(r"    - from:\n(?:        [^\n]*\n)+?      ports:", "    - ports:",
+                                               text[policy:], count=1))
+        self.assert_rejected("deploy/k8s/sharded (kubectl kustomize)",
+                             "NetworkPolicy/workers-admin-ingress: admits the admin port of Deployment/matcher-worker-shard-0 from anywhere")
+
+    def test_missing_default_deny_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/network-policy.yaml", "  policyTypes:\n    - Ingress\n    - Egress\n---",
+                  "  policyTypes:\n    - Ingress\n---")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)", "no default-deny NetworkPolicy")
+
+    def test_migrate_job_cut_off_from_postgres_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/network-policy.yaml", "kiosk-orchestrator, facegate-migrate]", "kiosk-orchestrator]")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Job/facegate-migrate: no NetworkPolicy lets it reach PostgreSQL (port 5432)")
+
     # -- Compose ----------------------------------------------------------------------------
 
     def test_compose_schema_violation_is_rejected(self) -> None:
-        self.edit("docker-compose.yml", "condition: service_healthy", "condition: service_ready")
-        self.assert_rejected("docker-compose.yml", "service_ready")
+        self.edit(COMPOSE, "condition: service_healthy", "condition: service_ready")
+        self.assert_rejected(COMPOSE, "service_ready")
 
     def test_secret_given_to_the_wrong_service_is_rejected(self) -> None:
-        self.edit("docker-compose.yml", "      SERVICE: matcher-worker\n",
+        self.edit(COMPOSE, "      SERVICE: matcher-worker\n",
                   "      SERVICE: matcher-worker\n      FACEGATE_SIGNING_KEY: ${FACEGATE_SIGNING_KEY}\n")
-        self.assert_rejected("docker-compose.yml", "FACEGATE_SIGNING_KEY does not belong to matcher-worker")
+        self.assert_rejected(COMPOSE, "FACEGATE_SIGNING_KEY does not belong to matcher-worker")
 
     def test_ctid_private_key_given_to_the_gateway_is_rejected(self) -> None:
-        self.edit("docker-compose.yml", "      SERVICE: auth-gateway\n",
+        self.edit(COMPOSE, "      SERVICE: auth-gateway\n",
                   "      SERVICE: auth-gateway\n      FACEGATE_CTID_PRIVATE_KEY: ${FACEGATE_CTID_PRIVATE_KEY}\n")
-        self.assert_rejected("docker-compose.yml", "FACEGATE_CTID_PRIVATE_KEY does not belong to auth-gateway")
+        self.assert_rejected(COMPOSE, "FACEGATE_CTID_PRIVATE_KEY does not belong to auth-gateway")
 
     def test_gateway_without_ctid_public_key_is_rejected(self) -> None:
-        path = self.root / "docker-compose.yml"
+        path = self.root / COMPOSE
         path.write_text(re.sub(r"\n *FACEGATE_CTID_PUBLIC_KEY: [^\n]*", "", path.read_text()))
-        self.assert_rejected("docker-compose.yml", "services.auth-gateway: required FACEGATE_CTID_PUBLIC_KEY is not set")
+        self.assert_rejected(COMPOSE, "services.auth-gateway: required FACEGATE_CTID_PUBLIC_KEY is not set")
 
     def test_ctid_key_missing_from_env_example_is_rejected(self) -> None:
         self.edit("deploy/compose.env.example", "FACEGATE_CTID_PUBLIC_KEY=\n", "")
-        self.assert_rejected("deploy/compose.env.example", "FACEGATE_CTID_PUBLIC_KEY is required by docker-compose.yml")
+        self.assert_rejected("deploy/compose.env.example", f"FACEGATE_CTID_PUBLIC_KEY is required by {COMPOSE}")
 
     def test_required_secret_missing_from_env_example_is_rejected(self) -> None:
         self.edit("deploy/compose.env.example", "FACEGATE_SEALING_KEY=\n", "")
-        self.assert_rejected("deploy/compose.env.example", "FACEGATE_SEALING_KEY is required by docker-compose.yml")
+        self.assert_rejected("deploy/compose.env.example", f"FACEGATE_SEALING_KEY is required by {COMPOSE}")
+
+    def test_role_password_missing_from_env_example_is_rejected(self) -> None:
+        self.edit("deploy/compose.env.example", "DB_PASSWORD_MATCHER=\n", "")
+        self.assert_rejected("deploy/compose.env.example", f"DB_PASSWORD_MATCHER is required by {COMPOSE}")
+
+    def test_compose_service_as_the_owner_is_rejected(self) -> None:
+        self.edit(COMPOSE, "FACEGATE_DATABASE_URL: *kiosk-url", "FACEGATE_DATABASE_URL: *owner-url")
+        self.assert_rejected(COMPOSE, "services.kiosk-orchestrator: FACEGATE_DATABASE_URL logs in as the schema owner"
+                                      " facegate_owner; kiosk-orchestrator logs in as its own role facegate_kiosk")
+
+    def test_compose_service_as_the_superuser_is_rejected(self) -> None:
+        self.edit(COMPOSE, "FACEGATE_DATABASE_URL: *gateway-url",
+                  "FACEGATE_DATABASE_URL: postgres://postgres:${POSTGRES_PASSWORD:?set it}@postgres:5432/facegate")
+        self.assert_rejected(COMPOSE, "services.auth-gateway: FACEGATE_DATABASE_URL logs in as the superuser postgres")
+        self.assertIn("services.auth-gateway: FACEGATE_DATABASE_URL carries the superuser's password POSTGRES_PASSWORD",
+                      self.run_validator().stdout)
+
+    def test_compose_roles_sharing_a_password_are_rejected(self) -> None:
+        self.edit(COMPOSE, "facegate_matcher:${DB_PASSWORD_MATCHER:?set DB_PASSWORD_MATCHER in deploy/.env}",
+                  "facegate_matcher:${DB_PASSWORD_GATEWAY:?set DB_PASSWORD_GATEWAY in deploy/.env}")
+        self.assert_rejected(COMPOSE, "the roles facegate_gateway, facegate_matcher share the password DB_PASSWORD_GATEWAY")
+
+    def test_compose_owner_made_the_superuser_is_rejected(self) -> None:
+        self.edit(COMPOSE, "POSTGRES_USER: postgres", "POSTGRES_USER: facegate_owner")
+        self.assert_rejected(COMPOSE, "services.postgres: POSTGRES_USER facegate_owner makes a FaceGate role the cluster's superuser")
+
+    def test_compose_without_role_passwords_is_rejected(self) -> None:
+        self.edit(COMPOSE, "./k8s/base/files/set-role-passwords.sh:/opt/facegate/set-role-passwords.sh:ro",
+                  "./k8s/base/files/create-topics.sh:/opt/facegate/set-role-passwords:ro")
+        self.assert_rejected(COMPOSE, "no one-shot runs set-role-passwords.sh")
+
+    def test_service_starting_before_its_password_is_set_is_rejected(self) -> None:
+        self.edit(COMPOSE, "  db-passwords:\n    condition: service_completed_successfully\n", "")
+        self.assert_rejected(COMPOSE, "services.ctid-verifier: does not wait for its role's password (depends_on db-passwords)")
+
+    def test_password_setter_given_another_url_is_rejected(self) -> None:
+        self.edit(COMPOSE, "DATABASE_URL_CTID: *ctid-url", "DATABASE_URL_CTID: *kiosk-url")
+        self.assert_rejected(COMPOSE, "services.db-passwords: DATABASE_URL_CTID logs in as facegate_kiosk,"
+                                      " not ctid-verifier's own role facegate_ctid")
+
+    def test_compose_build_context_outside_the_repository_is_rejected(self) -> None:
+        self.edit(COMPOSE, "    context: ..\n", "    context: .\n")
+        self.assert_rejected(COMPOSE, "services.migrate: build context . is not the repository root")
+
+    def test_superseded_root_compose_file_is_only_a_warning(self) -> None:
+        (self.root / SUPERSEDED_COMPOSE).write_text(
+            "services:\n  gateway:\n    image: facegate:1\n    environment:\n      SERVICE: auth-gateway\n"
+            "      FACEGATE_DATABASE_URL: postgres://postgres:${POSTGRES_PASSWORD}@db/facegate\n")
+        result = self.run_validator()
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertRegex(result.stdout, rf"(?m)^warn  {re.escape(SUPERSEDED_COMPOSE)}  \(")
+        self.assertIn("services.gateway: FACEGATE_DATABASE_URL logs in as the superuser postgres", result.stdout)
 
     # -- Dockerfile -------------------------------------------------------------------------
 
@@ -204,6 +345,26 @@ class ValidatorTests(unittest.TestCase):
         self.assert_rejected("deploy/docker/Dockerfile", "COPY source deploy/docker/healthcheck.sh is excluded")
 
     # -- topics -----------------------------------------------------------------------------
+
+    def test_job_topic_without_retention_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/files/create-topics.sh",
+                  "kiosk.commands.v1                  6  max.message.bytes=@MAX@,retention.ms=600000,segment.ms=60000",
+                  "kiosk.commands.v1                  6  max.message.bytes=@MAX@")
+        self.assert_rejected("deploy/k8s/base/files/create-topics.sh",
+                             "topic kiosk.commands.v1 carries images or personal data but sets no retention.ms")
+
+    def test_job_topic_kept_for_days_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/files/create-topics.sh", "face.jobs.v1                      12  max.message.bytes=@MAX@,retention.ms=600000",
+                  "face.jobs.v1                      12  max.message.bytes=@MAX@,retention.ms=604800000")
+        self.assert_rejected("deploy/k8s/base/files/create-topics.sh",
+                             "topic face.jobs.v1: retention.ms=604800000 is not within 1..3600000 (an hour)")
+
+    def test_reply_topic_without_segment_roll_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/files/create-topics.sh",
+                  "replies.ctid-verifier.v1          16  max.message.bytes=@MAX@,retention.ms=600000,segment.ms=60000",
+                  "replies.ctid-verifier.v1          16  max.message.bytes=@MAX@,retention.ms=600000")
+        self.assert_rejected("deploy/k8s/base/files/create-topics.sh",
+                             "topic replies.ctid-verifier.v1: segment.ms=None must be set and at most retention.ms=600000")
 
     def test_topic_with_other_partitions_is_rejected(self) -> None:
         self.edit("deploy/k8s/base/files/create-topics.sh", "face.jobs.v1                      12",
@@ -292,6 +453,69 @@ class ContainerScriptTests(unittest.TestCase):
             result = self.run_script(self.entrypoint, {"SERVICE": value})
             self.assertEqual(result.returncode, 64, value)
             self.assertIn("must be one of", result.stderr)
+
+
+class DatabaseScriptTests(unittest.TestCase):
+    """deploy/k8s/base/files/set-role-passwords.sh refuses a wrong URL before it connects (no
+    database needed: it stops first), and deploy/make-compose-env.sh draws every secret."""
+
+    role_passwords = REPO / "deploy/k8s/base/files/set-role-passwords.sh"
+    make_env = REPO / "deploy/make-compose-env.sh"
+    urls = {
+        "DATABASE_URL_OWNER": "postgres://facegate_owner:o@db:5432/facegate",
+        "DATABASE_URL_GATEWAY": "postgres://facegate_gateway:g@db:5432/facegate",
+        "DATABASE_URL_MATCHER": "postgres://facegate_matcher:m@db:5432/facegate",
+        "DATABASE_URL_CTID": "postgres://facegate_ctid:c@db:5432/facegate",
+        "DATABASE_URL_KIOSK": "postgres://facegate_kiosk:k@db:5432/facegate",
+    }
+
+    def set_passwords(self, **changes: str) -> subprocess.CompletedProcess[str]:
+        with tempfile.TemporaryDirectory() as bin_dir:
+            # A psql that records being called: the refusals must come before any connection.
+            psql = Path(bin_dir) / "psql"
+            psql.write_text('#!/bin/bash\necho "psql called" >&2\nexit 99\n')
+            psql.chmod(0o755)
+            env = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}", **self.urls, **changes}
+            return subprocess.run(["bash", str(self.role_passwords)], env=env, capture_output=True, text=True, timeout=30)
+
+    def test_service_url_naming_the_owner_is_refused(self) -> None:
+        result = self.set_passwords(DATABASE_URL_GATEWAY="postgres://facegate_owner:o@db:5432/facegate")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("DATABASE_URL_GATEWAY logs in as 'facegate_owner', not facegate_gateway", result.stderr)
+        self.assertNotIn("psql called", result.stderr)
+
+    def test_url_without_password_is_refused(self) -> None:
+        result = self.set_passwords(DATABASE_URL_KIOSK="postgres://facegate_kiosk@db:5432/facegate")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("DATABASE_URL_KIOSK has no password", result.stderr)
+        self.assertNotIn("psql called", result.stderr)
+
+    def test_connecting_as_a_superuser_is_refused(self) -> None:
+        result = self.set_passwords(DATABASE_URL_OWNER="postgres://postgres:p@db:5432/facegate")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("DATABASE_URL_OWNER must log in as facegate_owner", result.stderr)
+        self.assertNotIn("psql called", result.stderr)
+
+    def test_good_urls_reach_psql_as_the_owner(self) -> None:
+        result = self.set_passwords()
+        self.assertEqual(result.returncode, 99, result.stderr)
+        self.assertIn("psql called", result.stderr)
+
+    def test_generated_env_has_a_password_per_role(self) -> None:
+        if not shutil.which("openssl"):
+            self.skipTest("openssl is not installed")
+        result = subprocess.run(["bash", str(self.make_env)], capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        values = dict(line.split("=", 1) for line in result.stdout.splitlines() if line and not line.startswith("#"))
+        passwords = {k: v for k, v in values.items() if k == "POSTGRES_PASSWORD" or k.startswith("DB_PASSWORD_")}
+        self.assertEqual(sorted(passwords), ["DB_PASSWORD_CTID", "DB_PASSWORD_GATEWAY", "DB_PASSWORD_KIOSK",
+                                             "DB_PASSWORD_MATCHER", "DB_PASSWORD_OWNER", "POSTGRES_PASSWORD"])
+        for name, value in passwords.items():
+            self.assertRegex(value, r"^[0-9a-f]{48}$", name)  # URL-safe: interpolated into URLs
+        self.assertEqual(len(set(passwords.values())), len(passwords), "each role its own password")
+        # Every variable the compose file requires is filled.
+        required = set(re.findall(r"\$\{(\w+):\?", (REPO / COMPOSE).read_text()))
+        self.assertEqual({name for name in required if not values.get(name)}, set())
 
 
 if __name__ == "__main__":

@@ -2,16 +2,21 @@
 """Offline validation of FaceGate's deployment files.
 
 Checks, without a Docker engine or a Kubernetes cluster:
-  docker-compose.yml           Compose Specification JSON schema (as shipped by check-jsonschema)
+  deploy/docker-compose.yml    Compose Specification JSON schema (as shipped by check-jsonschema)
                                + the runtime contract (env names per service, secrets, ports)
+                               + database roles: each service logs in as its own role with its
+                               own password, never as the schema owner or a superuser
   deploy/docker/Dockerfile     hadolint + non-root USER, HEALTHCHECK, pinned base images,
                                every executable built, COPY sources not excluded by the ignore file
   deploy/k8s/**                every manifest against the Kubernetes JSON schemas (strict,
                                kubernetes-validate), ScaledObjects against deploy/schemas/,
                                and both kustomize layouts rendered (kubectl kustomize) and checked
                                as a whole: env names, secret key -> variable, probes, resources,
-                               selectors, autoscaler limits, gateway shard count = matcher shards
-  scripts and env examples     bash syntax, topic table and admin ports equal to the contract
+                               selectors, autoscaler limits, gateway shard count = matcher shards,
+                               each workload's database URL from its own role's Secret key,
+                               network policies (default deny, admitted ports, egress)
+  scripts and env examples     bash syntax, topic table and admin ports equal to the contract,
+                               short retention on the topics that carry images
 
 Prints one line per file checked ("ok" or "FAIL", problems indented below) and exits 1 when
 anything is wrong. The contract below mirrors the runtime contract the services implement
@@ -26,6 +31,7 @@ import re
 import shutil
 import subprocess
 import sys
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -99,6 +105,23 @@ CONTRACT_ENV = COMMON_ENV.union(*SERVICE_ENV.values())
 CONTRACT_PREFIXES = ("FACEGATE_", "MATCHER_")
 ALL_SERVICES_ENV = COMMON_ENV.union(*(SERVICE_ENV[s] for s in EXECUTABLES))
 
+# Database roles (Schema.serviceLogins and README.md#security): the schema owner runs the
+# migrations; each service logs in as its own role, never as the owner or a superuser.
+SCHEMA_OWNER = "facegate_owner"
+SERVICE_ROLES = {"auth-gateway": "facegate_gateway", "matcher-worker": "facegate_matcher",
+                 "ctid-verifier": "facegate_ctid", "kiosk-orchestrator": "facegate_kiosk"}
+DATABASE_ROLES = {**SERVICE_ROLES, "facegate": SCHEMA_OWNER}
+SUPERUSERS = {"postgres"}
+# Kubernetes: the Secret key each executable's FACEGATE_DATABASE_URL comes from.
+DATABASE_URL_KEYS = {"auth-gateway": "gateway-database-url", "matcher-worker": "matcher-database-url",
+                     "ctid-verifier": "ctid-database-url", "kiosk-orchestrator": "kiosk-database-url",
+                     "facegate": "migrator-database-url"}
+# The variables deploy/k8s/base/files/set-role-passwords.sh reads each role's URL from.
+ROLE_PASSWORD_SCRIPT = "set-role-passwords.sh"
+ROLE_PASSWORD_ENV = {"facegate": "DATABASE_URL_OWNER", "auth-gateway": "DATABASE_URL_GATEWAY",
+                     "matcher-worker": "DATABASE_URL_MATCHER", "ctid-verifier": "DATABASE_URL_CTID",
+                     "kiosk-orchestrator": "DATABASE_URL_KIOSK"}
+
 TOPICS = {
     "face.jobs.v1": (12, {}), "ctid.jobs.v1": (6, {}), "kiosk.commands.v1": (6, {}),
     "replies.auth-gateway.v1": (16, {}), "replies.ctid-verifier.v1": (16, {}),
@@ -109,13 +132,18 @@ TOPICS = {
 }
 MATCHER_GROUP = "matcher-worker"
 MATCHER_TOPIC = "face.jobs.v1"
+# Job topics carry photos, portraits and document images, their replies personal data: records
+# are kept minutes, not the broker's default days. (Dead letters keep no value: metadata only.)
+SHORT_RETENTION_TOPICS = {"face.jobs.v1", "ctid.jobs.v1", "kiosk.commands.v1", "replies.auth-gateway.v1",
+                          "replies.ctid-verifier.v1", "replies.kiosk-orchestrator.v1"}
+MAX_SHORT_RETENTION_MS = 3_600_000
 
 # Kubernetes releases the manifests must validate against: the oldest still in common
 # support and the newest the schema package knows.
 KUBERNETES_VERSIONS = ["1.30.0", None]
 
 ROOT_FILES = {
-    "compose": "docker-compose.yml",
+    "compose": "deploy/docker-compose.yml",
     "compose_env": "deploy/compose.env.example",
     "dockerfile": "deploy/docker/Dockerfile",
     "dockerignore": "deploy/docker/Dockerfile.dockerignore",
@@ -128,6 +156,9 @@ ROOT_FILES = {
     "package": "Package.swift",
 }
 KUSTOMIZE_LAYOUTS = ["deploy/k8s", "deploy/k8s/sharded"]
+# The compose file that lived at the repository root before deploy/docker-compose.yml. Reported
+# as a warning while it is there (it is not the one deploy/ maintains), never as a failure.
+SUPERSEDED_COMPOSE = "docker-compose.yml"
 
 
 # --------------------------------------------------------------------------------------------
@@ -138,9 +169,13 @@ class FileReport:
     path: str
     what: str
     problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def fail(self, message: str) -> None:
         self.problems.append(" ".join(message.split()))
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(" ".join(message.split()))
 
 
 class Reporter:
@@ -160,8 +195,12 @@ class Reporter:
                 print(f"FAIL  {report.path}  ({report.what})")
                 for problem in report.problems:
                     print(f"      - {problem}")
+            elif report.warnings:
+                print(f"warn  {report.path}  ({report.what})")
             else:
                 print(f"ok    {report.path}  ({report.what})")
+            for warning in report.warnings:
+                print(f"      ! {warning}")
         print(f"validate-deploy: {len(self.reports)} files checked, {failed} with problems")
         return 1 if failed else 0
 
@@ -259,6 +298,42 @@ def check_matcher_shards(report: FileReport, gateways: dict[str, Any], matchers:
                         " (the gateway would wait for the wrong number of partial answers)")
     if count.isdigit() and indexes != {str(i) for i in range(int(count))}:
         report.fail(f"matcher shards {sorted(indexes)} do not cover 0..{int(count) - 1}")
+
+
+def interpolations_named(text: str) -> str:
+    """${VAR:?message} / ${VAR:-default} -> ${VAR}: the variable, without text that may hold '/' or '@'."""
+    return re.sub(r"\$\{([A-Za-z_]\w*)[^}]*\}", r"${\1}", text)
+
+
+def database_url_login(url: str) -> tuple[str, str] | None:
+    """(role, password) of postgres[ql]://role:password@host..., percent-decoded; None when the URL
+    names no role."""
+    match = re.match(r"^postgres(?:ql)?://([^@/?#]+)@", interpolations_named(url.strip()))
+    if not match:
+        return None
+    user, _, password = match.group(1).partition(":")
+    return urllib.parse.unquote(user), urllib.parse.unquote(password)
+
+
+def check_database_role(report: FileReport, where: str, executable: str, url: str,
+                        superusers: set[str], what: str = "FACEGATE_DATABASE_URL") -> None:
+    """The URL logs in as the executable's own role: a service never as the schema owner or a
+    superuser; the migrations as the owner, never as a superuser."""
+    expected = DATABASE_ROLES[executable]
+    login = database_url_login(url)
+    if login is None:
+        report.fail(f"{where}: {what} names no login role (postgres://ROLE:PASSWORD@HOST:PORT/facegate); "
+                    f"{executable} logs in as {expected}")
+        return
+    user = login[0]
+    if "$" in user:
+        report.fail(f"{where}: {what} takes its role from {user}; write {expected}, {executable}'s own role")
+    elif user in superusers:
+        report.fail(f"{where}: {what} logs in as the superuser {user}; {executable} logs in as {expected}")
+    elif user == SCHEMA_OWNER and executable != "facegate":
+        report.fail(f"{where}: {what} logs in as the schema owner {SCHEMA_OWNER}; {executable} logs in as its own role {expected}")
+    elif user != expected:
+        report.fail(f"{where}: {what} logs in as {user}, not {executable}'s own role {expected}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -531,11 +606,29 @@ def check_scripts(root: Path, reporter: Reporter) -> dict[str, tuple[int, dict[s
                     report.fail(f"topic {name} lacks {key}={value}")
         for name in sorted(set(table) - set(TOPICS)):
             report.fail(f"topic {name} is not in the contract")
+        for name in sorted(SHORT_RETENTION_TOPICS & set(table)):
+            check_short_retention(report, name, table[name][1])
     return table
 
 
+def check_short_retention(report: FileReport, name: str, configs: dict[str, str]) -> None:
+    """A topic carrying images or personal data keeps records minutes: retention.ms at most an hour,
+    in segments no longer than that (the broker deletes closed segments only)."""
+    retention, segment = configs.get("retention.ms"), configs.get("segment.ms")
+    if retention is None:
+        report.fail(f"topic {name} carries images or personal data but sets no retention.ms"
+                    " (the broker would keep it for its default, days)")
+        return
+    if not retention.isdigit() or not 0 < int(retention) <= MAX_SHORT_RETENTION_MS:
+        report.fail(f"topic {name}: retention.ms={retention} is not within 1..{MAX_SHORT_RETENTION_MS} (an hour)")
+        return
+    if segment is None or not segment.isdigit() or int(segment) > int(retention):
+        report.fail(f"topic {name}: segment.ms={segment} must be set and at most retention.ms={retention}"
+                    " (records expire with their segment, which rolls after segment.ms)")
+
+
 # --------------------------------------------------------------------------------------------
-# docker-compose.yml.
+# deploy/docker-compose.yml.
 
 def compose_schema() -> dict[str, Any]:
     from importlib import resources
@@ -576,6 +669,90 @@ def check_compose(root: Path, reporter: Reporter, image_env: dict[str, str],
     except (KeyError, TypeError, AttributeError, ValueError, IndexError) as error:
         report.fail(f"contract checks could not read the file: {type(error).__name__}: {error}")
     check_compose_env_example(root, path, reporter)
+    check_superseded_compose(root, reporter)
+
+
+def check_superseded_compose(root: Path, reporter: Reporter) -> None:
+    """A compose file left at the repository root is not the one deploy/ maintains: say so, with
+    its database-role problems, as warnings (it is outside deploy/)."""
+    path = root / SUPERSEDED_COMPOSE
+    if not path.exists():
+        return
+    report = reporter.file(SUPERSEDED_COMPOSE, f"superseded by {ROOT_FILES['compose']}: database roles only")
+    report.warn(f"superseded by {ROOT_FILES['compose']} (docker compose -f {ROOT_FILES['compose']} up);"
+                " this copy is not maintained with deploy/ and should be removed")
+    scratch = FileReport(SUPERSEDED_COMPOSE, "")
+    try:
+        documents = load_yaml_documents(path)
+        services = documents[0].get("services") or {} if documents and isinstance(documents[0], dict) else {}
+        check_compose_database_roles(scratch, services)
+    except (yaml.YAMLError, KeyError, TypeError, AttributeError, ValueError, IndexError) as error:
+        scratch.fail(f"could not be read: {type(error).__name__}: {error}")
+    for problem in scratch.problems:
+        report.warn(problem)
+
+
+def check_compose_database_roles(report: FileReport, services: dict[str, Any]) -> None:
+    """Every FaceGate container logs in as its own role with its own password; none gets the
+    superuser's password; a one-shot gives the service roles the passwords of those URLs."""
+    superusers = set(SUPERUSERS)
+    for name, service in services.items():
+        if not isinstance(service, dict) or "entrypoint" in service or "command" in service:
+            continue
+        if str(service.get("image", "")).rsplit("/", 1)[-1].startswith("postgres:"):
+            superuser = str(env_names(service.get("environment")).get("POSTGRES_USER", "postgres"))
+            superusers.add(superuser)
+            if superuser == SCHEMA_OWNER or superuser in SERVICE_ROLES.values():
+                report.fail(f"services.{name}: POSTGRES_USER {superuser} makes a FaceGate role the cluster's superuser")
+
+    urls: dict[str, set[str]] = {}
+    password_roles: dict[str, set[str]] = {}
+    setters: list[str] = []
+    for name, service in services.items():
+        if not isinstance(service, dict):
+            continue
+        where = f"services.{name}"
+        environment = env_names(service.get("environment"))
+        mounts = [str(v if isinstance(v, str) else (v or {}).get("source", "")) for v in service.get("volumes") or []]
+        if any(ROLE_PASSWORD_SCRIPT in m for m in mounts):
+            setters.append(name)
+        selected = environment.get("SERVICE")
+        if selected not in DATABASE_ROLES:
+            continue
+        for key, value in environment.items():
+            if "${POSTGRES_PASSWORD" in str(value):
+                report.fail(f"{where}: {key} carries the superuser's password POSTGRES_PASSWORD")
+        url = environment.get("FACEGATE_DATABASE_URL")
+        if url is None:
+            continue  # reported as a required variable
+        url = interpolations_named(str(url))
+        check_database_role(report, where, selected, url, superusers)
+        role = DATABASE_ROLES[selected]
+        urls.setdefault(role, set()).add(url)
+        login = database_url_login(url)
+        variable = re.fullmatch(r"\$\{(\w+)\}", login[1]) if login else None
+        if variable is None:
+            report.fail(f"{where}: the password in FACEGATE_DATABASE_URL is not a variable from .env (${{NAME}})")
+        else:
+            password_roles.setdefault(variable.group(1), set()).add(role)
+    for variable, roles in sorted(password_roles.items()):
+        if variable == "POSTGRES_PASSWORD":
+            report.fail(f"{', '.join(sorted(roles))} log in with the superuser's password POSTGRES_PASSWORD")
+        elif len(roles) > 1:
+            report.fail(f"the roles {', '.join(sorted(roles))} share the password {variable}: each role has its own")
+    if not setters:
+        report.fail(f"no one-shot runs {ROLE_PASSWORD_SCRIPT}: the services' login roles would have no password")
+    for name in setters:
+        environment = env_names(services[name].get("environment"))
+        for executable, variable in ROLE_PASSWORD_ENV.items():
+            role = DATABASE_ROLES[executable]
+            value = environment.get(variable)
+            if value is None:
+                report.fail(f"services.{name}: {variable} ({role}'s URL) is not set")
+                continue
+            check_database_role(report, f"services.{name}", executable, interpolations_named(str(value)), superusers, variable)
+            if role in urls and interpolations_named(str(value)) not in urls[role]:
+                report.fail(f"services.{name}: {variable} is not the URL {role} logs in with")
 
 
 def check_compose_contract(root: Path, path: Path, report: FileReport, compose: dict[str, Any],
@@ -583,6 +760,12 @@ def check_compose_contract(root: Path, path: Path, report: FileReport, compose: 
 
     services: dict[str, Any] = compose.get("services") or {}
     seen_services: set[str] = set()
+    # One-shots: run to completion before the services start (migrations, role passwords, topics).
+    one_shots = {n for n, s in services.items() if isinstance(s, dict) and str(s.get("restart", "")) == "no"}
+    migrations = {n for n, s in services.items() if isinstance(s, dict)
+                  and env_names(s.get("environment")).get("SERVICE") == "facegate"}
+    password_setters = {n for n, s in services.items() if isinstance(s, dict)
+                        and any(ROLE_PASSWORD_SCRIPT in str(v) for v in s.get("volumes") or [])}
     gateways: dict[str, dict[str, str]] = {}
     matchers: dict[str, dict[str, str]] = {}
     for name, service in services.items():
@@ -620,11 +803,15 @@ def check_compose_contract(root: Path, path: Path, report: FileReport, compose: 
             if healthcheck.get("disable"):
                 report.fail(f"{where}: healthcheck disabled for a long-running service")
             for dependency, condition in (depends.items() if isinstance(depends, dict) else []):
-                wanted = "service_completed_successfully" if dependency in ("init", "init-topics") else None
+                wanted = "service_completed_successfully" if dependency in one_shots else None
                 if wanted and (condition or {}).get("condition") != wanted:
                     report.fail(f"{where}: depends_on {dependency} must wait for {wanted}")
-            if not any(d in depends for d in ("init",)):
-                report.fail(f"{where}: does not wait for the migrations (depends_on init)")
+            for dependency in sorted(migrations):
+                if dependency not in depends:
+                    report.fail(f"{where}: does not wait for the migrations (depends_on {dependency})")
+            for dependency in sorted(password_setters):
+                if dependency not in depends:
+                    report.fail(f"{where}: does not wait for its role's password (depends_on {dependency})")
         if selected == "auth-gateway":
             published = [str(p) for p in service.get("ports", [])]
             if not any(p.endswith(f":{HTTP_PORT}") for p in published):
@@ -641,14 +828,22 @@ def check_compose_contract(root: Path, path: Path, report: FileReport, compose: 
     for missing in sorted(set(EXECUTABLES) - seen_services):
         report.fail(f"no service runs {missing}")
     check_matcher_shards(report, gateways, matchers)
+    check_compose_database_roles(report, services)
 
-    # Volumes that mount repository files must point at files that exist.
+    # Paths are relative to the compose file's folder: mounted files and the build context
+    # (the repository root, which the Dockerfile and its ignore file expect).
     for name, service in services.items():
         for volume in (service or {}).get("volumes", []) if isinstance(service, dict) else []:
             source = volume.split(":", 1)[0] if isinstance(volume, str) else (volume or {}).get("source", "")
-            if source.startswith("./") and not (root / source).exists():
+            if source.startswith(("./", "../")) and not (path.parent / source).exists():
                 report.fail(f"services.{name}: mounted file {source} does not exist")
-
+        build = (service or {}).get("build") if isinstance(service, dict) else None
+        if isinstance(build, dict):
+            context = (path.parent / str(build.get("context", "."))).resolve()
+            if context != root.resolve():
+                report.fail(f"services.{name}: build context {build.get('context')} is not the repository root")
+            elif not (context / str(build.get("dockerfile", "Dockerfile"))).exists():
+                report.fail(f"services.{name}: dockerfile {build.get('dockerfile')} does not exist in the build context")
 
 
 def check_compose_env_example(root: Path, path: Path, reporter: Reporter) -> None:
@@ -665,9 +860,9 @@ def check_compose_env_example(root: Path, path: Path, reporter: Reporter) -> Non
             keys.add(key)
     interpolated = set(re.findall(r"\$\{(\w+)", path.read_text()))
     for key in sorted(keys - interpolated):
-        report.fail(f"{key} is not used by docker-compose.yml")
+        report.fail(f"{key} is not used by {ROOT_FILES['compose']}")
     for key in sorted(required_vars - keys):
-        report.fail(f"{key} is required by docker-compose.yml but missing here")
+        report.fail(f"{key} is required by {ROOT_FILES['compose']} but missing here")
 
 
 # --------------------------------------------------------------------------------------------
@@ -715,6 +910,107 @@ def pod_labels_match(selector: dict[str, str], labels: dict[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
 
 
+def secret_source(entry: dict[str, Any] | None) -> str:
+    if entry is None:
+        return "nowhere"
+    if "value" in entry:
+        return "a value written into the manifest"
+    ref = (entry.get("valueFrom") or {}).get("secretKeyRef")
+    if ref:
+        return f"Secret {ref.get('name')} key {ref.get('key')}"
+    return "a ConfigMap or field reference"
+
+
+def check_database_secret(report: FileReport, where: str, executable: str, container: dict[str, Any],
+                          env: dict[str, Any]) -> None:
+    """FACEGATE_DATABASE_URL comes from the Secret key of the executable's own role, required."""
+    key, role = DATABASE_URL_KEYS[executable], DATABASE_ROLES[executable]
+    entry = next((v for v in container.get("env") or [] if v.get("name") == "FACEGATE_DATABASE_URL"), None)
+    if entry is None and "FACEGATE_DATABASE_URL" not in env:
+        return  # reported as a required variable
+    if entry is not None and "value" in entry:
+        check_database_role(report, where, executable, str(entry["value"]), SUPERUSERS)
+    ref = ((entry or {}).get("valueFrom") or {}).get("secretKeyRef") or {}
+    if ref.get("name") != "facegate-secrets" or ref.get("key") != key:
+        report.fail(f"{where}: FACEGATE_DATABASE_URL comes from {secret_source(entry)}, not Secret facegate-secrets"
+                    f" key {key} ({executable}'s own role {role})")
+    elif ref.get("optional"):
+        report.fail(f"{where}: FACEGATE_DATABASE_URL is optional; the {key} key must exist")
+
+
+def check_role_password_container(report: FileReport, where: str, container: dict[str, Any]) -> None:
+    """set-role-passwords.sh reads each role's URL from the same Secret key the role's workload uses."""
+    entries = {v.get("name"): v for v in container.get("env") or []}
+    for executable, variable in ROLE_PASSWORD_ENV.items():
+        key = DATABASE_URL_KEYS[executable]
+        ref = ((entries.get(variable) or {}).get("valueFrom") or {}).get("secretKeyRef") or {}
+        if ref.get("name") != "facegate-secrets" or ref.get("key") != key:
+            report.fail(f"{where}: {variable} comes from {secret_source(entries.get(variable))}, not Secret"
+                        f" facegate-secrets key {key} (the URL {DATABASE_ROLES[executable]} logs in with)")
+
+
+def selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A Kubernetes label selector (matchLabels and matchExpressions) against a pod's labels."""
+    if not pod_labels_match(selector.get("matchLabels") or {}, labels):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression["key"], expression["operator"], expression.get("values") or []
+        if operator == "In" and labels.get(key) not in values:
+            return False
+        if operator == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if operator == "Exists" and key not in labels:
+            return False
+        if operator == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def check_network_policies(report: FileReport, by_kind: dict[str, list[dict[str, Any]]],
+                           config_maps: dict[str, dict[str, str]]) -> None:
+    """Default deny both ways; ingress only to the gateway's HTTP port (from anywhere) and to admin
+    ports (from a named source); egress to what each workload uses."""
+    policies = by_kind.get("NetworkPolicy", [])
+    if not policies:
+        report.fail("no NetworkPolicy: every pod may reach, and be reached from, anything")
+        return
+    if not any(not (p["spec"].get("podSelector") or {}) and {"Ingress", "Egress"} <= set(p["spec"].get("policyTypes") or [])
+               and not p["spec"].get("ingress") and not p["spec"].get("egress") for p in policies):
+        report.fail("no default-deny NetworkPolicy (podSelector {}, policyTypes Ingress and Egress, no rules)")
+    for workload in by_kind.get("Deployment", []) + by_kind.get("Job", []):
+        kind, name = workload["kind"], workload["metadata"]["name"]
+        pod = workload["spec"]["template"]
+        containers = (pod["spec"].get("initContainers") or []) + pod["spec"]["containers"]
+        executables = {container_env(c, config_maps)[0].get("SERVICE") for c in containers} - {None}
+        named_ports = {p.get("name"): p.get("containerPort") for c in containers for p in c.get("ports") or []}
+        public = {HTTP_PORT} if "auth-gateway" in executables else set()
+        admin = {ADMIN_PORTS[e] for e in executables if e in ADMIN_PORTS}
+        selecting = [p for p in policies if selector_matches(p["spec"].get("podSelector") or {}, pod["metadata"].get("labels") or {})]
+        egress_ports: set[Any] = set()
+        for policy in selecting:
+            where = f"NetworkPolicy/{policy['metadata']['name']}"
+            for rule in policy["spec"].get("ingress") or []:
+                if not rule.get("ports"):
+                    report.fail(f"{where}: admits {kind}/{name} on every port")
+                for port in rule.get("ports") or []:
+                    number = named_ports.get(port.get("port"), port.get("port"))
+                    if number in admin and not rule.get("from"):
+                        report.fail(f"{where}: admits the admin port of {kind}/{name} from anywhere (only monitoring needs it)")
+                    elif number not in public | admin:
+                        report.fail(f"{where}: admits {kind}/{name} on port {port.get('port')}; it serves"
+                                    f" {sorted(public | admin) or 'nothing'}")
+            for rule in policy["spec"].get("egress") or []:
+                egress_ports |= {p.get("port") for p in rule.get("ports") or [{"port": "any"}]}
+        needs = {53: "DNS"}
+        if executables:
+            needs[5432] = "PostgreSQL"
+        if executables - {"facegate"} or any("create-topics.sh" in str(c.get("command")) for c in containers):
+            needs[9092] = "Kafka"
+        for port, what in needs.items():
+            if port not in egress_ports and "any" not in egress_ports:
+                report.fail(f"{kind}/{name}: no NetworkPolicy lets it reach {what} (port {port}); the default deny cuts it off")
+
+
 def check_rendered_layout(report: FileReport, documents: list[dict[str, Any]], image_env: dict[str, str],
                           secret_keys: set[str], topics: dict[str, tuple[int, dict[str, str]]],
                           keda_schema: dict[str, Any], secret_variables: dict[str, str] | None = None) -> None:
@@ -759,7 +1055,7 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
             report.fail(f"{kind}/{name}: pod securityContext.runAsNonRoot is not true")
         if kind == "Deployment" and pod.get("enableServiceLinks", True):
             report.fail(f"{kind}/{name}: enableServiceLinks must be false (service links inject *_PORT variables)")
-        for container in pod.get("containers", []):
+        for container in (pod.get("initContainers") or []) + pod.get("containers", []):
             where = f"{kind}/{name}/{container['name']}"
             problem = image_problem(container.get("image", ""))
             if problem:
@@ -774,11 +1070,19 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
             env, ref_problems = container_env(container, config_maps)
             for problem in ref_problems:
                 report.fail(f"{where}: {problem}")
+            sets_role_passwords = any(ROLE_PASSWORD_SCRIPT in str(word)
+                                      for word in (container.get("command") or []) + (container.get("args") or []))
+            if sets_role_passwords:
+                check_role_password_container(report, where, container)
             for variable in container.get("env", []) or []:
                 secret = ((variable.get("valueFrom") or {}).get("secretKeyRef") or {})
                 if secret and secret.get("name") == "facegate-secrets" and secret.get("key") not in secret_keys:
                     report.fail(f"{where}: secret key {secret.get('key')} is not documented in secret.example.yaml")
                 documented = secret_variables.get(secret.get("key")) if secret else None
+                # The role-password setter reads the same URLs under its own names.
+                alias = {DATABASE_URL_KEYS[e]: v for e, v in ROLE_PASSWORD_ENV.items()}.get(secret.get("key"))
+                if sets_role_passwords and alias and variable["name"] == alias:
+                    continue
                 if documented and variable["name"] != documented:
                     # e.g. ctid-private-key handed to the gateway as FACEGATE_CTID_PUBLIC_KEY.
                     report.fail(f"{where}: secret key {secret.get('key')} is mapped to {variable['name']},"
@@ -791,6 +1095,7 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
                 continue
             services_running.add(selected)
             check_env_for_service(report, where, selected, env, set(image_env))
+            check_database_secret(report, where, selected, container, env)
             if selected == "auth-gateway":
                 gateways[where] = env
             elif selected == "matcher-worker":
@@ -823,8 +1128,10 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
     for missing in sorted(set(EXECUTABLES) - services_running):
         report.fail(f"nothing runs {missing}")
     check_matcher_shards(report, gateways, matchers)
-    facegate_images = {c.get("image") for w in workloads for c in w["spec"]["template"]["spec"]["containers"]
+    facegate_images = {c.get("image") for w in workloads
+                       for c in (w["spec"]["template"]["spec"].get("initContainers") or []) + w["spec"]["template"]["spec"]["containers"]
                        if any(v.get("name") == "SERVICE" for v in c.get("env", []) or [])}
+    check_network_policies(report, by_kind, config_maps)
     if len(facegate_images) > 1:
         report.fail(f"FaceGate workloads run different images: {sorted(map(str, facegate_images))}")
 
@@ -895,6 +1202,25 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
             report.fail(f"Deployment/{unscaled}: no replicas and no autoscaler")
 
 
+def check_secret_database_urls(report: FileReport, documents: list[dict[str, Any]]) -> None:
+    """The example Secret has one database URL per role, each naming its role, each its own password."""
+    data: dict[str, str] = {}
+    for document in documents:
+        data.update({k: str(v) for k, v in (document.get("stringData") or {}).items()})
+    passwords: dict[str, list[str]] = {}
+    for executable, key in DATABASE_URL_KEYS.items():
+        if key not in data:
+            report.fail(f"{key} is missing: the database URL of {executable} ({DATABASE_ROLES[executable]})")
+            continue
+        check_database_role(report, key, executable, data[key], SUPERUSERS, "the URL")
+        login = database_url_login(data[key])
+        if login:
+            passwords.setdefault(login[1], []).append(key)
+    for keys in passwords.values():
+        if len(keys) > 1:
+            report.fail(f"{', '.join(keys)} share one password: each role has its own")
+
+
 def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
                      topics: dict[str, tuple[int, dict[str, str]]]) -> None:
     keda_schema_path = root / ROOT_FILES["keda_schema"]
@@ -961,6 +1287,7 @@ def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
             secret_keys |= set(re.findall(r"^#   ([a-z][a-z-]+)\s{2,}FACEGATE_", path.read_text(), re.M))
             # ... and name the one variable each key may be mapped to.
             secret_variables = dict(re.findall(r"^#   ([a-z][a-z-]+)\s{2,}(FACEGATE_\w+)", path.read_text(), re.M))
+            check_secret_database_urls(report, [d for d in documents if isinstance(d, dict)])
 
     kubectl = tool("kubectl")
     for layout in KUSTOMIZE_LAYOUTS:

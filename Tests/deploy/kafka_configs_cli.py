@@ -1,0 +1,41 @@
+"""The subset of Apache Kafka's kafka-configs.sh that create-topics.sh uses, over the Kafka admin
+API (librdkafka through confluent-kafka), so the script can run against the test broker without a
+JVM: `--entity-type topics --entity-name T --alter --add-config k=v[,k=v]` (an incremental SET of
+each setting, as kafka-configs.sh does).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="kafka-configs.sh")
+    parser.add_argument("--bootstrap-server", required=True)
+    parser.add_argument("--command-config")
+    parser.add_argument("--entity-type", required=True, choices=["topics"])
+    parser.add_argument("--entity-name", required=True)
+    parser.add_argument("--alter", action="store_true", required=True)
+    parser.add_argument("--add-config", required=True)
+    arguments = parser.parse_args()
+    if arguments.command_config:
+        print("kafka-configs: --command-config is not supported here", file=sys.stderr)
+        return 1
+    admin = AdminClient({"bootstrap.servers": arguments.bootstrap_server})
+    entries = [ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+               for name, _, value in (item.partition("=") for item in arguments.add_config.split(","))]
+    resource = ConfigResource("topic", arguments.entity_name, incremental_configs=entries)
+    try:
+        admin.incremental_alter_configs([resource], request_timeout=30)[resource].result()
+    except KafkaException as error:
+        print(f"Error while executing config command : {error}", file=sys.stderr)
+        return 1
+    print(f"Completed updating config for topic {arguments.entity_name}.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
