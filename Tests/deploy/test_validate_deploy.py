@@ -25,12 +25,9 @@ VALIDATOR = REPO / "deploy/validate/validate_deploy.py"
 
 
 COMPOSE = "deploy/docker-compose.yml"
-SUPERSEDED_COMPOSE = "docker-compose.yml"
 
 
 def copy_tree(destination: Path) -> None:
-    if (REPO / SUPERSEDED_COMPOSE).exists():
-        shutil.copy2(REPO / SUPERSEDED_COMPOSE, destination / SUPERSEDED_COMPOSE)
     shutil.copy2(REPO / "Package.swift", destination / "Package.swift")
     shutil.copytree(REPO / "deploy", destination / "deploy",
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -310,15 +307,6 @@ class ValidatorTests(unittest.TestCase):
     def test_compose_build_context_outside_the_repository_is_rejected(self) -> None:
         self.edit(COMPOSE, "    context: ..\n", "    context: .\n")
         self.assert_rejected(COMPOSE, "services.migrate: build context . is not the repository root")
-
-    def test_superseded_root_compose_file_is_only_a_warning(self) -> None:
-        (self.root / SUPERSEDED_COMPOSE).write_text(
-            "services:\n  gateway:\n    image: facegate:1\n    environment:\n      SERVICE: auth-gateway\n"
-            "      FACEGATE_DATABASE_URL: postgres://postgres:${POSTGRES_PASSWORD}@db/facegate\n")
-        result = self.run_validator()
-        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
-        self.assertRegex(result.stdout, rf"(?m)^warn  {re.escape(SUPERSEDED_COMPOSE)}  \(")
-        self.assertIn("services.gateway: FACEGATE_DATABASE_URL logs in as the superuser postgres", result.stdout)
 
     # -- Dockerfile -------------------------------------------------------------------------
 

@@ -156,9 +156,6 @@ ROOT_FILES = {
     "package": "Package.swift",
 }
 KUSTOMIZE_LAYOUTS = ["deploy/k8s", "deploy/k8s/sharded"]
-# The compose file that lived at the repository root before deploy/docker-compose.yml. Reported
-# as a warning while it is there (it is not the one deploy/ maintains), never as a failure.
-SUPERSEDED_COMPOSE = "docker-compose.yml"
 
 
 # --------------------------------------------------------------------------------------------
@@ -669,27 +666,6 @@ def check_compose(root: Path, reporter: Reporter, image_env: dict[str, str],
     except (KeyError, TypeError, AttributeError, ValueError, IndexError) as error:
         report.fail(f"contract checks could not read the file: {type(error).__name__}: {error}")
     check_compose_env_example(root, path, reporter)
-    check_superseded_compose(root, reporter)
-
-
-def check_superseded_compose(root: Path, reporter: Reporter) -> None:
-    """A compose file left at the repository root is not the one deploy/ maintains: say so, with
-    its database-role problems, as warnings (it is outside deploy/)."""
-    path = root / SUPERSEDED_COMPOSE
-    if not path.exists():
-        return
-    report = reporter.file(SUPERSEDED_COMPOSE, f"superseded by {ROOT_FILES['compose']}: database roles only")
-    report.warn(f"superseded by {ROOT_FILES['compose']} (docker compose -f {ROOT_FILES['compose']} up);"
-                " this copy is not maintained with deploy/ and should be removed")
-    scratch = FileReport(SUPERSEDED_COMPOSE, "")
-    try:
-        documents = load_yaml_documents(path)
-        services = documents[0].get("services") or {} if documents and isinstance(documents[0], dict) else {}
-        check_compose_database_roles(scratch, services)
-    except (yaml.YAMLError, KeyError, TypeError, AttributeError, ValueError, IndexError) as error:
-        scratch.fail(f"could not be read: {type(error).__name__}: {error}")
-    for problem in scratch.problems:
-        report.warn(problem)
 
 
 def check_compose_database_roles(report: FileReport, services: dict[str, Any]) -> None:
