@@ -84,13 +84,14 @@ let package = Package(
         // The Swift client apps use: the mobile SDKs' shapes over the HTTP API.
         // On Apple platforms it uses CryptoKit and CommonCrypto instead of the OpenSSL wrapper.
         .target(
-            name: "FaceGateClient", dependencies: [.target(name: "Crypto", condition: .when(platforms: [.linux]))],
+            name: "FaceGateClient",
+            dependencies: [.target(name: "Crypto", condition: .when(platforms: [.linux])), .target(name: "JWT", condition: .when(platforms: [.linux]))],
             path: "Client/FaceGateClient"),
 
         // Benchmarks: one executable, one subcommand per benchmark; peers run beside it from Benchmarks/peers.
         .executableTarget(
             name: "facegate-bench",
-            dependencies: ["FaceEngine", "KafkaClient", "PostgresClient", "HTTPServer", "ServiceKit", "FaceGateCore",
+            dependencies: ["FaceEngine", "KafkaClient", "PostgresClient", "HTTPServer", "ServiceKit", "FaceGateCore", "Crypto", "JWT",
                            "DocumentOCR", "FaceGateTestSupport"],
             path: "Benchmarks/Sources"),
 

@@ -28,7 +28,7 @@ func runDeviceAssertionBenchmark(arguments: [String]) async throws {
 
     let admin = ["Authorization": "Bearer \(adminKey)", "Content-Type": "application/json"]
     let (_, appData) = try await HTTP.call("POST", base + "/v1/apps", headers: admin,
-                                           body: Data(#"{"name":"bench-device","modules":{"deviceAuth":"formal"}}"#.utf8))
+                                           body: Data(#"{"name":"bench-device","deviceBinding":"header","modules":{"deviceAuth":"formal"}}"#.utf8))
     let app = HTTP.json(appData)
     guard let appId = app["appId"] as? String, let secret = app["appSecret"] as? String else { throw BenchError("no app: \(app)") }
     let (_, userData) = try await HTTP.call("POST", base + "/v1/apps/\(appId)/users", headers: admin,

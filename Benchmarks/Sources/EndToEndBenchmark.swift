@@ -40,7 +40,7 @@ func runEndToEndBenchmark(arguments: [String]) async throws {
     // One app, one enrolled user, one confirmed device.
     let admin = ["Authorization": "Bearer \(adminKey)", "Content-Type": "application/json"]
     let (_, appData) = try await HTTP.call("POST", base + "/v1/apps", headers: admin,
-                                           body: Data(#"{"name":"bench","modules":{"faceLogin":"formal"}}"#.utf8))
+                                           body: Data(#"{"name":"bench","deviceBinding":"header","modules":{"faceLogin":"formal"}}"#.utf8))
     let app = HTTP.json(appData)
     guard let appId = app["appId"] as? String, let secret = app["appSecret"] as? String else { throw BenchError("no app: \(app)") }
     let (_, userData) = try await HTTP.call("POST", base + "/v1/apps/\(appId)/users", headers: admin,

@@ -30,7 +30,7 @@ func runKioskFlowBenchmark(arguments: [String]) async throws {
 
     let admin = ["Authorization": "Bearer \(adminKey)", "Content-Type": "application/json"]
     let (_, appData) = try await HTTP.call("POST", base + "/v1/apps", headers: admin,
-                                           body: Data(#"{"name":"kiosk bench","modules":{"kiosk":"formal"}}"#.utf8))
+                                           body: Data(#"{"name":"kiosk bench","deviceBinding":"header","modules":{"kiosk":"formal"}}"#.utf8))
     let app = HTTP.json(appData)
     guard let appId = app["appId"] as? String, let secret = app["appSecret"] as? String else { throw BenchError("no app: \(app)") }
     let basic = "Basic " + Data("\(appId):\(secret)".utf8).base64EncodedString()

@@ -10,6 +10,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("gallery", "1:N search at 10k/100k/1M templates vs numpy and FAISS; memory per template", runGalleryBenchmark),
     ("gallery-load", "matcher start-up with 1M sealed templates in PostgreSQL; memory per template", runGalleryLoadBenchmark),
     ("e2e", "face login over HTTP through the whole stack, 1 and 2 matcher replicas; requests in flight", runEndToEndBenchmark),
+    ("dpop", "DPoP proof make/verify cost; face login on a bound key (1:1) vs header mode (1:N) over HTTP, p50/p99", runDPoPBenchmark),
     ("device-assertion", "device-credential challenge + assertion round trips over HTTP; p50/p99", runDeviceAssertionBenchmark),
     ("mrz", "ID-card MRZ read back from rendered cards at three degradation levels; accuracy and time", runMRZBenchmark),
     ("ctid", "CTID envelope seal/open and forged-tag refusal on one core vs Python cryptography", runCTIDBenchmark),

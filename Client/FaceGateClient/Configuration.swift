@@ -6,8 +6,14 @@ public struct FaceGateConfiguration: Sendable {
     public var baseURL: URL
     /// The app's id (a UUID): CTID envelopes and device assertions name it.
     public var appId: String
-    /// Sent as `X-Device-Id` on every call: 1–128 printable ASCII characters, stable per installation.
+    /// Sent as `X-Device-Id` on every call: 1–128 printable ASCII characters, stable per installation. On apps
+    /// that bind devices by key it is only a label: the device is its key.
     public var deviceId: String
+    #if os(Linux)
+    /// Signs a DPoP proof for every client call; by default the app's key in the user's data directory
+    /// (`DeviceKey.standard(appId:)`). Nil sends no proof (only apps in header mode accept that).
+    public var deviceKey: DeviceKey?
+    #endif
     /// The access token to start with; `setAccessToken(_:)` replaces it later.
     public var accessToken: String?
     /// Asked for a new access token (from the app's own server) when there is none yet or the gateway answers
@@ -27,6 +33,9 @@ public struct FaceGateConfiguration: Sendable {
         self.baseURL = baseURL
         self.appId = appId
         self.deviceId = deviceId
+        #if os(Linux)
+        deviceKey = .standard(appId: appId)
+        #endif
         self.accessToken = accessToken
         self.refreshAccessToken = refreshAccessToken
         self.requestTimeout = requestTimeout

@@ -63,6 +63,9 @@ public struct DeviceCredentialPolicy: RawRepresentable, Sendable, Hashable {
 public struct DeviceCredentialChallenge: Sendable, Equatable, Decodable {
     public var challenge: String
     public var expiresIn: Int
+    /// The device identity the server knows this device by (its key thumbprint when the app binds devices
+    /// by key); the assertion signs it.
+    public var deviceId: String?
 }
 
 /// Device biometric credentials: register a key after a face login, then log in by signing a server challenge.
@@ -102,7 +105,7 @@ public final class DeviceCredentialClient: Sendable {
         let signature: Data
         do {
             counter = try await signer.nextCounter()
-            let message = [Self.assertionDomain, configuration.appId.lowercased(), configuration.deviceId, credentialId,
+            let message = [Self.assertionDomain, configuration.appId.lowercased(), challenge.deviceId ?? configuration.deviceId, credentialId,
                            challenge.challenge, String(counter)].joined(separator: "\n")
             signature = try await signer.sign(Data(message.utf8))
         } catch {

@@ -85,12 +85,14 @@ public final class FaceLogin: Sendable {
         try await login(body: .frames(frames, challengeId: challenge.challengeId))
     }
 
-    /// `POST /v1/face-login/confirm` for the pending confirmation.
-    public func confirm(employeeNumber: String) async throws(FaceGateError) -> FaceGateIdentity {
+    /// `POST /v1/face-login/confirm` for the pending confirmation. `bindingTicket`: on apps whose binding policy
+    /// asks for one, the ticket the app server (or one of the person's bound devices) got for this user.
+    public func confirm(employeeNumber: String, bindingTicket: String? = nil) async throws(FaceGateError) -> FaceGateIdentity {
         guard let pending = pendingConfirmation else { throw .usage("no login is waiting for confirmation") }
-        struct Body: Encodable { var confirmationId: String; var employeeNumber: String }
+        struct Body: Encodable { var confirmationId: String; var employeeNumber: String; var bindingTicket: String? }
         let answer = try await transport.send("POST", "/v1/face-login/confirm",
-                                              body: .json(Body(confirmationId: pending.confirmationId, employeeNumber: employeeNumber)))
+                                              body: .json(Body(confirmationId: pending.confirmationId, employeeNumber: employeeNumber,
+                                                               bindingTicket: bindingTicket)))
         let identity = try answer.decode(FaceGateIdentity.self)
         state.withLock { if $0.pending == pending { $0.pending = nil } }
         return identity
@@ -126,10 +128,10 @@ public final class FaceLogin: Sendable {
         report { login throws(FaceGateError) in try await login.validate(frames: frames, challenge: challenge) }
     }
 
-    /// Runs `confirm(employeeNumber:)` and tells the delegate.
+    /// Runs `confirm(employeeNumber:bindingTicket:)` and tells the delegate.
     @discardableResult
-    public func confirm(employeeNumber: String) -> FaceGateCall {
-        report { login throws(FaceGateError) in .success(try await login.confirm(employeeNumber: employeeNumber)) }
+    public func confirm(employeeNumber: String, bindingTicket: String? = nil) -> FaceGateCall {
+        report { login throws(FaceGateError) in .success(try await login.confirm(employeeNumber: employeeNumber, bindingTicket: bindingTicket)) }
     }
 
     private func report(_ call: @escaping @Sendable (FaceLogin) async throws(FaceGateError) -> FaceLoginOutcome) -> FaceGateCall {

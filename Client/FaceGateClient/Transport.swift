@@ -80,8 +80,8 @@ struct HTTPAnswer: Sendable {
     }
 }
 
-/// The calls every client makes: base URL, device id, access token (refreshed through the app's hook and
-/// retried once), timeout, cancellation, and the error envelope turned into `FaceGateError`.
+/// The calls every client makes: base URL, device id and DPoP proof, access token (refreshed through the
+/// app's hook and retried once), timeout, cancellation, and the error envelope turned into `FaceGateError`.
 final class Transport: Sendable {
     let configuration: FaceGateConfiguration
     let session: URLSession
@@ -165,6 +165,11 @@ final class Transport: Sendable {
             request.httpBody = body.data
             request.setValue(body.contentType, forHTTPHeaderField: "Content-Type")
         }
+        #if os(Linux)
+        if let key = configuration.deviceKey, let url = request.url {
+            request.setValue(try key.proof(method: method, url: url, accessToken: accessToken, body: body?.data), forHTTPHeaderField: "DPoP")
+        }
+        #endif
         let (data, response) = try await perform(request)
         if (200..<300).contains(response.statusCode) { return HTTPAnswer(status: response.statusCode, body: data) }
         throw Self.error(status: response.statusCode, body: data, retryAfter: response.value(forHTTPHeaderField: "Retry-After"))

@@ -40,13 +40,18 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     case sessionExpired = "SESSION_EXPIRED"
     case tooManyAttempts = "TOO_MANY_ATTEMPTS"
     case approvalDenied = "APPROVAL_DENIED"
+    /// A missing, malformed, replayed or mismatched DPoP proof (RFC 9449 `invalid_dpop_proof`).
+    case dpopProofInvalid = "DPOP_PROOF_INVALID"
+    /// The app binds new device keys only with a ticket (from the app server or a bound device), and
+    /// none valid for the claimed user came with the confirmation.
+    case bindingTicketInvalid = "BINDING_TICKET_INVALID"
     case internalError = "INTERNAL"
 
     public var httpStatus: Int {
         switch self {
         case .invalidRequest, .invalidEnvelope: 400
-        case .unauthorized, .accessTokenInvalid, .accessTokenExpired, .identityTokenInvalid, .identityTokenExpired: 401
-        case .forbidden, .moduleDisabled, .moduleNotFormal: 403
+        case .unauthorized, .accessTokenInvalid, .accessTokenExpired, .identityTokenInvalid, .identityTokenExpired, .dpopProofInvalid: 401
+        case .forbidden, .moduleDisabled, .moduleNotFormal, .bindingTicketInvalid: 403
         case .notFound, .credentialNotEnrolled: 404
         case .conflict, .identityTokenUsed, .confirmationInvalid: 409
         case .payloadTooLarge: 413

@@ -28,6 +28,7 @@ public enum Schema {
         Step(version: 5, name: "kiosk approval policy, session lookups, used liveness frames", sql: kioskApproval),
         Step(version: 6, name: "service login roles", sql: serviceLoginRoles),
         Step(version: 7, name: "face model per app", sql: faceModelPerApp),
+        Step(version: 8, name: "device binding by DPoP key", sql: deviceBinding),
     ]
 
     static let core = """
@@ -333,5 +334,19 @@ public enum Schema {
     -- One name per model, the one apps use.
     UPDATE face_templates SET model_id = 'dlib-resnet-v1' WHERE model_id = 'dlib_face_recognition_resnet_model_v1';
     CREATE INDEX face_templates_user_model ON face_templates (user_id, model_id);
+    """
+
+    static let deviceBinding = """
+    -- Apps created before device keys keep the X-Device-Id header and the employee-number confirmation;
+    -- the gateway names both settings for every new app.
+    ALTER TABLE apps ADD COLUMN device_binding text NOT NULL DEFAULT 'header' CHECK (device_binding IN ('dpop', 'header'));
+    ALTER TABLE apps ADD COLUMN device_binding_policy text NOT NULL DEFAULT 'employeeNumber'
+        CHECK (device_binding_policy IN ('employeeNumber', 'appServerTicket', 'boundDevice'));
+    -- A confirmation from an unbound key is asked whatever the face matched: it keeps the users the probe
+    -- was within the threshold of ([{"userId", "distance"}], best first), and the person claims one of them.
+    ALTER TABLE login_confirmations ALTER COLUMN user_id DROP NOT NULL;
+    ALTER TABLE login_confirmations ADD COLUMN candidates jsonb NOT NULL DEFAULT '[]';
+    -- A device bound by proving its key, as against one named by the header: only these count for a proof.
+    ALTER TABLE devices ADD COLUMN key_bound boolean NOT NULL DEFAULT false;
     """
 }

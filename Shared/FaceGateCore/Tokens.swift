@@ -44,9 +44,17 @@ public struct IdentityTokenClaims: Codable, Sendable {
     public var deviceId: String
     public var method: String
     public var transactionId: String
+    /// RFC 7800 confirmation: the thumbprint of the device key the token was issued to (RFC 9449 §6.1),
+    /// absent on apps that identify devices by header.
+    public var cnf: KeyConfirmation?
+
+    public struct KeyConfirmation: Codable, Sendable, Equatable {
+        public var jkt: String
+        public init(jkt: String) { self.jkt = jkt }
+    }
 
     public init(issuer: String, appId: UUID, userId: UUID, deviceId: String, method: String, transactionId: UUID,
-                issuedAt: Date, ttl: TimeInterval, jti: String = UUID().uuidString.lowercased()) {
+                issuedAt: Date, ttl: TimeInterval, keyThumbprint: String? = nil, jti: String = UUID().uuidString.lowercased()) {
         self.iss = issuer
         self.aud = appId.uuidString.lowercased()
         self.sub = userId.uuidString.lowercased()
@@ -58,5 +66,6 @@ public struct IdentityTokenClaims: Codable, Sendable {
         self.deviceId = deviceId
         self.method = method
         self.transactionId = transactionId.uuidString.lowercased()
+        self.cnf = keyThumbprint.map(KeyConfirmation.init)
     }
 }

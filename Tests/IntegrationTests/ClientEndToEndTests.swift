@@ -24,8 +24,10 @@ import Testing
                 return try await stack.accessToken(app)
             }
         }
-        return FaceGateConfiguration(baseURL: URL(string: stack.baseURL)!, appId: app.id, deviceId: device, accessToken: accessToken,
-                                     refreshAccessToken: refresh, requestTimeout: timeout)
+        var configuration = FaceGateConfiguration(baseURL: URL(string: stack.baseURL)!, appId: app.id, deviceId: device, accessToken: accessToken,
+                                                  refreshAccessToken: refresh, requestTimeout: timeout)
+        configuration.deviceKey = DeviceKey(file: URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("facegate-test-keys/\(app.id)-\(device).der"))
+        return configuration
     }
 
     /// Collects what a `FaceLogin` tells its delegate.
@@ -70,12 +72,14 @@ import Testing
 
     @Test func faceLoginConfirmRefreshAndDeviceCredentialsThroughTheClient() async throws {
         try await TestStack.with() { stack in
-            let app = try await stack.createApp()
+            // The seed flow on an app that knows devices by their keys: the client signs every call.
+            let app = try await stack.createApp(extra: ["deviceBinding": "dpop"])
             let obama = try await stack.createUser(app, employeeNumber: "E1001", name: "Barack Obama")
             #expect(try await stack.enroll(app, user: obama, photo: "obama.jpg").status == 201)
             let counter = RefreshCounter()
             // No access token yet: the hook is asked before the first call.
-            let login = FaceLogin(configuration: Self.configuration(stack, app, device: "client-phone", counter: counter))
+            let configuration = Self.configuration(stack, app, device: "client-phone", counter: counter)
+            let login = FaceLogin(configuration: configuration)
 
             // A new device: confirmation, a wrong number, then the right one.
             let first = try await login.validate(image: try TestEnvironment.image("obama2.jpg"))
@@ -102,7 +106,7 @@ import Testing
             let exchanged = try await exchange(stack, app, confirmed.identityToken)
             #expect(exchanged.status == 200)
             #expect(exchanged.string("employeeNumber") == "E1001")
-            #expect(exchanged.string("deviceId") == "client-phone")
+            #expect(exchanged.string("deviceId") == (try configuration.deviceKey?.thumbprint()))
             #expect(exchanged.string("method") == "face")
             _ = await Self.expectError("USAGE") { () async throws(FaceGateError) in _ = try await login.confirm(employeeNumber: "E1001") }
 
@@ -156,7 +160,8 @@ import Testing
 
             // The same through the delegate.
             let recorder = FaceLoginRecorder()
-            let delegated = FaceLogin(configuration: Self.configuration(stack, app, device: "kiosk-7"), delegate: recorder)
+            let kioskConfiguration = Self.configuration(stack, app, device: "kiosk-7")
+            let delegated = FaceLogin(configuration: kioskConfiguration, delegate: recorder)
             await Self.startValidation(delegated, image: try TestEnvironment.image("obama2.jpg")).finish()
             guard case .needsConfirmation(let pending)? = recorder.callbacks.last else {
                 Issue.record("delegate heard \(recorder.callbacks)")
@@ -168,7 +173,7 @@ import Testing
                 Issue.record("delegate heard \(recorder.callbacks)")
                 return
             }
-            #expect(try await exchange(stack, app, delegatedIdentity.identityToken).string("deviceId") == "kiosk-7")
+            #expect(try await exchange(stack, app, delegatedIdentity.identityToken).string("deviceId") == (try kioskConfiguration.deviceKey?.thumbprint()))
             await Self.startValidation(delegated, image: try TestEnvironment.image("biden.jpg")).finish()
             guard case .failed(.noMatchFace(let server))? = recorder.callbacks.last else {
                 Issue.record("delegate heard \(recorder.callbacks)")
@@ -196,7 +201,7 @@ import Testing
             #expect(asserted.userId == obama)
             let byDevice = try await exchange(stack, app, asserted.identityToken)
             #expect(byDevice.string("method") == "device_biometric")
-            #expect(byDevice.string("deviceId") == "client-phone")
+            #expect(byDevice.string("deviceId") == (try configuration.deviceKey?.thumbprint()))
             #expect(try await devices.authenticate(credentialId: credentialId, signer: key).userId == obama)
             // Another key cannot assert this credential.
             let forged = await Self.expectError("AUTHENTICATION_FAILED") { () async throws(FaceGateError) in

@@ -211,8 +211,10 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
         var secret: String
     }
 
+    /// `extra` overrides; apps here identify devices by `X-Device-Id` unless `extra` names another
+    /// `deviceBinding` (DPoPTests and the client tests use keys).
     func createApp(formal: Bool = true, extra: [String: Any] = [:]) async throws -> App {
-        var body: [String: Any] = ["name": "app \(UUID().uuidString.prefix(6))"]
+        var body: [String: Any] = ["name": "app \(UUID().uuidString.prefix(6))", "deviceBinding": "header", "deviceBindingPolicy": "employeeNumber"]
         if formal { body["modules"] = ["faceLogin": "formal", "ctid": "formal", "kiosk": "formal", "deviceAuth": "formal"] }
         body.merge(extra) { _, new in new }
         let reply = try await call("POST", "/v1/apps", bearer: adminKey, json: body)

@@ -91,7 +91,7 @@ def tearDownModule():
 def seed_data():
     """An app with two users, Obama enrolled (obama2.jpg), face logins that succeed and fail on several devices, an auditor.
     The kiosk module is formal, so the kiosk page's login and onboarding are not limited by trial quotas."""
-    app = stack.admin("POST", "/v1/apps", {"name": "Console test app", "modules": {"faceLogin": "formal", "ctid": "disabled",
+    app = stack.admin("POST", "/v1/apps", {"name": "Console test app", "deviceBinding": "header", "modules": {"faceLogin": "formal", "ctid": "disabled",
                                                                                      "kiosk": "formal", "deviceAuth": "disabled"}})
     assert app.status == 201, app.body
     assert app.json()["modules"]["kiosk"] == "formal", app.body

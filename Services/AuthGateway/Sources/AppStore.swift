@@ -38,6 +38,15 @@ struct ModulesPatch: Codable, Sendable {
     }
 }
 
+/// How a client device is identified. `dpop`: by the RFC 7638 thumbprint of the P-256 key that signs its
+/// requests (RFC 9449); `header`: by the `X-Device-Id` the caller chooses — the original SDK's behaviour,
+/// which anyone holding a device id can claim.
+enum DeviceBinding: String, Codable, Sendable { case dpop, header }
+
+/// What binds a new device key to a user after a face match: the employee number alone (weakest: it is
+/// printed on badges), a one-time ticket from the app server, or an already-bound device of the user.
+enum DeviceBindingPolicy: String, Codable, Sendable { case employeeNumber, appServerTicket, boundDevice }
+
 struct LivenessPolicy: Codable, Sendable, Equatable {
     var faceLogin: LivenessMode
     var kiosk: LivenessMode
@@ -62,6 +71,8 @@ struct AppRecord: Sendable {
     /// In the face model's units.
     var matchThreshold: Float
     var liveness: LivenessPolicy
+    var deviceBinding: DeviceBinding
+    var deviceBindingPolicy: DeviceBindingPolicy
     var kioskApproval: KioskApprovalPolicy
     var quotas: Quotas
     var createdAt: Date
@@ -74,13 +85,16 @@ struct AppRecord: Sendable {
         var faceModel: FaceModel
         var matchThreshold: Float
         var liveness: LivenessPolicy
+        var deviceBinding: DeviceBinding
+        var deviceBindingPolicy: DeviceBindingPolicy
         var kioskApproval: KioskApprovalPolicy
         var quotas: Quotas
         var createdAt: Date
     }
 
     var publicView: Public {
-        Public(appId: id.wire, name: name, modules: modules, faceModel: faceModel, matchThreshold: matchThreshold, liveness: liveness, kioskApproval: kioskApproval, quotas: quotas,
+        Public(appId: id.wire, name: name, modules: modules, faceModel: faceModel, matchThreshold: matchThreshold, liveness: liveness,
+               deviceBinding: deviceBinding, deviceBindingPolicy: deviceBindingPolicy, kioskApproval: kioskApproval, quotas: quotas,
                createdAt: createdAt)
     }
 }
@@ -92,7 +106,7 @@ struct AppStore: Sendable {
     func find(_ id: UUID) async throws -> AppRecord? {
         let rows = try await database.query("""
             SELECT id, name, secret_hash, previous_secret_hash, previous_secret_valid_until, modules::text AS modules,
-                   face_model, match_threshold, liveness::text AS liveness, kiosk_approval::text AS kiosk_approval, quotas::text AS quotas, created_at
+                   face_model, match_threshold, liveness::text AS liveness, device_binding, device_binding_policy, kiosk_approval::text AS kiosk_approval, quotas::text AS quotas, created_at
             FROM apps WHERE id = \(id)
             """)
         guard let row = rows.first else { return nil }
@@ -104,7 +118,10 @@ struct AppStore: Sendable {
             previousSecretHash: try row.decode("previous_secret_hash"), previousSecretValidUntil: try row.decode("previous_secret_valid_until"),
             modules: try json("modules", Modules.self), faceModel: FaceModel(rawValue: try row.decode("face_model")) ?? .dlibResNetV1,
             matchThreshold: try row.decode("match_threshold"),
-            liveness: try json("liveness", LivenessPolicy.self), kioskApproval: try json("kiosk_approval", KioskApprovalPolicy.self), quotas: try json("quotas", Quotas.self), createdAt: try row.decode("created_at"))
+            liveness: try json("liveness", LivenessPolicy.self),
+            deviceBinding: DeviceBinding(rawValue: try row.decode("device_binding")) ?? .header,
+            deviceBindingPolicy: DeviceBindingPolicy(rawValue: try row.decode("device_binding_policy")) ?? .employeeNumber,
+            kioskApproval: try json("kiosk_approval", KioskApprovalPolicy.self), quotas: try json("quotas", Quotas.self), createdAt: try row.decode("created_at"))
     }
 
     /// Module gate for a client call: disabled → `MODULE_DISABLED`; trial beyond its daily quota →

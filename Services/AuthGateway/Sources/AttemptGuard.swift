@@ -146,7 +146,7 @@ extension ErrorCode {
     /// A refusal on the merits of the attempt: it stays counted against its subjects.
     var isFailedAttempt: Bool {
         switch self {
-        case .noMatchFace, .ambiguousMatch, .spoofDetected, .employeeNumberMismatch, .authenticationFailed, .confirmationInvalid: true
+        case .noMatchFace, .ambiguousMatch, .spoofDetected, .employeeNumberMismatch, .authenticationFailed, .confirmationInvalid, .bindingTicketInvalid: true
         default: false
         }
     }

@@ -77,7 +77,8 @@ extension GatewayContext {
         do {
             let client = try await requireClient(request)
             app = client
-            let device = try deviceId(request)
+            let caller = try await clientDevice(request, app: client)
+            let device = caller.id
             let body = try request.decodeJSON(ClientRegistrationBody.self)
             return try await recorded(request, kind: "device.register", appId: client.id, deviceId: device) { draft in
                 do {
@@ -190,7 +191,8 @@ extension GatewayContext {
         do {
             let client = try await requireClient(request)
             app = client
-            let device = try deviceId(request)
+            let caller = try await clientDevice(request, app: client)
+            let device = caller.id
             let body = try request.decodeJSON(ChallengeBody.self)
             return try await recorded(request, kind: "device.challenge", appId: client.id, deviceId: device) { draft in
                 do {
@@ -205,8 +207,9 @@ extension GatewayContext {
                         INSERT INTO one_time_challenges (id, app_id, purpose, subject, expires_at)
                         VALUES (\(challenge), \(client.id), 'device-assertion', \(credential.id.wire), now() + make_interval(secs => \(Self.challengeSeconds)))
                         """)
-                    struct Issued: Encodable { var challenge: String; var expiresIn: Int }
-                    return .json(Issued(challenge: challenge, expiresIn: Self.challengeSeconds))
+                    // `deviceId`: the identity the assertion must sign (the key thumbprint on a `dpop` app).
+                    struct Issued: Encodable { var challenge: String; var expiresIn: Int; var deviceId: String }
+                    return .json(Issued(challenge: challenge, expiresIn: Self.challengeSeconds, deviceId: device))
                 } catch {
                     throw await withFallback(error, app: client, user: draft.userId)
                 }
@@ -235,7 +238,8 @@ extension GatewayContext {
         do {
             let client = try await requireClient(request)
             app = client
-            let device = try deviceId(request)
+            let caller = try await clientDevice(request, app: client)
+            let device = caller.id
             let body = try request.decodeJSON(AssertionBody.self)
             return try await recorded(request, kind: "device.assert", appId: client.id, deviceId: device) { draft in
                 do {
@@ -261,7 +265,7 @@ extension GatewayContext {
                             throw APIError(.authenticationFailed, "the signature does not verify")
                         }
                         try await advanceCounter(credential, to: body.counter)
-                        let token = try issueIdentityToken(app: client.id, user: credential.userId, device: device, method: "device_biometric",
+                        let token = try issueIdentityToken(app: client.id, user: credential.userId, device: device, keyThumbprint: caller.thumbprint, method: "device_biometric",
                                                            transaction: draft.id)
                         return (.json(LoginSuccess(identityToken: token, expiresIn: Int(configuration.identityTokenTTL),
                                                    transactionId: draft.id.wire, userId: credential.userId.wire)), .success)
@@ -381,7 +385,8 @@ extension GatewayContext {
         do {
             let client = try await requireClient(request)
             app = client
-            let device = try deviceId(request)
+            let caller = try await clientDevice(request, app: client)
+            let device = caller.id
             return try await recorded(request, kind: "device.revoke", appId: client.id, deviceId: device) { draft in
                 do {
                     try await revoke(request.pathParameters["credentialId"], app: client.id, device: device, draft: &draft)

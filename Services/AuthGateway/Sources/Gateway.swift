@@ -94,6 +94,7 @@ final class GatewayContext: Sendable {
         registerKioskSessionRoutes(on: router)
         registerConsoleRoutes(on: router)
         registerLivenessRoutes(on: router)
+        registerDeviceKeyRoutes(on: router)
         registerKioskLoginRoutes(on: router)
     }
 

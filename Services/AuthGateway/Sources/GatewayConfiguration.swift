@@ -39,6 +39,13 @@ public struct GatewayConfiguration: Sendable {
     public var secretGraceSeconds: Int
     /// How long a CTID serial number stays usable.
     public var ctidSerialTTLSeconds: Int
+    /// The public base URL clients call (`FACEGATE_PUBLIC_URL`, e.g. `https://id.example.com`), against which
+    /// a DPoP proof's `htu` is checked; unset: `http(s)://` + the request's `Host` header.
+    public var publicURL: String?
+    /// How old a DPoP proof may be (`iat`), in seconds; its `jti` is remembered that long.
+    public var dpopMaxAge: Int
+    /// How long a device-binding ticket stays usable.
+    public var bindingTicketTTL: Int
     /// Where the console's static files are (`FACEGATE_CONSOLE_DIR`); nil: the Console folder of this source tree.
     public var consoleDirectory: String?
 
@@ -78,5 +85,8 @@ public struct GatewayConfiguration: Sendable {
         ctidSerialTTLSeconds = try env.int("FACEGATE_CTID_SERIAL_TTL_SECONDS", default: 600, range: 30...86400)
         sweepInterval = .seconds(try env.int("FACEGATE_SWEEP_SECONDS", default: 60, range: 1...86400))
         consoleDirectory = env.optionalString("FACEGATE_CONSOLE_DIR")
+        publicURL = env.optionalString("FACEGATE_PUBLIC_URL").map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        dpopMaxAge = try env.int("FACEGATE_DPOP_MAX_AGE_SECONDS", default: 300, range: 10...3600)
+        bindingTicketTTL = try env.int("FACEGATE_BINDING_TICKET_TTL_SECONDS", default: 600, range: 30...86400)
     }
 }

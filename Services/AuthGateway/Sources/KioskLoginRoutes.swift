@@ -46,7 +46,7 @@ extension GatewayContext {
 
     func kioskLogin(_ request: HTTPRequest) async throws -> HTTPResponse {
         let app = try await requireClient(request)
-        let device = try deviceId(request)
+        let device = try await clientDevice(request, app: app).id
         return try await recorded(request, kind: "kiosk.login", appId: app.id, deviceId: device) { draft in
             try await apps.admit(app, module: .kiosk)
             return try await attempts.attempt(appId: app.id, [.device(device), .clientAddress(clientAddress(request))]) {

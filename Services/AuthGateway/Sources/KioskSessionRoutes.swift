@@ -27,7 +27,7 @@ extension GatewayContext {
 
     func createKioskSession(_ request: HTTPRequest) async throws -> HTTPResponse {
         let app = try await requireClient(request)
-        let device = try deviceId(request)
+        let device = try await clientDevice(request, app: app).id
         try await apps.admit(app, module: .kiosk)
         let id = UUID()
         let token = interviewTokens.token(for: id)
@@ -176,7 +176,7 @@ extension GatewayContext {
     /// A step: the client app's access token, the kiosk module, and the session's interview token.
     func requireKioskStep(_ request: HTTPRequest) async throws -> (AppRecord, String, UUID) {
         let app = try await requireClient(request)
-        let device = try deviceId(request)
+        let device = try await clientDevice(request, app: app).id
         let id = try requireInterview(request)
         try await apps.admit(app, module: .kiosk)
         return (app, device, id)

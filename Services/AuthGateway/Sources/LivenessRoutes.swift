@@ -17,7 +17,7 @@ extension GatewayContext {
 
     func livenessChallenge(_ request: HTTPRequest) async throws -> HTTPResponse {
         let app = try await requireClient(request)
-        let device = try deviceId(request)
+        let device = try await clientDevice(request, app: app).id
         let actions = Self.randomActions()
         let challengeId = "lc_" + Base64URL.encode(SecureRandom.bytes(24))
         struct Stored: Encodable { var actions: [LivenessAction] }

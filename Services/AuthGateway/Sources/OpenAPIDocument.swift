@@ -21,7 +21,10 @@ enum OpenAPIDocument {
       "appId": {"name": "appId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
       "userId": {"name": "userId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
       "deviceIdPath": {"name": "deviceId", "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 128}},
-      "deviceId": {"name": "X-Device-Id", "in": "header", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 128}},
+      "deviceId": {"name": "X-Device-Id", "in": "header", "schema": {"type": "string", "minLength": 1, "maxLength": 128},
+        "description": "The device on apps with deviceBinding header (required there); only a label on apps with deviceBinding dpop"},
+      "dpop": {"name": "DPoP", "in": "header", "schema": {"type": "string"},
+        "description": "RFC 9449 proof (ES256, P-256 jwk; claims htm, htu, iat, jti, ath over the access token, dgst over the body), required on apps with deviceBinding dpop: the device is its key's RFC 7638 thumbprint"},
       "credentialId": {"name": "credentialId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
       "cursor": {"name": "cursor", "in": "query", "schema": {"type": "string"}},
       "interviewId": {"name": "interviewId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
@@ -29,6 +32,10 @@ enum OpenAPIDocument {
       "limit": {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1}}
     },
     "schemas": {
+      "DeviceBinding": {"type": "string", "enum": ["dpop", "header"],
+        "description": "dpop (new apps): devices are P-256 keys proven on every call (RFC 9449); header: the caller-chosen X-Device-Id, weaker (anyone who learns a device id can claim it)"},
+      "DeviceBindingPolicy": {"type": "string", "enum": ["employeeNumber", "appServerTicket", "boundDevice"],
+        "description": "What binds a new device key to a user after a face match on a dpop app: the employee number alone (weakest), plus a ticket from the app server (new apps), or plus a ticket from a bound device of the user (the app server's ticket binds only a first key)"},
       "FaceModel": {"type": "string", "enum": ["dlib-resnet-v1", "sface-2021dec"], "description": "The app's face model; new apps get dlib-resnet-v1 unless they name one"},
       "Error": {
         "type": "object", "required": ["error"],
@@ -39,7 +46,7 @@ enum OpenAPIDocument {
             "AUTHENTICATION_FAILED", "CREDENTIAL_LOCKED", "CREDENTIAL_NOT_ENROLLED", "RATE_LIMITED", "SERVICE_UNAVAILABLE",
             "INVALID_ENVELOPE", "IDENTITY_TOKEN_INVALID", "IDENTITY_TOKEN_EXPIRED", "IDENTITY_TOKEN_USED", "CONFIRMATION_INVALID",
             "DOCUMENT_UNREADABLE", "DOCUMENT_EXPIRED", "DOCUMENT_INVALID", "DOCUMENT_ALREADY_REGISTERED", "NO_PORTRAIT", "FACE_MISMATCH",
-            "SESSION_EXPIRED", "TOO_MANY_ATTEMPTS", "APPROVAL_DENIED", "INTERNAL"]},
+            "SESSION_EXPIRED", "TOO_MANY_ATTEMPTS", "APPROVAL_DENIED", "DPOP_PROOF_INVALID", "BINDING_TICKET_INVALID", "INTERNAL"]},
           "message": {"type": "string"},
           "transactionId": {"type": "string", "format": "uuid"}}}}
       },
@@ -68,6 +75,7 @@ enum OpenAPIDocument {
         "faceModel": {"$ref": "#/components/schemas/FaceModel"},
         "matchThreshold": {"type": "number", "description": "Euclidean distance between the face model's vectors (sface-2021dec: unit vectors, cosine = 1 − d²/2)"},
         "liveness": {"$ref": "#/components/schemas/Liveness"},
+        "deviceBinding": {"$ref": "#/components/schemas/DeviceBinding"}, "deviceBindingPolicy": {"$ref": "#/components/schemas/DeviceBindingPolicy"},
         "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"}, "quotas": {"$ref": "#/components/schemas/Quotas"},
         "createdAt": {"type": "string", "format": "date-time"}}},
       "User": {"type": "object", "properties": {
@@ -105,6 +113,7 @@ enum OpenAPIDocument {
           "name": {"type": "string"}, "modules": {"$ref": "#/components/schemas/Modules"}, "faceModel": {"$ref": "#/components/schemas/FaceModel"},
           "matchThreshold": {"type": "number"},
           "liveness": {"$ref": "#/components/schemas/Liveness"}, "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"},
+          "deviceBinding": {"$ref": "#/components/schemas/DeviceBinding"}, "deviceBindingPolicy": {"$ref": "#/components/schemas/DeviceBindingPolicy"},
           "quotas": {"$ref": "#/components/schemas/Quotas"}}}}}},
         "responses": {"201": {"description": "Created: the App plus appSecret and ctidKey (base64 of 16 bytes)"}, "default": {"$ref": "#/components/responses/Error"}}},
       "get": {"summary": "List apps", "security": [{"operatorKey": []}],
@@ -114,10 +123,11 @@ enum OpenAPIDocument {
       "parameters": [{"$ref": "#/components/parameters/appId"}],
       "get": {"summary": "Get an app", "security": [{"operatorKey": []}],
         "responses": {"200": {"description": "App", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/App"}}}}, "default": {"$ref": "#/components/responses/Error"}}},
-      "patch": {"summary": "Change modules, threshold, liveness policy or quotas", "security": [{"operatorKey": []}],
+      "patch": {"summary": "Change modules, threshold, liveness policy, device binding or quotas", "security": [{"operatorKey": []}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "properties": {
           "modules": {"$ref": "#/components/schemas/Modules"}, "matchThreshold": {"type": "number"},
           "liveness": {"$ref": "#/components/schemas/Liveness"}, "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"},
+          "deviceBinding": {"$ref": "#/components/schemas/DeviceBinding"}, "deviceBindingPolicy": {"$ref": "#/components/schemas/DeviceBindingPolicy"},
           "quotas": {"$ref": "#/components/schemas/Quotas"}}}}}},
         "responses": {"200": {"description": "App", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/App"}}}}, "default": {"$ref": "#/components/responses/Error"}}}
     },
@@ -182,7 +192,7 @@ enum OpenAPIDocument {
     },
     "/v1/face-login": {
       "post": {"summary": "Log in with a photo (1:N); with the app's liveness.faceLogin active, with a burst answering a liveness challenge instead (multipart challengeId + 2–12 frame fields; one image is refused with INVALID_REQUEST)", "security": [{"accessToken": []}],
-        "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "requestBody": {"required": true, "content": {"image/jpeg": {}, "image/png": {}, "multipart/form-data": {"schema": {"type": "object", "properties": {"image": {"type": "string", "format": "binary"},
           "challengeId": {"type": "string"}, "frame": {"type": "array", "minItems": 2, "maxItems": 12, "items": {"type": "string", "format": "binary"}}}}}}},
         "responses": {"200": {"description": "SUCCESS with an identity token, or CONFIRM_REQUIRED on a new device",
@@ -193,7 +203,7 @@ enum OpenAPIDocument {
     },
     "/v1/liveness/challenges": {
       "get": {"summary": "A liveness challenge: 2–3 random actions to perform in front of the camera; single use, bound to the app and device, 120 s", "security": [{"accessToken": []}],
-        "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "responses": {"200": {"description": "{challengeId, actions, expiresIn}", "content": {"application/json": {"schema": {"type": "object", "required": ["challengeId", "actions", "expiresIn"], "properties": {
           "challengeId": {"type": "string"}, "actions": {"type": "array", "minItems": 2, "maxItems": 3, "items": {"type": "string", "enum": ["BLINK", "TURN_LEFT", "TURN_RIGHT"]}},
           "expiresIn": {"type": "integer"}}}}}},
@@ -201,7 +211,7 @@ enum OpenAPIDocument {
     },
     "/v1/kiosk/login": {
       "post": {"summary": "Kiosk 1:N login with active liveness (module kiosk): frames answering a challenge (not needed when the app's liveness.kiosk is off). A refusal on the face's merits is 200 with success false and error SPOOF_DETECTED, NO_FACE, NO_MATCH_FACE, AMBIGUOUS_MATCH or IMAGE_FORMAT_ERROR", "security": [{"accessToken": []}],
-        "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "requestBody": {"required": true, "content": {"multipart/form-data": {"schema": {"type": "object", "required": ["frame"], "properties": {
           "challengeId": {"type": "string"}, "frame": {"type": "array", "minItems": 2, "maxItems": 12, "items": {"type": "string", "format": "binary"}}}}}}},
         "responses": {"200": {"description": "{success, customerUUID, token, interviewId, interviewToken, transactionId, spoofAttempt, firstName, error}; token: an identity token (method kiosk)",
@@ -215,15 +225,27 @@ enum OpenAPIDocument {
     },
     "/v1/face-login/confirm": {
       "post": {"summary": "Confirm a new device with the employee number", "security": [{"accessToken": []}],
-        "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["confirmationId", "employeeNumber"], "properties": {
-          "confirmationId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"}}}}}},
+          "confirmationId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"},
+          "bindingTicket": {"type": "string", "description": "required on dpop apps whose deviceBindingPolicy is appServerTicket or boundDevice"}}}}}},
         "responses": {"200": {"description": "SUCCESS", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/LoginSuccess"}}}},
-          "409": {"$ref": "#/components/responses/Error"}, "422": {"$ref": "#/components/responses/Error"}}}
+          "401": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"},
+          "409": {"$ref": "#/components/responses/Error"}, "422": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}}}
+    },
+    "/v1/device-bindings": {
+      "post": {"summary": "A one-time ticket binding one new device key to one user, for the confirmation of a face login. Asked by the app server (Basic auth), or by a device key already bound to the user (Bearer access token + DPoP proof)",
+        "security": [{"appServer": []}, {"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/dpop"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "properties": {
+          "userId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"}}, "description": "the user; a bound device may send {} when it is bound to one user"}}}},
+        "responses": {"201": {"description": "The ticket", "content": {"application/json": {"schema": {"type": "object", "required": ["bindingTicket", "userId", "expiresIn"], "properties": {
+          "bindingTicket": {"type": "string"}, "userId": {"type": "string", "format": "uuid"}, "expiresIn": {"type": "integer"}}}}}},
+          "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"},
+          "404": {"$ref": "#/components/responses/Error"}}}
     },
     "/v1/device-credentials": {
       "post": {"summary": "Register a device biometric key (module deviceAuth); proof of user: a fresh, unused face-login identity token of this app and device, consumed here. Replaces the user's previous credential on this device. The attestation is stored, not verified. Error messages end with (fallback: faceLogin) or (fallback: none).",
-        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["identityToken", "publicKey", "policy"], "properties": {
           "identityToken": {"type": "string"}, "publicKey": {"type": "string", "description": "base64 SubjectPublicKeyInfo DER of a P-256 key"},
           "policy": {"$ref": "#/components/schemas/DeviceCredentialPolicy"}, "attestation": {"type": "string", "description": "base64, at most 16 KiB; stored, not verified"}}}}}},
@@ -233,17 +255,17 @@ enum OpenAPIDocument {
     },
     "/v1/device-credentials/challenges": {
       "post": {"summary": "A single-use challenge for one credential (32 random bytes, base64url; 60 s)", "security": [{"accessToken": []}],
-        "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["credentialId"], "properties": {
           "credentialId": {"type": "string", "format": "uuid"}}}}}},
-        "responses": {"200": {"description": "{challenge, expiresIn}", "content": {"application/json": {"schema": {"type": "object", "properties": {
-          "challenge": {"type": "string"}, "expiresIn": {"type": "integer"}}}}}},
+        "responses": {"200": {"description": "{challenge, expiresIn, deviceId}", "content": {"application/json": {"schema": {"type": "object", "properties": {
+          "challenge": {"type": "string"}, "expiresIn": {"type": "integer"}, "deviceId": {"type": "string", "description": "the device identity the assertion signs"}}}}}},
           "403": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}, "422": {"$ref": "#/components/responses/Error"},
           "423": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}}}
     },
     "/v1/device-credentials/assertions": {
       "post": {"summary": "Log in with a device key: base64 DER ECDSA/SHA-256 signature over the UTF-8 of facegate.device-assertion.v1\\n{appId}\\n{deviceId}\\n{credentialId}\\n{challenge}\\n{counter}. A counter that does not advance (once non-zero) blocks the credential until it is registered again.",
-        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["credentialId", "challenge", "counter", "signature"], "properties": {
           "credentialId": {"type": "string", "format": "uuid"}, "challenge": {"type": "string"}, "counter": {"type": "integer", "minimum": 0},
           "signature": {"type": "string"}}}}}},
@@ -254,7 +276,7 @@ enum OpenAPIDocument {
     "/v1/device-credentials/{credentialId}": {
       "parameters": [{"$ref": "#/components/parameters/credentialId"}],
       "delete": {"summary": "Revoke this device's credential (immediately)", "security": [{"accessToken": []}],
-        "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "responses": {"204": {"description": "Revoked"}, "404": {"$ref": "#/components/responses/Error"}}}
     },
     "/v1/apps/{appId}/users/{userId}/device-credentials": {
@@ -302,7 +324,7 @@ enum OpenAPIDocument {
         "responses": {"201": {"description": "{number (masked), registered}"}, "default": {"$ref": "#/components/responses/Error"}}}
     },
     "/v1/kiosk/sessions": {
-      "post": {"summary": "Start a kiosk onboarding session", "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+      "post": {"summary": "Start a kiosk onboarding session", "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "responses": {"201": {"description": "{interviewId, interviewToken, expiresIn}"}, "default": {"$ref": "#/components/responses/Error"}}}
     },
     "/v1/kiosk/sessions/{interviewId}": {

@@ -44,6 +44,8 @@ extension GatewayContext {
         var faceModel: FaceModel?
         var matchThreshold: Float?
         var liveness: LivenessPolicy?
+        var deviceBinding: DeviceBinding?
+        var deviceBindingPolicy: DeviceBindingPolicy?
         var kioskApproval: KioskApprovalPolicy?
         var quotas: Quotas?
     }
@@ -57,6 +59,8 @@ extension GatewayContext {
         var faceModel: FaceModel
         var matchThreshold: Float
         var liveness: LivenessPolicy
+        var deviceBinding: DeviceBinding
+        var deviceBindingPolicy: DeviceBindingPolicy
         var kioskApproval: KioskApprovalPolicy
         var quotas: Quotas
     }
@@ -79,16 +83,21 @@ extension GatewayContext {
         let approval = body.kioskApproval ?? KioskApprovalPolicy()
         if let problem = approval.validationError(model: faceModel) { throw APIError(.invalidRequest, problem) }
         let quotas = body.quotas ?? .initial
+        // New apps identify devices by their keys and bind a new key only with the app server's ticket.
+        let binding = body.deviceBinding ?? .dpop
+        let policy = body.deviceBindingPolicy ?? .appServerTicket
         return try await recorded(request, kind: "app.create", appId: platformAppId) { draft in
             _ = try await database.query("""
-                INSERT INTO apps (id, name, secret_hash, ctid_key_sealed, modules, face_model, match_threshold, liveness, kiosk_approval, quotas)
+                INSERT INTO apps (id, name, secret_hash, ctid_key_sealed, modules, face_model, match_threshold, liveness, device_binding,
+                                  device_binding_policy, kiosk_approval, quotas)
                 VALUES (\(appId), \(name), \(SHA256.hash(Array(secret.utf8))), \(try CTIDKeyBox.seal(ctidKey, appId: appId, to: configuration.ctidPublicKey)),
-                        \(modules.jsonText)::jsonb, \(faceModel.rawValue), \(Double(threshold)), \(liveness.jsonText)::jsonb, \(approval.jsonText)::jsonb,
-                        \(quotas.jsonText)::jsonb)
+                        \(modules.jsonText)::jsonb, \(faceModel.rawValue), \(Double(threshold)), \(liveness.jsonText)::jsonb, \(binding.rawValue),
+                        \(policy.rawValue), \(approval.jsonText)::jsonb, \(quotas.jsonText)::jsonb)
                 """)
             draft.detail = ["appId": appId.uuidString.lowercased()]
             return .json(CreatedApp(appId: appId.wire, name: name, appSecret: secret, ctidKey: Data(ctidKey).base64EncodedString(), modules: modules,
-                                    faceModel: faceModel, matchThreshold: threshold, liveness: liveness, kioskApproval: approval, quotas: quotas), status: 201)
+                                    faceModel: faceModel, matchThreshold: threshold, liveness: liveness, deviceBinding: binding,
+                                    deviceBindingPolicy: policy, kioskApproval: approval, quotas: quotas), status: 201)
         }
     }
 
@@ -116,6 +125,8 @@ extension GatewayContext {
         var modules: ModulesPatch?
         var matchThreshold: Float?
         var liveness: LivenessPolicy?
+        var deviceBinding: DeviceBinding?
+        var deviceBindingPolicy: DeviceBindingPolicy?
         var kioskApproval: KioskApprovalPolicy?
         var quotas: Quotas?
     }
@@ -129,17 +140,20 @@ extension GatewayContext {
             let threshold = body.matchThreshold ?? app.matchThreshold
             try Self.checkThreshold(threshold, model: app.faceModel)
             let liveness = body.liveness ?? app.liveness
+            let binding = body.deviceBinding ?? app.deviceBinding
+            let policy = body.deviceBindingPolicy ?? app.deviceBindingPolicy
             let approval = body.kioskApproval ?? app.kioskApproval
             if let problem = approval.validationError(model: app.faceModel) { throw APIError(.invalidRequest, problem) }
             let quotas = body.quotas ?? app.quotas
             guard quotas.dailyCalls >= 0, quotas.gallerySize >= 0 else { throw APIError(.invalidRequest, "quotas must not be negative") }
             _ = try await database.query("""
                 UPDATE apps SET modules = \(modules.jsonText)::jsonb, match_threshold = \(Double(threshold)),
-                       liveness = \(liveness.jsonText)::jsonb, kiosk_approval = \(approval.jsonText)::jsonb,
+                       liveness = \(liveness.jsonText)::jsonb, device_binding = \(binding.rawValue),
+                       device_binding_policy = \(policy.rawValue), kiosk_approval = \(approval.jsonText)::jsonb,
                        quotas = \(quotas.jsonText)::jsonb, updated_at = now()
                 WHERE id = \(app.id)
                 """)
-            draft.detail = ["modules": modules.jsonText]
+            draft.detail = ["modules": modules.jsonText, "deviceBinding": binding.rawValue, "deviceBindingPolicy": policy.rawValue]
             guard let updated = try await apps.find(app.id) else { throw APIError(.notFound, "no such app") }
             return .json(updated.publicView)
         }

@@ -23,6 +23,8 @@ struct APIError: Error {
         if let retryAfter { headers.append(("Retry-After", String(retryAfter))) }
         if code == .unauthorized || code == .accessTokenInvalid || code == .accessTokenExpired {
             headers.append(("WWW-Authenticate", "Bearer"))
+        } else if code == .dpopProofInvalid {
+            headers.append(("WWW-Authenticate", #"DPoP algs="ES256", error="invalid_dpop_proof""#))
         }
         return HTTPError(status: code.httpStatus, code: code.rawValue, message: message,
                          transactionId: transactionId?.uuidString.lowercased(), headers: headers)

@@ -18,8 +18,11 @@ public enum FaceGateCLI {
       migrate                                   apply database migrations (FACEGATE_DATABASE_URL)
       keys                                      print fresh FACEGATE_SIGNING_KEY / FACEGATE_SEALING_KEY / CTID key pair lines
     operators (FACEGATE_URL, FACEGATE_ADMIN_KEY)
-      app create NAME [--formal] [--model M] [--threshold D]   M: dlib-resnet-v1 (default) or sface-2021dec
+      app create NAME [--formal] [--model M] [--threshold D] [--binding B] [--binding-policy P]
+                                                M: dlib-resnet-v1 (default) or sface-2021dec; B: dpop (default) or header;
+                                                P: appServerTicket (default), boundDevice or employeeNumber
       app get APP_ID | app list
+      app binding APP_ID B [P]                  how devices are identified and new keys bound
       app modules APP_ID MODULE=STATE...        e.g. faceLogin=formal ctid=disabled
       app rotate-secret APP_ID
       user create APP_ID EMPLOYEE_NUMBER NAME
@@ -63,7 +66,9 @@ public enum FaceGateCLI {
             print("FACEGATE_CTID_PRIVATE_KEY=\(Data(ctid.rawRepresentation).base64EncodedString())")
             print("FACEGATE_CTID_PUBLIC_KEY=\(Data(ctid.publicKey.rawRepresentation).base64EncodedString())")
         case ("app", "create"):
-            guard rest.count >= 2 else { throw CLIError("usage: facegate app create NAME [--formal] [--model M] [--threshold D]", exitCode: 2) }
+            guard rest.count >= 2 else {
+                throw CLIError("usage: facegate app create NAME [--formal] [--model M] [--threshold D] [--binding B] [--binding-policy P]", exitCode: 2)
+            }
             var body: [String: Any] = ["name": rest[1]]
             if rest.contains("--formal") {
                 body["modules"] = ["faceLogin": "formal", "ctid": "formal", "kiosk": "formal", "deviceAuth": "formal"]
@@ -75,7 +80,16 @@ public enum FaceGateCLI {
                 guard index + 1 < rest.count else { throw CLIError("--model needs a face model name", exitCode: 2) }
                 body["faceModel"] = rest[index + 1]
             }
+            for (flag, field) in [("--binding", "deviceBinding"), ("--binding-policy", "deviceBindingPolicy")] {
+                guard let index = rest.firstIndex(of: flag) else { continue }
+                guard index + 1 < rest.count else { throw CLIError("\(flag) needs a value", exitCode: 2) }
+                body[field] = rest[index + 1]
+            }
             try await admin(environment).print("POST", "/v1/apps", json: body)
+        case ("app", "binding"):
+            var body = ["deviceBinding": try argument(rest, 2, "BINDING")]
+            if rest.count > 3 { body["deviceBindingPolicy"] = rest[3] }
+            try await admin(environment).print("PATCH", "/v1/apps/\(try argument(rest, 1, "APP_ID"))", json: body)
         case ("app", "get"):
             try await admin(environment).print("GET", "/v1/apps/\(try argument(rest, 1, "APP_ID"))")
         case ("app", "list"):
@@ -180,6 +194,11 @@ struct APIClient {
         let (data, response) = try await URLSession.shared.data(for: request)
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         if !data.isEmpty { FileHandle.standardOutput.write(data) }
+        if let app = try? JSONSerialization.jsonObject(with: data) as? [String: Any], app["deviceBinding"] as? String == "header" {
+            let warning = "warning: this app identifies devices by the X-Device-Id header, which any caller can set; "
+                + "bind devices by key with `facegate app binding APP_ID dpop`\n"
+            FileHandle.standardError.write(Data(warning.utf8))
+        }
         if !data.isEmpty, data.last != UInt8(ascii: "\n") { FileHandle.standardOutput.write(Data("\n".utf8)) }
         guard (200..<300).contains(status) else { throw CLIError("\(method) \(path) answered \(status)", exitCode: 1) }
     }

@@ -1,0 +1,164 @@
+import Crypto
+import FaceGateCore
+import Foundation
+import HTTPServer
+import JWT
+import PostgresClient
+
+/// The device a client request comes from.
+struct ClientDevice: Sendable {
+    /// Its identity everywhere (devices, lockouts, audit rows, token claims, device credentials): the RFC 7638
+    /// thumbprint of the key that signed the request on a `dpop` app, the `X-Device-Id` header on a `header` app.
+    var id: String
+    /// True when `id` is a key the request proved it holds.
+    var isKey: Bool
+    /// `X-Device-Id` sent next to a proof: a label for people, never an identity.
+    var label: String?
+
+    /// The key thumbprint, for `cnf.jkt`.
+    var thumbprint: String? { isKey ? id : nil }
+}
+
+extension TransactionDraft {
+    mutating func note(_ device: ClientDevice) {
+        deviceId = device.id
+        if let label = device.label { detail["deviceLabel"] = label }
+    }
+}
+
+/// Device keys (RFC 9449 DPoP) and the tickets that let a new key be bound to a user.
+extension GatewayContext {
+    func registerDeviceKeyRoutes(on router: APIRoutes) {
+        router.add("POST", "/v1/device-bindings", maxBodyBytes: 4096) { [self] request in try await issueBindingTicket(request) }
+    }
+
+    /// Who is calling, by the app's device binding: a verified, unused DPoP proof (`dpop`) or the header (`header`).
+    func clientDevice(_ request: HTTPRequest, app: AppRecord) async throws -> ClientDevice {
+        guard app.deviceBinding == .dpop else { return ClientDevice(id: try deviceId(request), isKey: false) }
+        let proof = try await dpopProof(request, appId: app.id)
+        return ClientDevice(id: proof.thumbprint, isKey: true, label: try? deviceId(request))
+    }
+
+    /// Verifies the request's `DPoP` header against its method, URL, access token and body, then spends
+    /// its `jti` in PostgreSQL (shared by every gateway instance) for as long as the proof is fresh.
+    func dpopProof(_ request: HTTPRequest, appId: UUID) async throws -> DPoPProof {
+        guard let header = request.headers["DPoP"] else {
+            throw APIError(.dpopProofInvalid, "this app identifies devices by their keys: sign the request with a DPoP proof (RFC 9449, ES256)")
+        }
+        let maxAge = configuration.dpopMaxAge
+        do {
+            let proof = try DPoP.verify(header, method: request.method, urls: publicURLs(request), accessToken: try? bearer(request, missing: .accessTokenInvalid),
+                                        body: request.body, maxAge: TimeInterval(maxAge))
+            let fresh = try await database.query("""
+                INSERT INTO used_token_ids (jti, app_id, expires_at)
+                VALUES (\("dpop:" + proof.thumbprint + ":" + proof.jti), \(appId), to_timestamp(\(proof.issuedAt + Int64(maxAge) + 60)))
+                ON CONFLICT (jti) DO NOTHING
+                """)
+            guard fresh.affectedRows == 1 else { throw DPoPError.replayed }
+            return proof
+        } catch let error as DPoPError {
+            throw APIError(.dpopProofInvalid, error.description)
+        }
+    }
+
+    /// The URLs a proof's `htu` may name for this request.
+    func publicURLs(_ request: HTTPRequest) -> [String] {
+        if let base = configuration.publicURL { return [base + request.path] }
+        guard let host = request.headers["Host"] else { return [] }
+        return ["https://" + host + request.path, "http://" + host + request.path]
+    }
+
+    /// The users a device is bound to. On a `dpop` app only bindings made by a key count: a row bound
+    /// under the header cannot be claimed by a proof.
+    func boundUsers(_ device: ClientDevice, app: UUID) async throws -> [UUID] {
+        try await database.query("""
+            SELECT user_id FROM devices WHERE app_id = \(app) AND device_id = \(device.id) AND key_bound = \(device.isKey)
+            ORDER BY confirmed_at DESC LIMIT 10
+            """).map { try $0.decode("user_id") }
+    }
+
+    struct BindingTicketBody: Decodable {
+        var userId: UUID?
+        var employeeNumber: String?
+    }
+
+    /// A one-time ticket that lets one new device key be bound to one user. The app server (Basic auth)
+    /// asks for it after signing its user in by its own means; or a device key already bound to the user
+    /// asks (Bearer access token + its DPoP proof), e.g. to show it as a code on the old phone.
+    func issueBindingTicket(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let isAppServer = (request.headers["Authorization"] ?? "").lowercased().hasPrefix("basic ")
+        let app = isAppServer ? try await requireAppServer(request) : try await requireClient(request)
+        let body = try request.decodeJSON(BindingTicketBody.self)
+        return try await recorded(request, kind: "device.binding.ticket", appId: app.id) { draft in
+            var candidates: [UUID]? = nil
+            if !isAppServer {
+                guard app.deviceBinding == .dpop else {
+                    throw APIError(.forbidden, "devices approve new keys only on apps with deviceBinding dpop")
+                }
+                let device = try await clientDevice(request, app: app)
+                draft.deviceId = device.id
+                candidates = try await boundUsers(device, app: app.id)
+            }
+            let userId: UUID
+            if let id = body.userId {
+                userId = id
+            } else if let number = body.employeeNumber {
+                guard let row = try await database.query("""
+                    SELECT id FROM users WHERE app_id = \(app.id) AND employee_number = \(number)
+                    """).first else { throw APIError(.notFound, "no such user") }
+                userId = try row.decode("id")
+            } else if let only = candidates, only.count == 1 {
+                userId = only[0]
+            } else {
+                throw APIError(.invalidRequest, "name the user: userId or employeeNumber")
+            }
+            draft.userId = userId
+            if let candidates, !candidates.contains(userId) {
+                throw APIError(.forbidden, "this device is not bound to that user")
+            }
+            guard try await database.query("""
+                SELECT 1 FROM users WHERE id = \(userId) AND app_id = \(app.id)
+                """).first != nil else { throw APIError(.notFound, "no such user") }
+            let ticket = "fbt_" + Base64URL.encode(SecureRandom.bytes(32))
+            let issuer = isAppServer ? "appServer" : "boundDevice"
+            _ = try await database.query("""
+                INSERT INTO one_time_challenges (id, app_id, purpose, subject, data, expires_at)
+                VALUES (\(Self.ticketKey(ticket)), \(app.id), 'device-binding', \(userId.wire), \(#"{"issuer": ""# + issuer + #""}"#)::jsonb,
+                        now() + make_interval(secs => \(configuration.bindingTicketTTL)))
+                """)
+            draft.detail["issuer"] = issuer
+            struct Issued: Encodable { var bindingTicket: String; var userId: String; var expiresIn: Int }
+            return .json(Issued(bindingTicket: ticket, userId: userId.wire, expiresIn: configuration.bindingTicketTTL), status: 201)
+        }
+    }
+
+    /// Tickets are stored by their hash: a database reader learns none that works.
+    static func ticketKey(_ ticket: String) -> String { "bt_" + Hex.encode(SHA256.hash(ticket)) }
+
+    /// Spends a binding ticket for `user` inside the binding's transaction, if the app's policy accepts
+    /// its issuer: `appServerTicket` takes the app server's; `boundDevice` takes a bound key's, or the app
+    /// server's for a user who has no bound key yet (the first device).
+    static func spendBindingTicket(_ ticket: String?, app: AppRecord, user: UUID, on connection: PostgresConnection) async throws {
+        guard let ticket else {
+            throw APIError(.bindingTicketInvalid, app.deviceBindingPolicy == .boundDevice
+                           ? "this app binds a new device only when one of your devices approves it: send its bindingTicket"
+                           : "this app binds a new device only with a bindingTicket from the app server (POST /v1/device-bindings)")
+        }
+        let rows = try await connection.query("""
+            UPDATE one_time_challenges SET used_at = now()
+            WHERE id = \(ticketKey(ticket)) AND app_id = \(app.id) AND purpose = 'device-binding' AND subject = \(user.wire)
+              AND used_at IS NULL AND expires_at > now()
+            RETURNING data->>'issuer' AS issuer,
+                      EXISTS (SELECT 1 FROM devices WHERE app_id = \(app.id) AND user_id = \(user) AND key_bound) AS has_key
+            """)
+        guard let row = rows.first else { throw APIError(.bindingTicketInvalid, "the binding ticket is not valid for this user, used or expired") }
+        let issuer = try row.decode("issuer", as: String.self)
+        let hasKey = try row.decode("has_key", as: Bool.self)
+        let accepted = switch app.deviceBindingPolicy {
+        case .employeeNumber: true
+        case .appServerTicket: issuer == "appServer"
+        case .boundDevice: issuer == "boundDevice" || (issuer == "appServer" && !hasKey)
+        }
+        guard accepted else { throw APIError(.bindingTicketInvalid, "this app's binding policy does not accept a ticket from that issuer") }
+    }
+}
