@@ -200,7 +200,7 @@ public final class KioskSession: Sendable {
                     for try await chunk in response.chunks {
                         for message in parser.feed(chunk) {
                             sawEvent = true
-                            if deliver(message) {
+                            if await deliver(message) {
                                 response.stop()
                                 return
                             }
@@ -233,7 +233,7 @@ public final class KioskSession: Sendable {
             // The stream ended without a terminal event: finished on the server, or just dropped?
             if let status = try? await status(), status.isTerminal {
                 if status.state == "expired" {
-                    deliver(ServerSentEvent(id: nil, event: "kioskError",
+                    await deliver(ServerSentEvent(id: nil, event: "kioskError",
                                             data: #"{"code":"SESSION_EXPIRED","message":"the kiosk session has expired"}"#))
                 }
                 return
@@ -252,12 +252,17 @@ public final class KioskSession: Sendable {
 
     /// Delivers one stream message unless its id was delivered before; true when it ends the flow.
     @discardableResult
-    private func deliver(_ message: ServerSentEvent) -> Bool {
-        let event: KioskEvent
+    private func deliver(_ message: ServerSentEvent) async -> Bool {
+        var event: KioskEvent
         do {
             event = try KioskEvent(name: message.event, data: Data(message.data.utf8))
         } catch {
             event = .kioskError(KioskErrorEvent(code: error.code, message: error.message))
+        }
+        // Events carry no identity token: the finished session hands it over once asked.
+        if case .kioskFlowCompleted(var completed) = event, completed.success, completed.token == nil {
+            completed.token = (try? await status())?.result?.token
+            event = .kioskFlowCompleted(completed)
         }
         return deliver(event, id: message.id)
     }

@@ -126,7 +126,8 @@ public struct FaceMatchCompleted: Sendable, Equatable, Decodable {
 public struct KioskFlowCompleted: Sendable, Equatable, Decodable {
     public var success: Bool
     public var customerUUID: String?
-    /// An identity token (method `kiosk`) for the app server.
+    /// An identity token (method `kiosk`) for the app server: not in the event itself, read by the client
+    /// from the finished session before the delegate hears of it.
     public var token: String?
     public var name: String?
     public var existingUser: Bool?

@@ -108,7 +108,8 @@ public struct P256PublicKey: Sendable, Hashable {
         }
         guard try encodeSPKI(key, operation) == spkiDER else { throw .invalidInput(operation, "key is not canonical DER") }
         let check = try KeyContext(for: key, operation)
-        guard EVP_PKEY_public_check(check.pointer) == 1 else { throw .openSSL(operation) }
+        // d2i_PUBKEY already refused a point off the curve; P-256 has cofactor 1, so the full check's n·Q = O adds nothing.
+        guard EVP_PKEY_public_check_quick(check.pointer) == 1 else { throw .openSSL(operation) }
         self.key = key
         self.spkiDER = spkiDER
     }

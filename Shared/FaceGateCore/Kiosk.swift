@@ -110,33 +110,54 @@ public struct KioskOCRData: Codable, Sendable, Equatable {
     }
 }
 
-/// The data of one step event; absent fields are left out of the JSON.
+/// What a kiosk screen shows of a read document: the document number and the birth date stay in the
+/// session (for the approval and the new customer) and never travel in an event.
+public struct KioskDocumentSummary: Codable, Sendable, Equatable {
+    public var documentType: String
+    public var issuingState: String
+    public var surname: String
+    public var givenNames: String
+    public var nationality: String
+    public var sex: String
+    public var expiryDate: String
+
+    public init(_ document: KioskOCRData) {
+        documentType = document.documentType
+        issuingState = document.issuingState
+        surname = document.surname
+        givenNames = document.givenNames
+        nationality = document.nationality
+        sex = document.sex
+        expiryDate = document.expiryDate
+    }
+}
+
+/// The data of one step event; absent fields are left out of the JSON. Events are what a kiosk screen
+/// needs: no document number, birth date or identity token (the token is read once from the session).
 public struct KioskEventData: Codable, Sendable, Equatable {
     public var success: Bool?
     public var existingUser: Bool?
     public var spoofAttempt: Bool?
     public var error: String?
     public var message: String?
-    public var ocrData: KioskOCRData?
+    public var ocrData: KioskDocumentSummary?
     public var distance: Float?
     public var customerUUID: String?
-    public var token: String?
     public var name: String?
     /// `kioskError`: the error code.
     public var code: String?
 
     public init(success: Bool? = nil, existingUser: Bool? = nil, spoofAttempt: Bool? = nil, error: ErrorCode? = nil,
                 message: String? = nil, ocrData: KioskOCRData? = nil, distance: Float? = nil, customerUUID: UUID? = nil,
-                token: String? = nil, name: String? = nil, code: ErrorCode? = nil) {
+                name: String? = nil, code: ErrorCode? = nil) {
         self.success = success
         self.existingUser = existingUser
         self.spoofAttempt = spoofAttempt
         self.error = error?.rawValue
         self.message = message
-        self.ocrData = ocrData
+        self.ocrData = ocrData.map(KioskDocumentSummary.init)
         self.distance = distance
         self.customerUUID = customerUUID?.wire
-        self.token = token
         self.name = name
         self.code = code?.rawValue
     }

@@ -26,15 +26,18 @@ import Testing
             #expect(result["existingUser"] as? Bool == false)
             #expect(result["name"] as? String == "Barack Hussein Obama")
             let customer = try #require(result["customerUUID"] as? String)
+            #expect(result["token"] is String, "the finished session hands over the identity token")
 
             let events = try await kiosk.events(session)
             #expect(events.map(\.name) == ["selfieScanCompleted", "idFrontCompleted", "idBackCompleted", "idProcessed",
                                            "faceMatchCompleted", "kioskFlowCompleted"])
             let ocr = try #require(events[3].data["ocrData"] as? [String: Any])
-            #expect(ocr["documentNumber"] as? String == "D23145890")
-            #expect(ocr["birthDate"] as? String == "1961-08-04")
+            // The screen's fields only: no document number or birth date travels in an event.
+            #expect(ocr["surname"] as? String == "OBAMA")
+            #expect(ocr["documentNumber"] == nil && ocr["birthDate"] == nil)
             #expect(ocr["expiryDate"] as? String == "2034-01-20")
             #expect(ocr["nationality"] as? String == "USA")
+            #expect(events[5].data["token"] == nil, "no identity token in an event")
             let distance = try #require(events[4].data["distance"] as? Double)
             #expect(distance < Double(FaceModel.defaultForNewApps.defaultThreshold))
             let users = try await stack.call("GET", "/v1/apps/\(app.id)/users", bearer: stack.adminKey)
@@ -60,6 +63,32 @@ import Testing
             #expect(login.json["interviewToken"] is NSNull, "the onboarding session's token is not handed to whoever matches the face")
             #expect(!String(decoding: login.body, as: UTF8.self).contains(session.token))
             #expect(login.string("firstName") == "Barack")
+
+            // Erasing the customer erases the sessions that hold their document data.
+            #expect(try await stack.call("DELETE", "/v1/apps/\(app.id)/users/\(customer)", bearer: stack.adminKey).status == 204)
+            let left = try await stack.database.pool.query("SELECT count(*)::int AS n FROM kiosk_sessions WHERE customer_id = \(UUID(uuidString: customer)!)")
+            #expect(try left.first?.decode("n", as: Int.self) == 0)
+            #expect(try await stack.call("GET", "/v1/kiosk/sessions/\(session.id)", headers: ["X-Interview-Token": session.token]).status != 200)
+        }
+    }
+
+    /// A finished session is erased with its events after the retention period.
+    @Test func finishedSessionsAreErasedAfterTheirRetention() async throws {
+        try await TestStack.with(withMatcher: false, withKiosk: true,
+                                 extra: ["FACEGATE_KIOSK_RETENTION_SECONDS": "1", "KIOSK_SWEEP_SECONDS": "1"]) { stack in
+            let app = try await stack.createApp()
+            let kiosk = try await KioskDriver(stack: stack, app: app)
+            let session = try await kiosk.start()
+            #expect(try await stack.call("DELETE", "/v1/kiosk/sessions/\(session.id)", headers: ["X-Device-Id": "kiosk-1", "X-Interview-Token": session.token]).status < 300)
+            let id = UUID(uuidString: session.id)!
+            var remaining = 1
+            for _ in 0..<40 where remaining > 0 {
+                try await Task.sleep(for: .milliseconds(250))
+                remaining = try await stack.database.pool.query("""
+                    SELECT (SELECT count(*) FROM kiosk_sessions WHERE id = \(id)) + (SELECT count(*) FROM kiosk_events WHERE session_id = \(id)) AS n
+                    """).first?.decode("n", as: Int.self) ?? 1
+            }
+            #expect(remaining == 0)
         }
     }
 

@@ -258,6 +258,8 @@ extension GatewayContext {
                     RETURNING template_id, change_seq
                     """)
                 let deleted = try await connection.query("DELETE FROM users WHERE id = \(userId) AND app_id = \(app.id)")
+                // The kiosk sessions that onboarded the customer go too: they hold the document data.
+                _ = try await connection.query("DELETE FROM kiosk_sessions WHERE app_id = \(app.id) AND customer_id = \(userId)")
                 guard deleted.affectedRows == 1 else { return nil }
                 return try tombstones.rows.map {
                     GalleryChange(operation: .delete, appId: app.id, userId: userId, templateId: try $0.decode("template_id"), changeSeq: try $0.decode("change_seq"))

@@ -111,6 +111,15 @@ final class KioskFlow: Sendable {
 
     /// Ends sessions that expired unfinished: a `kioskError` SESSION_EXPIRED event, the sealed selfie and
     /// portrait erased. A session another replica expired first is left alone.
+    /// Deletes sessions that ended more than `seconds` ago, with their document data and events (the
+    /// audit trail keeps the transactions).
+    func eraseFinishedSessions(olderThan seconds: Int) async throws -> Int {
+        try await database.query("""
+            DELETE FROM kiosk_sessions
+            WHERE state IN ('completed', 'failed', 'cancelled', 'expired') AND updated_at < now() - make_interval(secs => \(seconds))
+            """).affectedRows
+    }
+
     func expireSessions() async throws -> Int {
         let rows = try await database.query("""
             SELECT id, app_id FROM kiosk_sessions
@@ -174,7 +183,7 @@ final class KioskFlow: Sendable {
             data.result = KioskResult(success: true, customerUUID: userId, token: token, name: name, existingUser: true)
             try await commit(&session, &run, to: .completed, events: [
                 (.selfieScanCompleted, KioskEventData(success: true, existingUser: true, spoofAttempt: false)),
-                (.kioskFlowCompleted, KioskEventData(success: true, existingUser: true, customerUUID: userId, token: token, name: name)),
+                (.kioskFlowCompleted, KioskEventData(success: true, existingUser: true, customerUUID: userId, name: name)),
             ], data: data, transaction: transaction)
         case .noMatchFace:
             let best = result.bestFrameIndex ?? 0
@@ -318,7 +327,7 @@ final class KioskFlow: Sendable {
         let token = try identityToken(session, user: customerId, transaction: transaction.id)
         let result = KioskResult(success: true, customerUUID: customerId, token: token, name: name, existingUser: false)
         try await commit(&session, &run, to: .completed, events: [
-            (.kioskFlowCompleted, KioskEventData(success: true, existingUser: false, customerUUID: customerId, token: token, name: name)),
+            (.kioskFlowCompleted, KioskEventData(success: true, existingUser: false, customerUUID: customerId, name: name)),
         ], data: Self.finished(session.data, result), transaction: transaction, customerId: customerId)
     }
 

@@ -20,6 +20,8 @@ public struct KioskConfiguration: Sendable {
     public var tessdataPath: String?
     public var ocrEngines: Int
     public var sweepInterval: Duration
+    /// How long a finished session (its document data, steps and events) is kept before it is erased.
+    public var retentionSeconds: Int
 
     public init(environment env: Environment) throws(ConfigurationError) {
         common = try CommonConfiguration(serviceName: "kiosk-orchestrator", defaultAdminPort: 9103, environment: env)
@@ -35,6 +37,7 @@ public struct KioskConfiguration: Sendable {
         tessdataPath = env.optionalString("FACEGATE_TESSDATA_PREFIX")
         ocrEngines = try env.int("KIOSK_OCR_ENGINES", default: 1, range: 1...64)
         sweepInterval = .seconds(try env.int("KIOSK_SWEEP_SECONDS", default: 30, range: 1...3600))
+        retentionSeconds = try env.int("FACEGATE_KIOSK_RETENTION_SECONDS", default: 86400, range: 1...(366 * 86400))
     }
 }
 
@@ -60,6 +63,7 @@ public final class KioskOrchestrator: Sendable {
         runtime.readiness.add("kafka-replies") { faces.isReady }
         let sweeper = PeriodicService(name: "kiosk-expiry", every: configuration.sweepInterval, logger: runtime.logger) {
             _ = try await flow.expireSessions()
+            _ = try await flow.eraseFinishedSessions(olderThan: configuration.retentionSeconds)
         }
         group = ServiceGroup(services: [runtime.adminServer(), TopicsService(runtime: runtime, waitForTopics: true), ProducerService(producer: producer),
                                         faces, commands, sweeper],
