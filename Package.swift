@@ -111,7 +111,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: ["AuthGateway", "MatcherWorker", "CTIDVerifier", "KioskOrchestrator", "ServiceKit",
                            "FaceGateCore", "KafkaClient", "PostgresClient", "HTTPServer", "Crypto", "JWT", "FaceEngine",
-                           "DocumentOCR", "FaceGateClient", "FaceGateTestSupport"],
+                           "DocumentOCR", "FaceGateClient", "FaceGateCLI", "FaceGateTestSupport"],
             path: "Tests/IntegrationTests"),
     ],
     swiftLanguageModes: [.v6],

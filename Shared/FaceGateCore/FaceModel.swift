@@ -11,10 +11,14 @@ public enum FaceModel: String, Codable, Sendable, CaseIterable {
     /// YuNet-2023mar detector + SFace-2021dec recognizer (128-D, unit length) on OpenCV.
     case sface2021dec = "sface-2021dec"
 
-    /// The model of apps created without naming one. Still dlib: with SFace, blink detection on synthetic
-    /// liveness bursts of biden.jpg was not seen (the eye aspect ratio of the 68 points measured in YuNet's
-    /// box does not fall far enough); until the blink rule is calibrated for it, apps opt in to SFace by name.
-    public static let defaultForNewApps: FaceModel = .dlibResNetV1
+    /// The model of apps created without naming one: SFace, which on the public calibration photos found
+    /// more of the enrolled people and let far fewer strangers in (Benchmarks/RESULTS.md).
+    public static let defaultForNewApps: FaceModel = .sface2021dec
+
+    /// Whether liveness challenges of this model's apps may ask for a blink: the eye aspect ratio of dlib's
+    /// 68 points measured in YuNet's boxes did not show a synthetic blink of biden.jpg, so SFace apps are
+    /// challenged with head turns only.
+    public var challengesBlinks: Bool { self == .dlibResNetV1 }
 
     /// The identification threshold of an app that sets none.
     /// dlib: 0.5, the figure this service has used since its first release (the model's authors suggest 0.6).

@@ -13,14 +13,19 @@ public struct Topics: Sendable {
     public func replies(service: String) -> String { prefix + "replies.\(service).v1" }
     public func deadLetter(of topic: String) -> String { topic + ".dlq" }
 
+    /// Job and reply topics carry photos, ID portraits and document data: the broker keeps them ten minutes
+    /// (far beyond any job's deadline), in one-minute segments so that deletion can happen on time. The
+    /// same values as deploy/'s topic script.
+    public static let shortRetention = ["retention.ms": "600000", "segment.ms": "60000"]
+
     /// Every topic with its partition count and config, for `KafkaAdmin.ensureTopics`.
     public var all: [(name: String, partitions: Int, config: [String: String])] {
         var topics: [(String, Int, [String: String])] = [
-            (faceJobs, 12, [:]), (ctidJobs, 6, [:]), (kioskCommands, 6, [:]),
+            (faceJobs, 12, Self.shortRetention), (ctidJobs, 6, Self.shortRetention), (kioskCommands, 6, Self.shortRetention),
             (galleryChanges, 6, ["cleanup.policy": "compact"]), (kioskEvents, 6, [:]), (auditTransactions, 6, [:]),
         ]
         for service in ["auth-gateway", "ctid-verifier", "kiosk-orchestrator"] {
-            topics.append((replies(service: service), 16, [:]))
+            topics.append((replies(service: service), 16, Self.shortRetention))
         }
         for topic in [faceJobs, ctidJobs, kioskCommands] {
             topics.append((deadLetter(of: topic), 1, [:]))

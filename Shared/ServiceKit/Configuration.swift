@@ -77,6 +77,20 @@ public struct CommonConfiguration: Sendable {
     public var shutdownSeconds: Int
     /// Longest a single SQL statement may run (the matcher's gallery load is one long statement).
     public var statementTimeoutMilliseconds: Int
+    /// Broker security, as librdkafka properties: TLS and SASL from named variables only, so no
+    /// configuration can switch off what the clients rely on (idempotence, acks, isolation).
+    public var kafkaSecurity: [String: String] = [:]
+
+    /// The variables `kafkaSecurity` reads, with the librdkafka property each sets.
+    public static let kafkaSecurityVariables: [(variable: String, property: String)] = [
+        ("FACEGATE_KAFKA_SECURITY_PROTOCOL", "security.protocol"),  // plaintext, ssl, sasl_plaintext, sasl_ssl
+        ("FACEGATE_KAFKA_SASL_MECHANISM", "sasl.mechanisms"),       // PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+        ("FACEGATE_KAFKA_SASL_USERNAME", "sasl.username"),
+        ("FACEGATE_KAFKA_SASL_PASSWORD", "sasl.password"),
+        ("FACEGATE_KAFKA_SSL_CA_LOCATION", "ssl.ca.location"),
+        ("FACEGATE_KAFKA_SSL_CERTIFICATE_LOCATION", "ssl.certificate.location"),
+        ("FACEGATE_KAFKA_SSL_KEY_LOCATION", "ssl.key.location"),
+    ]
 
     public init(serviceName: String, defaultAdminPort: Int, defaultStatementTimeoutMilliseconds: Int = 10_000,
                 environment env: Environment) throws(ConfigurationError) {
@@ -91,6 +105,13 @@ public struct CommonConfiguration: Sendable {
         shutdownSeconds = try env.int("FACEGATE_SHUTDOWN_SECONDS", default: 20, range: 1...600)
         statementTimeoutMilliseconds = try env.int("FACEGATE_DATABASE_STATEMENT_TIMEOUT_MS", default: defaultStatementTimeoutMilliseconds,
                                                    range: 100...86_400_000)
+        for (variable, property) in Self.kafkaSecurityVariables {
+            if let value = env.optionalString(variable) { kafkaSecurity[property] = value }
+        }
+        if let scheme = kafkaSecurity["security.protocol"],
+           !["plaintext", "ssl", "sasl_plaintext", "sasl_ssl"].contains(scheme.lowercased()) {
+            throw ConfigurationError(variable: "FACEGATE_KAFKA_SECURITY_PROTOCOL", problem: "must be plaintext, ssl, sasl_plaintext or sasl_ssl")
+        }
     }
 
     /// For tests and tools that assemble a configuration directly.

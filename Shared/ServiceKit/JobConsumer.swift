@@ -32,6 +32,9 @@ public final class JobConsumer: Service {
     private let tracker = OffsetTracker()
     private let processed: Counter
     private let duration: Histogram
+    private let failures: FailureSignal
+    private let stopping = Atomic<Bool>(false)
+    private let running = Atomic<Bool>(false)
 
     public init(name: String, runtime: ServiceRuntime, topic: String, groupId: String, producer: KafkaProducer,
                 concurrency: Int, maxAttempts: Int = 3, handler: @escaping @Sendable (KafkaMessage) async -> JobDisposition) throws {
@@ -50,11 +53,19 @@ public final class JobConsumer: Service {
         self.handler = handler
         processed = runtime.metrics.counter("facegate_jobs_total", help: "Jobs handled, by topic and disposition")
         duration = runtime.metrics.histogram("facegate_job_seconds", help: "Job handling time, by topic")
+        failures = runtime.failures
+        runtime.readiness.add("consumer:\(name)") { [weak self] in self?.running.load(ordering: .relaxed) ?? false }
     }
 
     public func start() async throws {
         try consumer.subscribe([topic])
-        let task = Task { [self] in await run() }
+        running.store(true, ordering: .relaxed)
+        let task = Task { [self] in
+            await run()
+            running.store(false, ordering: .relaxed)
+            // Ending before shutdown asked is a failure: the process must not stay up, "ready", taking no jobs.
+            if !stopping.load(ordering: .relaxed) { failures.report(name, "the job loop ended") }
+        }
         loop.withLock { $0 = task }
     }
 
@@ -78,6 +89,7 @@ public final class JobConsumer: Service {
                 }
             } catch {
                 logger.error("consumer stopped", ["error": "\(error)"])
+                if !stopping.load(ordering: .relaxed) { failures.report(name, "\(error)") }
             }
             await group.waitForAll()
         }
@@ -125,6 +137,7 @@ public final class JobConsumer: Service {
     }
 
     public func shutdown() async {
+        stopping.store(true, ordering: .relaxed)
         consumer.close()
         let task = loop.withLock { $0 }
         await task?.value

@@ -9,20 +9,53 @@ public protocol Service: AnyObject, Sendable {
     func shutdown() async
 }
 
+/// Where a part of the process reports that it stopped on its own (a job loop whose consumer died):
+/// the service group listening to it stops everything, and the process exits non-zero so that its
+/// supervisor (`make run`, Kubernetes) starts a fresh one.
+public final class FailureSignal: Sendable {
+    private let listener = Mutex<(@Sendable (String, String) -> Void)?>(nil)
+    private let first = Mutex<(service: String, error: String)?>(nil)
+
+    public init() {}
+
+    public func report(_ service: String, _ error: String) {
+        first.withLock { if $0 == nil { $0 = (service, error) } }
+        listener.withLock { $0 }?(service, error)
+    }
+
+    /// The failure reported so far, if any.
+    public var failure: (service: String, error: String)? { first.withLock { $0 } }
+
+    func listen(_ body: @escaping @Sendable (String, String) -> Void) {
+        listener.withLock { $0 = body }
+        if let (service, error) = failure { body(service, error) }
+    }
+}
+
+/// A service group that stopped because one of its parts failed.
+public struct ServiceFailed: Error, CustomStringConvertible {
+    public var service: String
+    public var error: String
+    public var description: String { "\(service) stopped unexpectedly: \(error)" }
+}
+
 /// Starts services in order and stops them in reverse, modelled on swift-service-lifecycle:
 /// SIGTERM → graceful shutdown bounded by `shutdownTimeout`; SIGINT (Ctrl-C) → the same, and a
-/// second signal exits at once. A service reporting a fatal error through `fail` also stops the group.
+/// second signal exits at once. A part reporting through `failures` also stops the group, and `run`
+/// then throws `ServiceFailed`.
 public final class ServiceGroup: Sendable {
     private let services: [any Service]
     private let logger: Logger
     private let shutdownTimeout: Duration
+    private let failures: FailureSignal?
     private let stopRequest = Mutex<CheckedContinuation<String, Never>?>(nil)
     private let stopReason = Mutex<String?>(nil)
 
-    public init(services: [any Service], logger: Logger, shutdownTimeout: Duration) {
+    public init(services: [any Service], logger: Logger, shutdownTimeout: Duration, failures: FailureSignal? = nil) {
         self.services = services
         self.logger = logger
         self.shutdownTimeout = shutdownTimeout
+        self.failures = failures
     }
 
     /// Asks the group to stop (tests, fatal errors). Safe to call from any thread, any number of times.
@@ -56,6 +89,10 @@ public final class ServiceGroup: Sendable {
             throw error
         }
         logger.info("all services started")
+        failures?.listen { [self] service, error in
+            logger.error("\(service) stopped unexpectedly; stopping the process", ["error": error])
+            requestStop(reason: "\(service) failed")
+        }
         let signals = handleSignals ? SignalWatcher(group: self, logger: logger) : nil
         let reason = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
             let early = stopReason.withLock { $0 }
@@ -69,6 +106,7 @@ public final class ServiceGroup: Sendable {
         await stop(started)
         signals?.cancel()
         logger.info("stopped")
+        if let (service, error) = failures?.failure { throw ServiceFailed(service: service, error: error) }
         return reason
     }
 

@@ -13,6 +13,8 @@ public final class ServiceRuntime: Sendable {
     public let database: PostgresPool
     public let kafka: KafkaConfiguration
     public let topics: Topics
+    /// Parts that stop on their own report here; the process's service group listens.
+    public let failures = FailureSignal()
 
     public init(configuration: CommonConfiguration) throws {
         self.configuration = configuration
@@ -26,6 +28,7 @@ public final class ServiceRuntime: Sendable {
         database = PostgresPool(configuration: databaseConfiguration)
         var kafka = KafkaConfiguration(brokers: configuration.kafkaBrokers, clientId: "\(configuration.serviceName)-\(configuration.instanceId)")
         kafka.properties["socket.connection.setup.timeout.ms"] = "5000"
+        kafka.properties.merge(configuration.kafkaSecurity) { _, security in security }
         self.kafka = kafka
         topics = Topics(prefix: configuration.topicPrefix)
 

@@ -140,6 +140,10 @@ import Testing
         #expect(names.contains("t1.face.jobs.v1.dlq"))
         #expect(names.allSatisfy { $0.hasPrefix("t1.") })
         #expect(topics.all.first { $0.name == topics.galleryChanges }?.config["cleanup.policy"] == "compact")
+        // Topics whose messages carry photos, portraits or document data are created with a short retention.
+        for name in [topics.faceJobs, topics.ctidJobs, topics.kioskCommands, topics.replies(service: "auth-gateway")] {
+            #expect(topics.all.first { $0.name == name }?.config["retention.ms"] == "600000", "\(name)")
+        }
     }
 }
 

@@ -8,6 +8,50 @@ import Testing
 
 /// Admin endpoints tell the truth: not ready while a dependency is away, ready once it is back.
 @Suite(.serialized) struct ReadinessTests {
+    /// A part that stops on its own (a job loop whose consumer died) stops its whole process with an error,
+    /// so the supervisor restarts it, instead of leaving it up and "ready" with nothing consuming.
+    @Test func aPartThatStopsOnItsOwnStopsItsProcess() async throws {
+        final class EndsOnItsOwn: Service {
+            let name = "face-jobs"
+            let failures: FailureSignal
+            init(_ failures: FailureSignal) { self.failures = failures }
+            func start() async throws {
+                Task { [failures] in
+                    try? await Task.sleep(for: .milliseconds(200))
+                    failures.report("face-jobs", "the job loop ended")
+                }
+            }
+            func shutdown() async {}
+        }
+        let failures = FailureSignal()
+        let group = ServiceGroup(services: [EndsOnItsOwn(failures)], logger: Logger(label: "test", level: .error),
+                                 shutdownTimeout: .seconds(5), failures: failures)
+        let started = ContinuousClock.now
+        await #expect(throws: ServiceFailed.self) { try await group.run(handleSignals: false) }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        // Without a failure, the group stops only when asked, and says why.
+        let calm = ServiceGroup(services: [], logger: Logger(label: "test", level: .error), shutdownTimeout: .seconds(5), failures: FailureSignal())
+        calm.requestStop(reason: "test")
+        #expect(try await calm.run(handleSignals: false) == "test")
+    }
+
+    /// Broker TLS and SASL reach librdkafka from their named variables, and a misspelt protocol stops the
+    /// service at start instead of connecting in plain text.
+    @Test func kafkaSecurityComesFromNamedVariables() throws {
+        let base = ["FACEGATE_DATABASE_URL": "postgres://x@127.0.0.1/x", "FACEGATE_KAFKA_BROKERS": "127.0.0.1:9092"]
+        let secured = try CommonConfiguration(serviceName: "t", defaultAdminPort: 0, environment: Environment(base.merging([
+            "FACEGATE_KAFKA_SECURITY_PROTOCOL": "sasl_ssl", "FACEGATE_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
+            "FACEGATE_KAFKA_SASL_USERNAME": "gateway", "FACEGATE_KAFKA_SASL_PASSWORD": "secret", "FACEGATE_KAFKA_SSL_CA_LOCATION": "/etc/ca.pem",
+        ]) { _, new in new }))
+        #expect(secured.kafkaSecurity == ["security.protocol": "sasl_ssl", "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "gateway",
+                                          "sasl.password": "secret", "ssl.ca.location": "/etc/ca.pem"])
+        #expect(try CommonConfiguration(serviceName: "t", defaultAdminPort: 0, environment: Environment(base)).kafkaSecurity.isEmpty)
+        #expect(throws: ConfigurationError.self) {
+            try CommonConfiguration(serviceName: "t", defaultAdminPort: 0,
+                                    environment: Environment(base.merging(["FACEGATE_KAFKA_SECURITY_PROTOCOL": "sasl_tls"]) { _, new in new }))
+        }
+    }
+
     /// A private broker on a port of our own, stopped by its pid.
     final class PrivateBroker {
         let process = Process()

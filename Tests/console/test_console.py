@@ -202,6 +202,8 @@ class ConsoleTests(unittest.TestCase):
         self.sign_in(stack.admin_key, view="operator")
         app_id = seed["app"]["appId"]
         row = self.wait(lambda d: d.find_element(By.CSS_SELECTOR, f"#apps-rows tr[data-app-id='{app_id}']"))
+        # The seeded app is in header mode: the console says what that means.
+        self.assertIn("X-Device-Id", row.find_element(By.CSS_SELECTOR, "p[data-binding='header']").text)
         row.find_element(By.TAG_NAME, "button").click()
         self.visible("app-detail")
         self.wait(lambda d: d.find_elements(By.CSS_SELECTOR, f"#users-rows tr[data-user-id='{seed['users']['E1001']}']"))

@@ -48,8 +48,13 @@ export function initOperator() {
       const open = el("button", { type: "button", class: "secondary", "aria-label": `Open ${app.name}`, text: selected?.appId === app.appId ? "Opened" : "Open",
         "aria-pressed": selected?.appId === app.appId ? "true" : "false" });
       open.addEventListener("click", () => openApp(app));
+      // Header mode: the device is whatever X-Device-Id a caller sends, so say so next to the app.
+      const binding = app.deviceBinding === "header"
+        ? el("p", { class: "binding-warning", role: "note", "data-binding": "header",
+          text: "Devices are identified by the X-Device-Id header, which any caller can set. Bind devices by key: facegate app binding APP_ID dpop." })
+        : el("p", { class: "hint", "data-binding": app.deviceBinding || "", text: `Devices bound by key (${app.deviceBindingPolicy || "?"}).` });
       body.append(el("tr", { "data-app-id": app.appId },
-        el("td", {}, el("strong", { text: app.name }), el("br"), el("code", { text: app.appId })),
+        el("td", {}, el("strong", { text: app.name }), el("br"), el("code", { text: app.appId }), binding),
         el("td", {}, modules), el("td", {}, open)));
     }
   }

@@ -41,7 +41,7 @@ public final class AuthGateway: Sendable {
             try await context.sweepExpiredRecords()
         }
         group = ServiceGroup(services: [admin, requester, http, ProducerService(producer: producer), sweeper], logger: runtime.logger,
-                             shutdownTimeout: .seconds(configuration.common.shutdownSeconds))
+                             shutdownTimeout: .seconds(configuration.common.shutdownSeconds), failures: runtime.failures)
     }
 
     /// Every route the public API serves, for checking the OpenAPI document against.

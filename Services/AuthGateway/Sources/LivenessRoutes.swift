@@ -18,7 +18,7 @@ extension GatewayContext {
     func livenessChallenge(_ request: HTTPRequest) async throws -> HTTPResponse {
         let app = try await requireClient(request)
         let device = try await clientDevice(request, app: app).id
-        let actions = Self.randomActions()
+        let actions = Self.randomActions(blink: app.faceModel.challengesBlinks)
         let challengeId = "lc_" + Base64URL.encode(SecureRandom.bytes(24))
         struct Stored: Encodable { var actions: [LivenessAction] }
         _ = try await database.query("""
@@ -30,12 +30,13 @@ extension GatewayContext {
         return .json(Issued(challengeId: challengeId, actions: actions, expiresIn: Self.livenessChallengeSeconds))
     }
 
-    /// Two or three different actions in a random order (a shuffle of all three, cut).
-    static func randomActions() -> [LivenessAction] {
-        var pool = LivenessAction.allCases
+    /// Two or three different actions in a random order (a shuffle of all three, cut); without blinks, both
+    /// head turns in a random order.
+    static func randomActions(blink: Bool) -> [LivenessAction] {
+        var pool = LivenessAction.allCases.filter { blink || $0 != .blink }
         var chosen: [LivenessAction] = []
         let randomBytes = SecureRandom.bytes(4)
-        let count = 2 + Int(randomBytes[0] & 1)
+        let count = min(pool.count, 2 + Int(randomBytes[0] & 1))
         for index in 0..<count {
             let pick = Int(randomBytes[index + 1]) % pool.count
             chosen.append(pool.remove(at: pick))

@@ -36,7 +36,7 @@ enum OpenAPIDocument {
         "description": "dpop (new apps): devices are P-256 keys proven on every call (RFC 9449); header: the caller-chosen X-Device-Id, weaker (anyone who learns a device id can claim it)"},
       "DeviceBindingPolicy": {"type": "string", "enum": ["employeeNumber", "appServerTicket", "boundDevice"],
         "description": "What binds a new device key to a user after a face match on a dpop app: the employee number alone (weakest), plus a ticket from the app server (new apps), or plus a ticket from a bound device of the user (the app server's ticket binds only a first key)"},
-      "FaceModel": {"type": "string", "enum": ["dlib-resnet-v1", "sface-2021dec"], "description": "The app's face model; new apps get dlib-resnet-v1 unless they name one"},
+      "FaceModel": {"type": "string", "enum": ["dlib-resnet-v1", "sface-2021dec"], "description": "The app's face model; new apps get sface-2021dec unless they name one"},
       "Error": {
         "type": "object", "required": ["error"],
         "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {

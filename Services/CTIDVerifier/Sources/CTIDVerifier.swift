@@ -42,6 +42,6 @@ public final class CTIDVerifier: Sendable {
                                producer: producer, concurrency: configuration.concurrency) { message in await handler.handle(message) }
         runtime.readiness.add("kafka-replies") { faces.isReady }
         group = ServiceGroup(services: [runtime.adminServer(), TopicsService(runtime: runtime, waitForTopics: true), ProducerService(producer: producer), faces, jobs],
-                             logger: runtime.logger, shutdownTimeout: .seconds(configuration.common.shutdownSeconds))
+                             logger: runtime.logger, shutdownTimeout: .seconds(configuration.common.shutdownSeconds), failures: runtime.failures)
     }
 }

@@ -11,22 +11,26 @@ import ServiceKit
 /// everything else calls the gateway's HTTP API with the caller's key, so every action is recorded
 /// exactly as it would be from any other client.
 public enum FaceGateCLI {
+    /// The release this tool belongs to (`facegate --version`).
+    public static let version = "0.9.0"
+
     public static let usage = """
     usage: facegate <command> [arguments]
 
     setup
       migrate                                   apply database migrations (FACEGATE_DATABASE_URL)
       keys                                      print fresh FACEGATE_SIGNING_KEY / FACEGATE_SEALING_KEY / CTID key pair lines
+      --version                                 this tool's release; --help anywhere prints this
     operators (FACEGATE_URL, FACEGATE_ADMIN_KEY)
       app create NAME [--formal] [--model M] [--threshold D] [--binding B] [--binding-policy P]
-                                                M: dlib-resnet-v1 (default) or sface-2021dec; B: dpop (default) or header;
+                                                M: sface-2021dec (default) or dlib-resnet-v1; B: dpop (default) or header;
                                                 P: appServerTicket (default), boundDevice or employeeNumber
       app get APP_ID | app list
       app binding APP_ID B [P]                  how devices are identified and new keys bound
       app modules APP_ID MODULE=STATE...        e.g. faceLogin=formal ctid=disabled
       app rotate-secret APP_ID
       user create APP_ID EMPLOYEE_NUMBER NAME
-      user list APP_ID
+      user list APP_ID                          every user (all pages)
       user delete APP_ID USER_ID
       enroll APP_ID USER_ID PHOTO...            JPEG/PNG files
       device reset APP_ID DEVICE_ID
@@ -52,6 +56,15 @@ public enum FaceGateCLI {
 
     static func dispatch(_ arguments: [String], environment: Environment) async throws {
         guard let command = arguments.first else { throw CLIError(usage, exitCode: 2) }
+        // Help and version win wherever they appear: `app create --help` explains, it creates nothing.
+        if arguments.contains(where: { ["--help", "-h", "help"].contains($0) }) {
+            print(usage)
+            return
+        }
+        if command == "--version" || command == "version" {
+            print("facegate \(version)")
+            return
+        }
         let rest = Array(arguments.dropFirst())
         switch (command, rest.first) {
         case ("migrate", _):
@@ -69,11 +82,15 @@ public enum FaceGateCLI {
             guard rest.count >= 2 else {
                 throw CLIError("usage: facegate app create NAME [--formal] [--model M] [--threshold D] [--binding B] [--binding-policy P]", exitCode: 2)
             }
+            guard !rest[1].hasPrefix("-") else { throw CLIError("the app's NAME comes first: facegate app create NAME [options]", exitCode: 2) }
             var body: [String: Any] = ["name": rest[1]]
             if rest.contains("--formal") {
                 body["modules"] = ["faceLogin": "formal", "ctid": "formal", "kiosk": "formal", "deviceAuth": "formal"]
             }
-            if let index = rest.firstIndex(of: "--threshold"), index + 1 < rest.count, let value = Double(rest[index + 1]) {
+            if let index = rest.firstIndex(of: "--threshold") {
+                guard index + 1 < rest.count, let value = Double(rest[index + 1]), value.isFinite, value > 0 else {
+                    throw CLIError("--threshold needs a positive number (a distance in the face model's units)", exitCode: 2)
+                }
                 body["matchThreshold"] = value
             }
             if let index = rest.firstIndex(of: "--model") {
@@ -108,7 +125,18 @@ public enum FaceGateCLI {
             try await admin(environment).print("POST", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/users",
                                                json: ["employeeNumber": try argument(rest, 2, "EMPLOYEE_NUMBER"), "name": try argument(rest, 3, "NAME")])
         case ("user", "list"):
-            try await admin(environment).print("GET", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/users?limit=500")
+            // Every page, as one list.
+            let client = try admin(environment)
+            let path = "/v1/apps/\(try argument(rest, 1, "APP_ID"))/users?limit=500"
+            var items: [Any] = []
+            var cursor: String?
+            repeat {
+                let page = try await client.json("GET", path + (cursor.map { "&cursor=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? ""))
+                items += page["items"] as? [Any] ?? []
+                cursor = page["nextCursor"] as? String
+            } while cursor != nil
+            let data = try JSONSerialization.data(withJSONObject: ["items": items], options: [.sortedKeys])
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
         case ("user", "delete"):
             try await admin(environment).print("DELETE", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/users/\(try argument(rest, 2, "USER_ID"))")
         case ("enroll", _):
@@ -129,11 +157,9 @@ public enum FaceGateCLI {
         case ("audit", "query"):
             try await auditor(environment).print("GET", "/v1/audit/transactions" + (try queryString(rest.dropFirst())))
         case ("audit", "export"):
-            try await auditor(environment).print("GET", "/v1/audit/transactions.csv" + (try queryString(rest.dropFirst())))
+            try await auditor(environment).stream("GET", "/v1/audit/transactions.csv" + (try queryString(rest.dropFirst())))
         case ("audit", "verify"):
             try await auditor(environment).print("GET", "/v1/audit/verify?appId=\(try argument(rest, 1, "APP_ID"))")
-        case ("help", _), ("--help", _), ("-h", _):
-            print(usage)
         default:
             throw CLIError(usage, exitCode: 2)
         }
@@ -201,5 +227,60 @@ struct APIClient {
         }
         if !data.isEmpty, data.last != UInt8(ascii: "\n") { FileHandle.standardOutput.write(Data("\n".utf8)) }
         guard (200..<300).contains(status) else { throw CLIError("\(method) \(path) answered \(status)", exitCode: 1) }
+    }
+
+    /// A JSON object answer, for commands that combine several calls.
+    func json(_ method: String, _ path: String) async throws -> [String: Any] {
+        guard let url = URL(string: base + path) else { throw CLIError("bad URL \(base + path)", exitCode: 2) }
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        guard (200..<300).contains(status), let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            FileHandle.standardError.write(data)
+            throw CLIError("\(method) \(path) answered \(status)", exitCode: 1)
+        }
+        return object
+    }
+
+    /// Writes the answer's body to stdout as it arrives (an audit export can be larger than memory).
+    func stream(_ method: String, _ path: String) async throws {
+        guard let url = URL(string: base + path) else { throw CLIError("bad URL \(base + path)", exitCode: 2) }
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+        let status = try await StdoutDownload().run(request)
+        guard (200..<300).contains(status) else { throw CLIError("\(method) \(path) answered \(status)", exitCode: 1) }
+    }
+}
+
+/// One request whose body goes to stdout chunk by chunk; answers the HTTP status.
+final class StdoutDownload: NSObject, URLSessionDataDelegate, @unchecked Sendable {  // the session calls it on one delegate queue
+    private var status = 0
+    private var continuation: CheckedContinuation<Int, Error>?
+
+    func run(_ request: URLRequest) async throws -> Int {
+        let session = URLSession(configuration: .ephemeral, delegate: self, delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        return try await withCheckedThrowingContinuation { continuation in
+            self.continuation = continuation
+            session.dataTask(with: request).resume()
+        }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+        status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        (200..<300).contains(status) ? FileHandle.standardOutput.write(data) : FileHandle.standardError.write(data)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        if let error { continuation?.resume(throwing: error) } else { continuation?.resume(returning: status) }
+        continuation = nil
     }
 }

@@ -67,6 +67,6 @@ public final class KioskOrchestrator: Sendable {
         }
         group = ServiceGroup(services: [runtime.adminServer(), TopicsService(runtime: runtime, waitForTopics: true), ProducerService(producer: producer),
                                         faces, commands, sweeper],
-                             logger: runtime.logger, shutdownTimeout: .seconds(configuration.common.shutdownSeconds))
+                             logger: runtime.logger, shutdownTimeout: .seconds(configuration.common.shutdownSeconds), failures: runtime.failures)
     }
 }

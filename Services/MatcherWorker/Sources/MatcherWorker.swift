@@ -44,7 +44,7 @@ public final class MatcherWorker: Sendable {
         runtime.metrics.gauge("facegate_gallery_templates", help: "Templates held in memory") { Double(store.templateCount) }
         runtime.metrics.gauge("facegate_gallery_bytes", help: "Bytes held for templates") { Double(store.memoryBytes) }
         group = ServiceGroup(services: [admin, gallery, jobs, ProducerService(producer: producer)], logger: runtime.logger,
-                             shutdownTimeout: .seconds(configuration.common.shutdownSeconds))
+                             shutdownTimeout: .seconds(configuration.common.shutdownSeconds), failures: runtime.failures)
     }
 
     public var templateCount: Int { gallery.store.templateCount }

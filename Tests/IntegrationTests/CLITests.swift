@@ -1,0 +1,34 @@
+import FaceGateCLI
+import Foundation
+import ServiceKit
+import Testing
+
+/// The operator's command line against a running gateway: help never acts, bad options stop with
+/// exit 2 before any call.
+@Suite(.serialized) struct CLITests {
+    @Test func helpVersionAndBadOptionsChangeNothing() async throws {
+        try await TestStack.with(withMatcher: false) { stack in
+            let environment = Environment(["FACEGATE_URL": stack.baseURL, "FACEGATE_ADMIN_KEY": stack.adminKey])
+            func apps() async throws -> [[String: Any]] {
+                try #require(try await stack.call("GET", "/v1/apps", bearer: stack.adminKey).json["items"] as? [[String: Any]])
+            }
+            let before = try await apps().count
+            #expect(await FaceGateCLI.run(["app", "create", "--help"], environment: environment) == 0)
+            #expect(await FaceGateCLI.run(["--version"], environment: environment) == 0)
+            #expect(await FaceGateCLI.run(["app", "create", "--formal"], environment: environment) == 2)
+            #expect(await FaceGateCLI.run(["app", "create", "bad", "--threshold", "abc"], environment: environment) == 2)
+            #expect(await FaceGateCLI.run(["app", "create", "bad", "--threshold"], environment: environment) == 2)
+            #expect(try await apps().count == before)
+
+            #expect(await FaceGateCLI.run(["app", "create", "legacy", "--binding", "header", "--threshold", "0.9"], environment: environment) == 0)
+            let legacy = try #require(try await apps().first { $0["name"] as? String == "legacy" })
+            #expect(legacy["deviceBinding"] as? String == "header")
+            #expect(abs((legacy["matchThreshold"] as? Double ?? 0) - 0.9) < 1e-6)
+            let id = try #require(legacy["appId"] as? String)
+            #expect(await FaceGateCLI.run(["app", "binding", id, "dpop", "boundDevice"], environment: environment) == 0)
+            let patched = try await stack.call("GET", "/v1/apps/\(id)", bearer: stack.adminKey)
+            #expect(patched.string("deviceBinding") == "dpop" && patched.string("deviceBindingPolicy") == "boundDevice")
+            #expect(await FaceGateCLI.run(["app", "binding", id, "sideways"], environment: environment) == 1)
+        }
+    }
+}
