@@ -20,6 +20,8 @@ public struct CTIDSerialNumber: Sendable, Equatable, Decodable {
     public var bizSerialNum: String
     public var randNum: String
     public var expiresIn: Int
+    /// The mode it was asked for, sent back in the request object as the original SDK does.
+    public var authMode: String?
 }
 
 /// The identity to verify; dates `YYYYMMDD` (end may be `长期`), photo JPEG/PNG for portrait modes.
@@ -75,22 +77,26 @@ public final class CTIDClient: Sendable {
     /// `POST /v1/ctid/serial-numbers`.
     public func getBizSerialNumber(authMode: CTIDAuthMode) async throws(FaceGateError) -> CTIDSerialNumber {
         struct Body: Encodable { var authMode: String }
-        return try await transport.send("POST", "/v1/ctid/serial-numbers", body: .json(Body(authMode: authMode.rawValue)))
+        var serial = try await transport.send("POST", "/v1/ctid/serial-numbers", body: .json(Body(authMode: authMode.rawValue)))
             .decode(CTIDSerialNumber.self)
+        serial.authMode = authMode.rawValue
+        return serial
     }
 
     /// `POST /v1/ctid/verifications`: seals `identity` with `serial`, sends it, verifies and opens the answer.
     public func validateIdentity(_ identity: CTIDIdentity, serial: CTIDSerialNumber) async throws(FaceGateError) -> CTIDVerificationResult {
+        // The original SDK's request object, field for field, plus randNum.
         struct Plaintext: Encodable {
             var bizSerialNum: String
             var randNum: String
-            var idNumber: String
+            var authMode: String?
+            var number: String
             var name: String
             var validDateStart: String?
             var validDateEnd: String?
             var photoData: String?
         }
-        let plaintext = Plaintext(bizSerialNum: serial.bizSerialNum, randNum: serial.randNum, idNumber: identity.idNumber,
+        let plaintext = Plaintext(bizSerialNum: serial.bizSerialNum, randNum: serial.randNum, authMode: serial.authMode, number: identity.idNumber,
                                   name: identity.name, validDateStart: identity.validDateStart, validDateEnd: identity.validDateEnd,
                                   photoData: identity.photo?.base64EncodedString())
         let encoded: Data

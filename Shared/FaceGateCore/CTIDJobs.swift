@@ -77,11 +77,16 @@ public struct CTIDJobResult: Codable, Sendable {
     }
 }
 
-/// The plaintext of a client's verification envelope.
+/// The plaintext of a client's verification envelope: the original SDK's request object (`bizSerialNum`,
+/// `authMode`, `photoData`, `name`, `number`, `validDateStart`, `validDateEnd`) plus `randNum`.
+/// `idNumber` is accepted for `number`.
 public struct CTIDVerificationRequest: Codable, Sendable {
     public var bizSerialNum: String
     public var randNum: String
+    /// The resident ID number (`number` on the wire).
     public var idNumber: String
+    /// The mode the serial was asked for (`0x42` …); when sent, it must be the serial's.
+    public var authMode: String?
     public var name: String
     /// Modes 0x10, 0x12: `YYYYMMDD`.
     public var validDateStart: String?
@@ -90,15 +95,55 @@ public struct CTIDVerificationRequest: Codable, Sendable {
     /// Portrait modes: base64 JPEG/PNG.
     public var photoData: Data?
 
-    public init(bizSerialNum: String, randNum: String, idNumber: String, name: String, validDateStart: String? = nil,
+    public init(bizSerialNum: String, randNum: String, idNumber: String, authMode: String? = nil, name: String, validDateStart: String? = nil,
                 validDateEnd: String? = nil, photoData: Data? = nil) {
         self.bizSerialNum = bizSerialNum
         self.randNum = randNum
         self.idNumber = idNumber
+        self.authMode = authMode
         self.name = name
         self.validDateStart = validDateStart
         self.validDateEnd = validDateEnd
         self.photoData = photoData
+    }
+
+    enum CodingKeys: String, CodingKey { case bizSerialNum, randNum, number, idNumber, authMode, name, validDateStart, validDateEnd, photoData }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        bizSerialNum = try c.decode(String.self, forKey: .bizSerialNum)
+        randNum = try c.decode(String.self, forKey: .randNum)
+        guard let number = try c.decodeIfPresent(String.self, forKey: .number) ?? c.decodeIfPresent(String.self, forKey: .idNumber) else {
+            throw DecodingError.keyNotFound(CodingKeys.number, .init(codingPath: c.codingPath, debugDescription: "number is required"))
+        }
+        idNumber = number
+        authMode = try c.decodeIfPresent(String.self, forKey: .authMode)
+        name = try c.decode(String.self, forKey: .name)
+        validDateStart = try c.decodeIfPresent(String.self, forKey: .validDateStart)
+        validDateEnd = try c.decodeIfPresent(String.self, forKey: .validDateEnd)
+        photoData = try c.decodeIfPresent(Data.self, forKey: .photoData)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(bizSerialNum, forKey: .bizSerialNum)
+        try c.encode(randNum, forKey: .randNum)
+        try c.encode(idNumber, forKey: .number)
+        try c.encodeIfPresent(authMode, forKey: .authMode)
+        try c.encode(name, forKey: .name)
+        try c.encodeIfPresent(validDateStart, forKey: .validDateStart)
+        try c.encodeIfPresent(validDateEnd, forKey: .validDateEnd)
+        try c.encodeIfPresent(photoData, forKey: .photoData)
+    }
+
+    /// The field a decoding error is about (`number`, `photoData` …), empty when the plaintext is not a JSON object.
+    public static func field(of error: any Error) -> String {
+        switch error as? DecodingError {
+        case .keyNotFound(let key, _): key.stringValue
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
+            context.codingPath.map(\.stringValue).joined(separator: ".")
+        default: ""
+        }
     }
 }
 

@@ -91,6 +91,15 @@ import Testing
             #expect(result.authResult == "" && result.resultCode == "0")
             result = try await Self.verify(stack, app, mode: "0x40", Self.claim(Self.alice, "张四"))
             #expect(result.authResult == "5XXX" && result.resultCode == "1")
+            // The original SDK's request object, field for field (`number`, `authMode`), as a client written from it sends.
+            let (serial, rand) = try await Self.serial(stack, app, mode: "0x40")
+            let seed = #"{"bizSerialNum":"\#(serial)","authMode":"0x40","name":"张三","number":"\#(Self.alice)","randNum":"\#(rand)"}"#
+            result = try Self.answer(try await Self.post(stack, app, try CTIDEnvelope.seal(Array(seed.utf8), appId: app.appId, key: app.key)), app)
+            #expect(result.authResult == "" && result.resultCode == "0", "\(result)")
+            var otherMode = Self.claim(Self.alice, "张三")
+            otherMode.authMode = "0x42"
+            result = try await Self.verify(stack, app, mode: "0x40", otherMode)
+            #expect(result.resultCode == "3" && result.message.contains("authMode"), "\(result)")
             // Unknown number (valid check digit, not registered).
             result = try await Self.verify(stack, app, mode: "0x40", Self.claim(Self.number("11010119900307999"), "张三"))
             #expect(result.authResult == "5XXX" && result.resultCode == "1")
@@ -130,7 +139,7 @@ import Testing
             let rows = try await stack.database.pool.query("""
                 SELECT outcome, detail::text AS detail FROM transactions WHERE app_id = \(app.appId) AND kind = 'ctid.verify'
                 """)
-            #expect(rows.count == 10)
+            #expect(rows.count == 12)
             for row in rows {
                 let detail = try row.decode("detail", as: String.self)
                 #expect(!detail.contains(Self.alice) && !detail.contains("张三") && !detail.contains("李四"))
@@ -273,8 +282,6 @@ import Testing
             e = good; e.version = "v2"; try add("version", e)
             e = good; e.appId = other.app.id; try add("appId", e)
             try add("wrong key", try Self.envelope(other, request))
-            // Correct tag over plaintext that is not a verification request.
-            try add("not a request", try CTIDEnvelope.seal(Array("[1,2]".utf8), appId: app.appId, key: app.key))
             bodies.append(("not json", Data("{not json".utf8)))
             bodies.append(("empty", Data()))
 
@@ -294,6 +301,16 @@ import Testing
                 SELECT count(*)::int AS n FROM transactions WHERE app_id = \(app.appId) AND kind = 'ctid.verify' AND outcome = 'INVALID_ENVELOPE'
                 """)
             #expect(try faults.first!.decode("n", as: Int.self) == bodies.count)
+
+            // Past the MAC there is no oracle to protect: a plaintext that is not the request object, or lacks a
+            // field, gets a sealed answer that names what is wrong.
+            let sealedJunk = try CTIDEnvelope.seal(Array("[1,2]".utf8), appId: app.appId, key: app.key)
+            let notRequest = try Self.answer(try await Self.post(stack, app, sealedJunk), app)
+            #expect(notRequest.resultCode == "3" && notRequest.message.contains("request object"), "\(notRequest)")
+            let (fresh, freshRand) = try await Self.serial(stack, app, mode: "0x40")
+            let noName = #"{"bizSerialNum":"\#(fresh)","randNum":"\#(freshRand)","authMode":"0x40","number":"\#(Self.alice)"}"#
+            let incomplete = try Self.answer(try await Self.post(stack, app, try CTIDEnvelope.seal(Array(noName.utf8), appId: app.appId, key: app.key)), app)
+            #expect(incomplete.resultCode == "3" && incomplete.message.contains("name") && incomplete.bizSerialNum == fresh, "\(incomplete)")
 
             // Registry entries are validated by the verifier.
             let badCheck = try await Self.register(stack, app, number: String(Self.bob.dropLast()) + (Self.bob.last == "0" ? "1" : "0"), name: "李四")

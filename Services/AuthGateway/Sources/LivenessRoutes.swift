@@ -53,8 +53,13 @@ extension GatewayContext {
     }
 
     /// As `livenessFrames(from:)`; without `challengeRequired` a missing `challengeId` is nil.
+    /// Without `challengeRequired` (the app's liveness is off) one frame is a whole selfie, as the kiosk SDK
+    /// takes it: a single `frame` field, or one image as the body.
     func livenessFrames(from request: HTTPRequest, challengeRequired: Bool) throws -> (challengeId: String?, frames: [Data]) {
         let contentType = (request.headers["Content-Type"] ?? "").lowercased()
+        if !challengeRequired, contentType.hasPrefix("image/") {
+            return (nil, [Data(try image(request))])
+        }
         guard contentType.hasPrefix("multipart/form-data") else {
             throw APIError(.invalidRequest, "send the frames as multipart/form-data: a challengeId field and \(Self.livenessFrameCount.lowerBound)–\(Self.livenessFrameCount.upperBound) frame fields")
         }
@@ -74,8 +79,9 @@ extension GatewayContext {
             throw APIError(.invalidRequest, "the challengeId is too long")
         }
         let frames = parts.filter { $0.name == "frame" }.map(\.body)
-        guard Self.livenessFrameCount.contains(frames.count) else {
-            throw APIError(.invalidRequest, "send \(Self.livenessFrameCount.lowerBound)–\(Self.livenessFrameCount.upperBound) frame fields in capture order; got \(frames.count)")
+        let allowed = challengeRequired ? Self.livenessFrameCount : 1...Self.livenessFrameCount.upperBound
+        guard allowed.contains(frames.count) else {
+            throw APIError(.invalidRequest, "send \(allowed.lowerBound)–\(allowed.upperBound) frame fields in capture order; got \(frames.count)")
         }
         for (index, frame) in frames.enumerated() where !Self.isJPEGOrPNG(frame) {
             throw APIError(.imageFormatError, "frame \(index) is not a JPEG or PNG file")

@@ -334,20 +334,20 @@ enum OpenAPIDocument {
       "delete": {"summary": "Cancel the session (event userCancelledSession)", "responses": {"204": {"description": "Cancelled"}, "default": {"$ref": "#/components/responses/Error"}}}
     },
     "/v1/kiosk/sessions/{interviewId}/selfie": {
-      "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"}, {"$ref": "#/components/parameters/deviceId"}],
-      "post": {"summary": "Selfie burst (multipart: challengeId + repeated frame); a known face completes the flow as an existing customer", "security": [{"accessToken": []}],
+      "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"}, {"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
+      "post": {"summary": "Selfie burst (multipart: challengeId + repeated frame); with the app's kiosk liveness off one photo is enough (one frame field, or an image/jpeg or image/png body). A known face completes the flow as an existing customer", "security": [{"accessToken": []}],
         "responses": {"200": {"description": "Session after the step, with its events", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSession"}}}},
           "default": {"$ref": "#/components/responses/Error"}}}
     },
     "/v1/kiosk/sessions/{interviewId}/id-front": {
-      "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"}, {"$ref": "#/components/parameters/deviceId"}],
+      "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"}, {"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
       "post": {"summary": "Photo of the document's front (portrait)", "security": [{"accessToken": []}],
         "requestBody": {"required": true, "content": {"image/jpeg": {}, "image/png": {}, "multipart/form-data": {}}},
         "responses": {"200": {"description": "Session after the step, with its events", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSession"}}}},
           "default": {"$ref": "#/components/responses/Error"}}}
     },
     "/v1/kiosk/sessions/{interviewId}/id-back": {
-      "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"}, {"$ref": "#/components/parameters/deviceId"}],
+      "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"}, {"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
       "post": {"summary": "Photo of the document's MRZ side; runs OCR, the face match and approval", "security": [{"accessToken": []}],
         "requestBody": {"required": true, "content": {"image/jpeg": {}, "image/png": {}, "multipart/form-data": {}}},
         "responses": {"200": {"description": "Session after the steps, with their events", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSession"}}}},

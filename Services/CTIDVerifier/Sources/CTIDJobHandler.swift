@@ -97,16 +97,31 @@ final class CTIDJobHandler: Sendable {
                 score: score, latencyMs: Int((ContinuousClock.now - started).milliseconds.rounded()), detail: detail))
         }
         guard let sealed = job.envelope, let key = try await institutionKey(job.appId),
-              let plaintext = try? sealed.open(expectedAppId: job.appId, key: key),
-              let request = try? FaceGateJSON.decode(CTIDVerificationRequest.self, from: plaintext) else {
+              let plaintext = try? sealed.open(expectedAppId: job.appId, key: key) else {
             try await record(ErrorCode.invalidEnvelope.rawValue, detail: [:])
             return CTIDJobResult(outcome: .invalidEnvelope, transactionId: transactionId)
         }
-        let verdict = try await check(request, appId: job.appId)
-        var detail = ["idNumber": ResidentIDNumber.mask(request.idNumber), "resultCode": verdict.code.rawValue, "authResult": verdict.authResult]
+        // Past the MAC there is no oracle to protect: a malformed plaintext gets a sealed answer naming the field.
+        let verdict: Verdict
+        var detail: [String: String] = [:]
+        var bizSerialNum = ""
+        do {
+            let request = try FaceGateJSON.decode(CTIDVerificationRequest.self, from: plaintext)
+            bizSerialNum = request.bizSerialNum
+            verdict = try await check(request, appId: job.appId)
+            detail["idNumber"] = ResidentIDNumber.mask(request.idNumber)
+        } catch let error as DecodingError {
+            let field = CTIDVerificationRequest.field(of: error)
+            bizSerialNum = (try? JSONSerialization.jsonObject(with: Data(plaintext)) as? [String: Any])?["bizSerialNum"] as? String ?? ""
+            verdict = Verdict(authResult: "XXXX", code: .invalidData, message: field.isEmpty
+                              ? "the plaintext is not the request object (a JSON object)" : "the request's \(field) is missing or malformed")
+            detail["field"] = field
+        }
+        detail["resultCode"] = verdict.code.rawValue
+        detail["authResult"] = verdict.authResult
         if let mode = verdict.authMode { detail["authMode"] = mode }
         try await record(verdict.code == .verified ? "SUCCESS" : "CTID_" + String(describing: verdict.code).uppercased(), detail: detail, score: verdict.score)
-        let answer = CTIDVerificationAnswer(bizSerialNum: request.bizSerialNum, authResult: verdict.authResult, resultCode: verdict.code.rawValue,
+        let answer = CTIDVerificationAnswer(bizSerialNum: bizSerialNum, authResult: verdict.authResult, resultCode: verdict.code.rawValue,
                                             message: verdict.message, transactionId: transactionId.uuidString.lowercased())
         let result = CTIDJobResult(outcome: .answered, envelope: try CTIDEnvelope.seal(try FaceGateJSON.encode(answer), appId: job.appId, key: key),
                                    transactionId: transactionId)
@@ -136,6 +151,9 @@ final class CTIDJobHandler: Sendable {
         }
         func identityInvalid(_ code: CTIDResultCode, _ message: String) -> Verdict {
             Verdict(authResult: "5XXX", code: code, message: message, authMode: mode.wire)
+        }
+        if let claimed = request.authMode, CTIDAuthMode(wire: claimed) != mode {
+            return identityInvalid(.invalidData, "authMode \(claimed) is not the mode the serial number was issued for (\(mode.wire))")
         }
         let number: ResidentIDNumber
         do { number = try ResidentIDNumber(request.idNumber) } catch { return identityInvalid(.invalidData, error.description) }
