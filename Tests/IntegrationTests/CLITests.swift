@@ -29,6 +29,9 @@ import Testing
             let patched = try await stack.call("GET", "/v1/apps/\(id)", bearer: stack.adminKey)
             #expect(patched.string("deviceBinding") == "dpop" && patched.string("deviceBindingPolicy") == "boundDevice")
             #expect(await FaceGateCLI.run(["app", "binding", id, "sideways"], environment: environment) == 1)
+            #expect(await FaceGateCLI.run(["user", "list", id], environment: environment) == 0)
+            #expect(await FaceGateCLI.run(["audit", "export", "appId=\(id)"], environment: environment) == 0)
+            #expect(await FaceGateCLI.run(["audit", "export", "appId=not-a-uuid"], environment: environment) == 1)
         }
     }
 }

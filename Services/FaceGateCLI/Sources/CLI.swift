@@ -205,11 +205,16 @@ struct APIClient {
     var base: String
     var key: String
 
-    func print(_ method: String, _ path: String, json: [String: Any]? = nil, body: Data? = nil, contentType: String? = nil) async throws {
+    func request(_ method: String, _ path: String) throws -> URLRequest {
         guard let url = URL(string: base + path) else { throw CLIError("bad URL \(base + path)", exitCode: 2) }
         var request = URLRequest(url: url)
         request.httpMethod = method
         request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+        return request
+    }
+
+    func print(_ method: String, _ path: String, json: [String: Any]? = nil, body: Data? = nil, contentType: String? = nil) async throws {
+        var request = try request(method, path)
         if let json {
             request.httpBody = try JSONSerialization.data(withJSONObject: json)
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -231,11 +236,7 @@ struct APIClient {
 
     /// A JSON object answer, for commands that combine several calls.
     func json(_ method: String, _ path: String) async throws -> [String: Any] {
-        guard let url = URL(string: base + path) else { throw CLIError("bad URL \(base + path)", exitCode: 2) }
-        var request = URLRequest(url: url)
-        request.httpMethod = method
-        request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
-        let (data, response) = try await URLSession.shared.data(for: request)
+        let (data, response) = try await URLSession.shared.data(for: try request(method, path))
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         guard (200..<300).contains(status), let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             FileHandle.standardError.write(data)
@@ -246,11 +247,7 @@ struct APIClient {
 
     /// Writes the answer's body to stdout as it arrives (an audit export can be larger than memory).
     func stream(_ method: String, _ path: String) async throws {
-        guard let url = URL(string: base + path) else { throw CLIError("bad URL \(base + path)", exitCode: 2) }
-        var request = URLRequest(url: url)
-        request.httpMethod = method
-        request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
-        let status = try await StdoutDownload().run(request)
+        let status = try await StdoutDownload().run(try request(method, path))
         guard (200..<300).contains(status) else { throw CLIError("\(method) \(path) answered \(status)", exitCode: 1) }
     }
 }
