@@ -29,6 +29,7 @@ public enum Schema {
         Step(version: 6, name: "service login roles", sql: serviceLoginRoles),
         Step(version: 7, name: "face model per app", sql: faceModelPerApp),
         Step(version: 8, name: "device binding by DPoP key", sql: deviceBinding),
+        Step(version: 9, name: "key expiry and idempotent creates", sql: keyExpiryAndIdempotency),
     ]
 
     static let core = """
@@ -348,5 +349,25 @@ public enum Schema {
     ALTER TABLE login_confirmations ADD COLUMN candidates jsonb NOT NULL DEFAULT '[]';
     -- A device bound by proving its key, as against one named by the header: only these count for a proof.
     ALTER TABLE devices ADD COLUMN key_bound boolean NOT NULL DEFAULT false;
+    """
+
+    static let keyExpiryAndIdempotency = """
+    -- Operator and auditor keys may expire; a key past its expiry is refused like a revoked one.
+    ALTER TABLE api_keys ADD COLUMN expires_at timestamptz;
+    -- The first answer to a creating POST sent with an Idempotency-Key, for 24 h. The scope is a digest of
+    -- the caller's credential; the answer (which may carry a new secret) is sealed with a key derived from
+    -- that credential and the Idempotency-Key, neither of which the database holds. No status yet: the
+    -- first request is still running.
+    CREATE TABLE idempotent_requests (
+        scope bytea NOT NULL,
+        idempotency_key text NOT NULL CHECK (length(idempotency_key) BETWEEN 1 AND 255),
+        request_hash bytea NOT NULL,
+        status integer,
+        response_sealed bytea,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (scope, idempotency_key)
+    );
+    CREATE INDEX idempotent_requests_created ON idempotent_requests (created_at);
+    GRANT SELECT, INSERT, UPDATE, DELETE ON idempotent_requests TO facegate_service;
     """
 }

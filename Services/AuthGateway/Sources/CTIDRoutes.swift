@@ -9,7 +9,7 @@ import KafkaClient
 /// ctid-verifier's work, reached as a job on `ctid.jobs.v1`.
 extension GatewayContext {
     func registerCTIDRoutes(on router: APIRoutes) {
-        router.add("POST", "/v1/ctid/serial-numbers", maxBodyBytes: 4096) { [self] request in try await issueCTIDSerial(request) }
+        router.add("POST", "/v1/ctid/serial-numbers", maxBodyBytes: 4096, idempotent: true) { [self] request in try await issueCTIDSerial(request) }
         router.add("POST", "/v1/ctid/verifications") { [self] request in try await verifyCTID(request) }
         router.add("POST", "/v1/apps/{appId}/ctid-registry") { [self] request in try await registerCTIDIdentity(request) }
     }
@@ -72,8 +72,7 @@ extension GatewayContext {
     }
 
     func registerCTIDIdentity(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request)
-        let app = try await existingApp(request)
+        let app = try await operatorApp(request)
         let body = try request.decodeJSON(CTIDRegistration.self)
         let result = try await ctidJob(CTIDJob(kind: .register, appId: app.id, registration: body))
         switch result.outcome {

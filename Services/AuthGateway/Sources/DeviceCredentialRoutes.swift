@@ -120,8 +120,7 @@ extension GatewayContext {
 
     /// Operator registration, for devices enrolled at a desk rather than after a face login.
     func registerDeviceCredentialAsOperator(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request)
-        let app = try await existingApp(request)
+        let app = try await operatorApp(request)
         let userId = try request.uuidParameter("userId")
         let body = try request.decodeJSON(OperatorRegistrationBody.self)
         return try await recorded(request, kind: "device.register", appId: app.id, deviceId: body.deviceId) { draft in
@@ -350,8 +349,7 @@ extension GatewayContext {
     }
 
     func listDeviceCredentials(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request)
-        let app = try await existingApp(request)
+        let app = try await operatorApp(request)
         let userId = try request.uuidParameter("userId")
         _ = try await user(userId, app: app.id)
         let rows = try await database.query("""
@@ -370,8 +368,7 @@ extension GatewayContext {
 
     /// Operator revocation: immediate, since every assertion reads `revoked_at`.
     func revokeDeviceCredential(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request)
-        let app = try await existingApp(request)
+        let app = try await operatorApp(request)
         return try await recorded(request, kind: "device.revoke", appId: app.id) { draft in
             try await revoke(request.pathParameters["credentialId"], app: app.id, device: nil, draft: &draft)
             draft.detail["revokedBy"] = "operator"
@@ -416,8 +413,7 @@ extension GatewayContext {
 
     /// Clears a credential's failed-attempt counters and lock (a flagged credential stays refused).
     func resetDeviceCredential(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request)
-        let app = try await existingApp(request)
+        let app = try await operatorApp(request)
         let credentialId = try request.uuidParameter("credentialId")
         return try await recorded(request, kind: "device.credential.reset", appId: app.id) { draft in
             let rows = try await database.query("SELECT user_id, device_id FROM device_credentials WHERE id = \(credentialId) AND app_id = \(app.id)")

@@ -65,6 +65,7 @@ final class GatewayContext: Sendable {
     let logger: Logger
     let faceJobSeconds: Histogram
     let interviewTokens: InterviewTokens
+    let idempotentRequests: IdempotentRequests
 
     init(configuration: GatewayConfiguration, runtime: ServiceRuntime, producer: KafkaProducer, requester: RequesterService,
          signingKey: JWTSigningKey, keySet: JWTKeySet) throws {
@@ -80,10 +81,11 @@ final class GatewayContext: Sendable {
         self.logger = runtime.logger
         faceJobSeconds = runtime.metrics.histogram("facegate_face_job_round_trip_seconds", help: "Gateway → matcher → gateway time")
         interviewTokens = try InterviewTokens(signingSeed: configuration.signingKey)
+        idempotentRequests = IdempotentRequests(database: runtime.database)
     }
 
     func registerRoutes(on router: Router) {
-        let router = APIRoutes(router: router)
+        let router = APIRoutes(router: router, idempotency: idempotentRequests)
         registerOperatorRoutes(on: router)
         registerAppServerRoutes(on: router)
         registerFaceLoginRoutes(on: router)
@@ -96,6 +98,8 @@ final class GatewayContext: Sendable {
         registerLivenessRoutes(on: router)
         registerDeviceKeyRoutes(on: router)
         registerKioskLoginRoutes(on: router)
+        registerKeyRoutes(on: router)
+        registerFaceVerifyRoutes(on: router)
     }
 
     /// Deletes single-use records that can no longer be used: spent or expired token ids (the token's own
@@ -104,6 +108,7 @@ final class GatewayContext: Sendable {
         for table in ["used_token_ids", "one_time_challenges", "login_confirmations", "ctid_serials", "used_liveness_frames"] {
             _ = try await database.query(PostgresQuery(unsafeSQL: "DELETE FROM \(table) WHERE expires_at < now() - interval '1 hour'"))
         }
+        try await idempotentRequests.sweep()
     }
 
     /// Sends a face job and waits for the matcher's answer (merged across shards), within the request
@@ -123,17 +128,25 @@ final class GatewayContext: Sendable {
 }
 
 /// Registers handlers that may throw `APIError`, turning it into the wire's error envelope.
+/// A route marked `idempotent` honours `Idempotency-Key` (creating POSTs).
 struct APIRoutes {
     let router: Router
+    let idempotency: IdempotentRequests
 
-    func add(_ method: String, _ pattern: String, maxBodyBytes: Int? = nil, _ handler: @escaping HTTPHandler) {
-        router.add(method, pattern, maxBodyBytes: maxBodyBytes) { request in
+    func add(_ method: String, _ pattern: String, maxBodyBytes: Int? = nil, idempotent: Bool = false, _ handler: @escaping HTTPHandler) {
+        let wire: HTTPHandler = { request in
             do {
                 return try await handler(request)
             } catch let error as APIError {
                 throw error.http(transactionId: nil)
             }
         }
+        guard idempotent else {
+            router.add(method, pattern, maxBodyBytes: maxBodyBytes, wire)
+            return
+        }
+        let idempotency = idempotency
+        router.add(method, pattern, maxBodyBytes: maxBodyBytes) { request in try await idempotency.run(request, wire) }
     }
 }
 

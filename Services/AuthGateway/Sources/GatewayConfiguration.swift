@@ -23,6 +23,8 @@ public struct GatewayConfiguration: Sendable {
     public var requestTimeout: Duration
     public var maxBodyBytes: Int
     public var matcherShards: Int
+    /// Face templates one user may hold (of the app's model): several photos match better than one.
+    public var maxFacesPerUser: Int
     /// How often spent single-use records are deleted.
     public var sweepInterval: Duration
     /// Brute-force rule (NIST SP 800-63B): after `throttleAfter` consecutive failures at least
@@ -75,6 +77,7 @@ public struct GatewayConfiguration: Sendable {
         requestTimeout = .seconds(try env.int("FACEGATE_REQUEST_TIMEOUT_SECONDS", default: 10, range: 1...120))
         maxBodyBytes = try env.int("FACEGATE_MAX_BODY_BYTES", default: 5 << 20, range: 1024...(64 << 20))
         matcherShards = try env.int("FACEGATE_MATCHER_SHARDS", default: 1, range: 1...1024)
+        maxFacesPerUser = try env.int("FACEGATE_MAX_FACES_PER_USER", default: 5, range: 1...50)
         throttleAfter = try env.int("FACEGATE_THROTTLE_AFTER", default: 5, range: 1...1000)
         throttleSeconds = try env.int("FACEGATE_THROTTLE_SECONDS", default: 30, range: 1...86400)
         lockAfter = try env.int("FACEGATE_LOCK_AFTER", default: 50, range: 2...100_000)

@@ -6,31 +6,29 @@ import KafkaClient
 import PostgresClient
 import ServiceKit
 
-/// Operator API (admin key): apps, users, face enrollment, device resets, auditor keys.
+/// Operator API (operator key): apps, users, face enrollment and templates, device resets.
 /// Every change is a transaction on the affected app's chain (app creation on the platform chain).
 extension GatewayContext {
     func registerOperatorRoutes(on router: APIRoutes) {
-        router.add("POST", "/v1/apps") { [self] request in try await createApp(request) }
+        router.add("POST", "/v1/apps", idempotent: true) { [self] request in try await createApp(request) }
         router.add("GET", "/v1/apps") { [self] request in try await listApps(request) }
         router.add("GET", "/v1/apps/{appId}") { [self] request in
-            try await requireAdmin(request)
-            return .json(try await existingApp(request).publicView)
+            .json(try await operatorApp(request).publicView)
         }
         router.add("PATCH", "/v1/apps/{appId}") { [self] request in try await patchApp(request) }
         router.add("POST", "/v1/apps/{appId}/secret") { [self] request in try await rotateSecret(request) }
-        router.add("POST", "/v1/apps/{appId}/users") { [self] request in try await createUser(request) }
+        router.add("POST", "/v1/apps/{appId}/users", idempotent: true) { [self] request in try await createUser(request) }
         router.add("GET", "/v1/apps/{appId}/users") { [self] request in try await listUsers(request) }
         router.add("GET", "/v1/apps/{appId}/users/{userId}") { [self] request in
-            try await requireAdmin(request)
-            let app = try await existingApp(request)
+            let app = try await operatorApp(request)
             return .json(try await user(try request.uuidParameter("userId"), app: app.id))
         }
         router.add("DELETE", "/v1/apps/{appId}/users/{userId}") { [self] request in try await deleteUser(request) }
-        router.add("POST", "/v1/apps/{appId}/users/{userId}/faces") { [self] request in try await enrollFace(request) }
+        router.add("POST", "/v1/apps/{appId}/users/{userId}/faces", idempotent: true) { [self] request in try await enrollFace(request) }
         router.add("GET", "/v1/apps/{appId}/users/{userId}/faces") { [self] request in try await listFaces(request) }
+        router.add("DELETE", "/v1/apps/{appId}/users/{userId}/faces/{templateId}") { [self] request in try await deleteFace(request) }
         router.add("POST", "/v1/apps/{appId}/devices/{deviceId}/reset") { [self] request in try await resetDevice(request) }
         router.add("POST", "/v1/apps/{appId}/users/{userId}/reset") { [self] request in try await resetUserBinding(request) }
-        router.add("POST", "/v1/auditors") { [self] request in try await createAuditor(request) }
     }
 
     func existingApp(_ request: HTTPRequest) async throws -> AppRecord {
@@ -66,7 +64,7 @@ extension GatewayContext {
     }
 
     func createApp(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request)
+        try await requireAdmin(request, global: true)
         let body = try request.decodeJSON(CreateAppBody.self)
         let name = body.name.trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...200).contains(name.count) else { throw APIError(.invalidRequest, "name must be 1–200 characters") }
@@ -112,10 +110,11 @@ extension GatewayContext {
     }
 
     func listApps(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request)
+        let scope = try await requireAdmin(request)
         var items: [AppRecord.Public] = []
         for row in try await database.query("SELECT id FROM apps ORDER BY created_at, id LIMIT 1000") {
-            if let app = try await apps.find(try row.decode("id")) { items.append(app.publicView) }
+            let appId: UUID = try row.decode("id")
+            if scope.covers(appId), let app = try await apps.find(appId) { items.append(app.publicView) }
         }
         struct Page: Encodable { var items: [AppRecord.Public] }
         return .json(Page(items: items))
@@ -132,8 +131,7 @@ extension GatewayContext {
     }
 
     func patchApp(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request)
-        let app = try await existingApp(request)
+        let app = try await operatorApp(request)
         let body = try request.decodeJSON(PatchAppBody.self)
         return try await recorded(request, kind: "app.update", appId: app.id) { draft in
             let modules = (body.modules ?? ModulesPatch()).applied(to: app.modules)
@@ -161,8 +159,7 @@ extension GatewayContext {
 
     /// New secret now; the old one keeps working for the grace period so app servers can roll over.
     func rotateSecret(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request)
-        let app = try await existingApp(request)
+        let app = try await operatorApp(request)
         let secret = newSecret(prefix: "fgs_")
         return try await recorded(request, kind: "app.secret.rotate", appId: app.id) { _ in
             _ = try await database.query("""
@@ -201,8 +198,7 @@ extension GatewayContext {
     struct CreateUserBody: Decodable { var employeeNumber: String; var name: String }
 
     func createUser(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request)
-        let app = try await existingApp(request)
+        let app = try await operatorApp(request)
         let body = try request.decodeJSON(CreateUserBody.self)
         return try await recorded(request, kind: "user.create", appId: app.id) { draft in
             let number = body.employeeNumber.trimmingCharacters(in: .whitespaces)
@@ -224,8 +220,7 @@ extension GatewayContext {
 
     /// Cursor pages ordered by creation; the cursor is opaque (base64url of the last row's position).
     func listUsers(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request)
-        let app = try await existingApp(request)
+        let app = try await operatorApp(request)
         let limit = min(max(Int(request.query["limit"] ?? "") ?? 50, 1), 500)
         let after = try PageCursor.decode(request.query["cursor"])
         let rows = try await database.query("""
@@ -246,8 +241,7 @@ extension GatewayContext {
 
     /// Erases the user, their templates (tombstoned and broadcast so every matcher drops them) and devices.
     func deleteUser(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request)
-        let app = try await existingApp(request)
+        let app = try await operatorApp(request)
         let userId = try request.uuidParameter("userId")
         return try await recorded(request, kind: "user.delete", appId: app.id) { draft in
             draft.userId = userId
@@ -266,26 +260,24 @@ extension GatewayContext {
                 }
             }
             guard let removed else { throw APIError(.notFound, "no such user in this app") }
-            for change in removed {
-                do {
-                    _ = try await producer.send(KafkaRecord(topic: runtime.topics.galleryChanges, key: Array(change.templateId.uuidString.lowercased().utf8),
-                                                            value: try FaceGateJSON.encode(change)))
-                } catch {
-                    logger.warning("erasure not broadcast; matchers drop it at their next reconciliation", ["error": "\(error)"])
-                }
-            }
+            for change in removed { await broadcast(change) }
             draft.detail = ["templatesErased": String(removed.count)]
             return .noContent
         }
     }
 
     func enrollFace(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request)
-        let app = try await existingApp(request)
+        let app = try await operatorApp(request)
         let userId = try request.uuidParameter("userId")
         return try await recorded(request, kind: "face.enroll", appId: app.id) { draft in
             draft.userId = userId
             _ = try await user(userId, app: app.id)
+            let held = try await database.query("""
+                SELECT count(*) AS n FROM face_templates WHERE app_id = \(app.id) AND user_id = \(userId) AND model_id = \(app.faceModel.rawValue)
+                """).first?.decode("n", as: Int.self) ?? 0
+            guard held < configuration.maxFacesPerUser else {
+                throw APIError(.faceLimitReached, "the user already has \(held) face templates (at most \(configuration.maxFacesPerUser)); delete one first")
+            }
             let image = try image(request)
             if app.modules.faceLogin == .trial {
                 let enrolled = try await database.query("SELECT count(DISTINCT user_id) AS n FROM face_templates WHERE app_id = \(app.id)")
@@ -309,8 +301,7 @@ extension GatewayContext {
 
     /// The user's enrolled templates with the quality measured at enrollment (never the embedding).
     func listFaces(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request)
-        let app = try await existingApp(request)
+        let app = try await operatorApp(request)
         let userId = try request.uuidParameter("userId")
         _ = try await user(userId, app: app.id)
         let rows = try await database.query("""
@@ -327,9 +318,42 @@ extension GatewayContext {
         return .json(Page(items: items))
     }
 
+    /// Deletes one template: tombstoned and broadcast like a user's erasure, so every matcher drops it.
+    func deleteFace(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let app = try await operatorApp(request)
+        let userId = try request.uuidParameter("userId")
+        let templateId = try request.uuidParameter("templateId")
+        return try await recorded(request, kind: "face.delete", appId: app.id) { draft in
+            draft.userId = userId
+            draft.detail = ["templateId": templateId.wire]
+            let change: GalleryChange? = try await database.withTransaction { connection in
+                let tombstone = try await connection.query("""
+                    INSERT INTO gallery_tombstones (template_id, app_id, user_id)
+                    SELECT id, app_id, user_id FROM face_templates WHERE id = \(templateId) AND user_id = \(userId) AND app_id = \(app.id)
+                    RETURNING change_seq
+                    """)
+                guard let row = tombstone.first else { return nil }
+                _ = try await connection.query("DELETE FROM face_templates WHERE id = \(templateId)")
+                return GalleryChange(operation: .delete, appId: app.id, userId: userId, templateId: templateId, changeSeq: try row.decode("change_seq"))
+            }
+            guard let change else { throw APIError(.notFound, "no such face template of this user") }
+            await broadcast(change)
+            return .noContent
+        }
+    }
+
+    /// Tells every matcher about a template change; one that misses it catches up at its next reconciliation.
+    func broadcast(_ change: GalleryChange) async {
+        do {
+            _ = try await producer.send(KafkaRecord(topic: runtime.topics.galleryChanges, key: Array(change.templateId.uuidString.lowercased().utf8),
+                                                    value: try FaceGateJSON.encode(change)))
+        } catch {
+            logger.warning("gallery change not broadcast; matchers apply it at their next reconciliation", ["error": "\(error)"])
+        }
+    }
+
     func resetDevice(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request)
-        let app = try await existingApp(request)
+        let app = try await operatorApp(request)
         guard let device = request.pathParameters["deviceId"], !device.isEmpty else { throw APIError(.notFound, "no such device") }
         return try await recorded(request, kind: "device.reset", appId: app.id, deviceId: device) { _ in
             try await attempts.reset(appId: app.id, .device(device))
@@ -339,33 +363,12 @@ extension GatewayContext {
 
     /// Clears the lock on binding new devices to a user, set after repeated wrong employee numbers.
     func resetUserBinding(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request)
-        let app = try await existingApp(request)
+        let app = try await operatorApp(request)
         let userId = try request.uuidParameter("userId")
         return try await recorded(request, kind: "user.reset", appId: app.id) { draft in
             draft.userId = userId
             try await attempts.reset(appId: app.id, .bindingUser(userId))
             return .noContent
-        }
-    }
-
-    struct CreateAuditorBody: Decodable { var name: String; var appIds: [UUID]? }
-
-    func createAuditor(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request)
-        let body = try request.decodeJSON(CreateAuditorBody.self)
-        guard (1...200).contains(body.name.count) else { throw APIError(.invalidRequest, "name must be 1–200 characters") }
-        let key = newSecret(prefix: "fga_")
-        let auditorId = UUID()
-        return try await recorded(request, kind: "auditor.create", appId: platformAppId) { draft in
-            let appList = body.appIds.map { "{" + $0.map { $0.uuidString.lowercased() }.joined(separator: ",") + "}" }
-            _ = try await database.query("""
-                INSERT INTO api_keys (id, role, name, key_hash, app_ids) VALUES (\(auditorId), 'auditor', \(body.name),
-                \(SHA256.hash(Array(key.utf8))), \(appList)::uuid[])
-                """)
-            draft.detail = ["auditorId": auditorId.uuidString.lowercased()]
-            struct Created: Encodable { var auditorId: String; var auditorKey: String; var appIds: [String]? }
-            return .json(Created(auditorId: auditorId.wire, auditorKey: key, appIds: body.appIds?.map(\.wire)), status: 201)
         }
     }
 

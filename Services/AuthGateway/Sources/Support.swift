@@ -88,15 +88,36 @@ extension GatewayContext {
 
     // MARK: - Callers
 
-    /// Operator: the bootstrap key or an admin API key.
-    func requireAdmin(_ request: HTTPRequest) async throws {
+    /// An operator key's reach: every app (the bootstrap key, keys created without apps) or the listed ones.
+    struct OperatorScope: Sendable {
+        var appIds: [UUID]?
+
+        var isGlobal: Bool { appIds == nil }
+
+        func covers(_ appId: UUID) -> Bool { appIds?.contains(appId) ?? true }
+    }
+
+    /// Operator: the bootstrap key or an operator API key that is neither revoked nor expired. With `global`,
+    /// an operator key limited to some apps is refused (app creation, key management).
+    @discardableResult
+    func requireAdmin(_ request: HTTPRequest, global: Bool = false) async throws -> OperatorScope {
         let key = try bearer(request, missing: .unauthorized)
         let hash = SHA256.hash(Array(key.utf8))
-        if let bootstrap = configuration.bootstrapAdminKeyHash, constantTimeEquals(bootstrap, hash) { return }
-        let rows = try await database.query("SELECT role FROM api_keys WHERE key_hash = \(hash) AND revoked_at IS NULL")
-        guard let row = rows.first, try row.decode("role", as: String.self) == "admin" else {
+        if let bootstrap = configuration.bootstrapAdminKeyHash, constantTimeEquals(bootstrap, hash) { return OperatorScope(appIds: nil) }
+        guard let row = try await liveKey(hash), try row.decode("role", as: String.self) == "admin" else {
             throw APIError(.unauthorized, "an operator key is required")
         }
+        let scope = OperatorScope(appIds: try Self.appList(row))
+        if global, !scope.isGlobal { throw APIError(.forbidden, "this operator key is limited to some apps; this needs a key for every app") }
+        return scope
+    }
+
+    /// The app of an operator route (`{appId}`), checked against the caller's scope.
+    func operatorApp(_ request: HTTPRequest) async throws -> AppRecord {
+        let scope = try await requireAdmin(request)
+        let app = try await existingApp(request)
+        guard scope.covers(app.id) else { throw APIError(.forbidden, "this operator key does not cover that app") }
+        return app
     }
 
     /// Auditor (or operator): returns the apps the caller may read, nil meaning all.
@@ -104,8 +125,18 @@ extension GatewayContext {
         let key = try bearer(request, missing: .unauthorized)
         let hash = SHA256.hash(Array(key.utf8))
         if let bootstrap = configuration.bootstrapAdminKeyHash, constantTimeEquals(bootstrap, hash) { return nil }
-        let rows = try await database.query("SELECT role, app_ids::text AS app_ids FROM api_keys WHERE key_hash = \(hash) AND revoked_at IS NULL")
-        guard let row = rows.first else { throw APIError(.unauthorized, "an auditor key is required") }
+        guard let row = try await liveKey(hash) else { throw APIError(.unauthorized, "an auditor key is required") }
+        return try Self.appList(row)
+    }
+
+    private func liveKey(_ hash: [UInt8]) async throws -> PostgresRow? {
+        try await database.query("""
+            SELECT role, app_ids::text AS app_ids FROM api_keys
+            WHERE key_hash = \(hash) AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+            """).first
+    }
+
+    static func appList(_ row: PostgresRow) throws -> [UUID]? {
         guard let list = try row.decode("app_ids", as: String?.self) else { return nil }
         return list.trimmingCharacters(in: CharacterSet(charactersIn: "{}")).split(separator: ",").compactMap { UUID(uuidString: String($0)) }
     }

@@ -32,9 +32,15 @@ public enum FaceGateCLI {
       user create APP_ID EMPLOYEE_NUMBER NAME
       user list APP_ID                          every user (all pages)
       user delete APP_ID USER_ID
-      enroll APP_ID USER_ID PHOTO...            JPEG/PNG files
+      enroll APP_ID USER_ID PHOTO...            JPEG/PNG files, one template each
+      face list APP_ID USER_ID | face delete APP_ID USER_ID TEMPLATE_ID
+      face search APP_ID PHOTO                  1:N search at the app's operating point, with the top candidates
       device reset APP_ID DEVICE_ID
-      auditor create NAME [APP_ID...]
+    keys (FACEGATE_ADMIN_KEY covering every app)
+      operator-key create NAME [APP_ID...] [--expires T]   no APP_ID: every app; T: RFC 3339 time
+      auditor create NAME [APP_ID...] [--expires T]
+      operator-key list | auditor list          never the secrets
+      operator-key revoke KEY_ID | auditor revoke AUDITOR_ID
     auditors (FACEGATE_URL, FACEGATE_AUDITOR_KEY or FACEGATE_ADMIN_KEY)
       audit query [key=value...]                appId kind outcome userId deviceId from to limit cursor
       audit export [key=value...]               CSV on stdout
@@ -148,12 +154,37 @@ public enum FaceGateCLI {
                 let type = path.lowercased().hasSuffix(".png") ? "image/png" : "image/jpeg"
                 try await client.print("POST", "/v1/apps/\(app)/users/\(user)/faces", body: data, contentType: type)
             }
+        case ("face", "list"):
+            try await admin(environment).print("GET", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/users/\(try argument(rest, 2, "USER_ID"))/faces")
+        case ("face", "delete"):
+            try await admin(environment).print("DELETE", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/users/\(try argument(rest, 2, "USER_ID"))"
+                                               + "/faces/\(try argument(rest, 3, "TEMPLATE_ID"))")
+        case ("face", "search"):
+            let path = try argument(rest, 2, "PHOTO")
+            guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read \(path)", exitCode: 1) }
+            try await admin(environment).print("POST", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/faces/search", body: data,
+                                               contentType: path.lowercased().hasSuffix(".png") ? "image/png" : "image/jpeg")
         case ("device", "reset"):
             try await admin(environment).print("POST", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/devices/\(try argument(rest, 2, "DEVICE_ID"))/reset")
-        case ("auditor", "create"):
-            var body: [String: Any] = ["name": try argument(rest, 1, "NAME")]
-            if rest.count > 2 { body["appIds"] = Array(rest.dropFirst(2)) }
-            try await admin(environment).print("POST", "/v1/auditors", json: body)
+        case ("auditor", "create"), ("operator-key", "create"):
+            let collection = command == "auditor" ? "/v1/auditors" : "/v1/operator-keys"
+            var arguments = Array(rest.dropFirst(1))
+            var body: [String: Any] = [:]
+            if let index = arguments.firstIndex(of: "--expires") {
+                guard index + 1 < arguments.count, ISO8601DateFormatter().date(from: arguments[index + 1]) != nil else {
+                    throw CLIError("--expires needs an RFC 3339 time such as 2027-01-31T00:00:00Z", exitCode: 2)
+                }
+                body["expiresAt"] = arguments[index + 1]
+                arguments.removeSubrange(index...index + 1)
+            }
+            body["name"] = try argument(arguments, 0, "NAME")
+            if arguments.count > 1 { body["appIds"] = Array(arguments.dropFirst()) }
+            try await admin(environment).print("POST", collection, json: body)
+        case ("auditor", "list"), ("operator-key", "list"):
+            try await admin(environment).print("GET", command == "auditor" ? "/v1/auditors" : "/v1/operator-keys")
+        case ("auditor", "revoke"), ("operator-key", "revoke"):
+            let collection = command == "auditor" ? "/v1/auditors" : "/v1/operator-keys"
+            try await admin(environment).print("DELETE", "\(collection)/\(try argument(rest, 1, command == "auditor" ? "AUDITOR_ID" : "KEY_ID"))")
         case ("audit", "query"):
             try await auditor(environment).print("GET", "/v1/audit/transactions" + (try queryString(rest.dropFirst())))
         case ("audit", "export"):

@@ -1,0 +1,108 @@
+import Crypto
+import FaceGateCore
+import Foundation
+import HTTPServer
+import PostgresClient
+
+/// Operator and auditor keys, managed by an operator whose key covers every app: created (the secret is
+/// shown once; only its SHA-256 is stored), listed (never the secret), revoked, and optionally expiring.
+/// Every gateway reads keys from PostgreSQL on each call, so a revocation holds everywhere at once.
+/// Each action is a transaction on the platform chain.
+extension GatewayContext {
+    func registerKeyRoutes(on router: APIRoutes) {
+        router.add("POST", "/v1/operator-keys", maxBodyBytes: 16 << 10, idempotent: true) { [self] request in
+            try await createKey(request, role: .operator)
+        }
+        router.add("GET", "/v1/operator-keys") { [self] request in try await listKeys(request, role: .operator) }
+        router.add("DELETE", "/v1/operator-keys/{keyId}") { [self] request in try await revokeKey(request, role: .operator, parameter: "keyId") }
+        router.add("POST", "/v1/auditors", maxBodyBytes: 16 << 10, idempotent: true) { [self] request in
+            try await createKey(request, role: .auditor)
+        }
+        router.add("GET", "/v1/auditors") { [self] request in try await listKeys(request, role: .auditor) }
+        router.add("DELETE", "/v1/auditors/{auditorId}") { [self] request in try await revokeKey(request, role: .auditor, parameter: "auditorId") }
+    }
+
+    enum KeyRole: String {
+        case `operator`, auditor
+
+        /// The stored role name.
+        var column: String { self == .operator ? "admin" : "auditor" }
+        var prefix: String { self == .operator ? "fgo_" : "fga_" }
+    }
+
+    struct CreateKeyBody: Decodable {
+        var name: String
+        var appIds: [UUID]?
+        var expiresAt: Date?
+    }
+
+    func createKey(_ request: HTTPRequest, role: KeyRole) async throws -> HTTPResponse {
+        try await requireAdmin(request, global: true)
+        let body = try request.decodeJSON(CreateKeyBody.self)
+        let name = body.name.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (1...200).contains(name.count) else { throw APIError(.invalidRequest, "name must be 1–200 characters") }
+        if let expiresAt = body.expiresAt, expiresAt <= Date() { throw APIError(.invalidRequest, "expiresAt must be in the future") }
+        if let appIds = body.appIds {
+            guard (1...1000).contains(appIds.count) else { throw APIError(.invalidRequest, "appIds must name 1–1000 apps, or be left out for every app") }
+            for appId in appIds where try await apps.find(appId) == nil { throw APIError(.invalidRequest, "no app \(appId.wire)") }
+        }
+        let secret = newSecret(prefix: role.prefix)
+        let keyId = UUID()
+        return try await recorded(request, kind: "\(role.rawValue)-key.create", appId: platformAppId) { draft in
+            _ = try await database.query("""
+                INSERT INTO api_keys (id, role, name, key_hash, app_ids, expires_at) VALUES (\(keyId), \(role.column), \(name),
+                \(SHA256.hash(Array(secret.utf8))), \(body.appIds.map(Self.arrayLiteral))::uuid[], \(body.expiresAt))
+                """)
+            draft.detail = ["keyId": keyId.wire, "name": name]
+            let appIds = body.appIds?.map(\.wire)
+            if role == .auditor {
+                struct Created: Encodable { var auditorId: String; var auditorKey: String; var name: String; var appIds: [String]?; var expiresAt: Date? }
+                return .json(Created(auditorId: keyId.wire, auditorKey: secret, name: name, appIds: appIds, expiresAt: body.expiresAt), status: 201)
+            }
+            struct Created: Encodable { var keyId: String; var operatorKey: String; var name: String; var appIds: [String]?; var expiresAt: Date? }
+            return .json(Created(keyId: keyId.wire, operatorKey: secret, name: name, appIds: appIds, expiresAt: body.expiresAt), status: 201)
+        }
+    }
+
+    struct KeyView: Encodable {
+        var keyId: String
+        var role: String
+        var name: String
+        var appIds: [String]?
+        var createdAt: Date
+        var expiresAt: Date?
+        var revokedAt: Date?
+    }
+
+    func listKeys(_ request: HTTPRequest, role: KeyRole) async throws -> HTTPResponse {
+        try await requireAdmin(request, global: true)
+        let rows = try await database.query("""
+            SELECT id, name, app_ids::text AS app_ids, created_at, expires_at, revoked_at FROM api_keys
+            WHERE role = \(role.column) ORDER BY created_at, id
+            """)
+        let items = try rows.rows.map { row in
+            KeyView(keyId: try row.decode("id", as: UUID.self).wire, role: role.rawValue, name: try row.decode("name"),
+                    appIds: try Self.appList(row)?.map(\.wire), createdAt: try row.decode("created_at"),
+                    expiresAt: try row.decode("expires_at"), revokedAt: try row.decode("revoked_at"))
+        }
+        struct Page: Encodable { var items: [KeyView] }
+        return .json(Page(items: items))
+    }
+
+    func revokeKey(_ request: HTTPRequest, role: KeyRole, parameter: String) async throws -> HTTPResponse {
+        try await requireAdmin(request, global: true)
+        let keyId = try request.uuidParameter(parameter)
+        return try await recorded(request, kind: "\(role.rawValue)-key.revoke", appId: platformAppId) { draft in
+            draft.detail = ["keyId": keyId.wire]
+            let revoked = try await database.query("""
+                UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = \(keyId) AND role = \(role.column)
+                """)
+            guard revoked.affectedRows == 1 else { throw APIError(.notFound, "no such \(role.rawValue) key") }
+            return .noContent
+        }
+    }
+
+    static func arrayLiteral(_ ids: [UUID]) -> String {
+        "{" + ids.map(\.wire).joined(separator: ",") + "}"
+    }
+}
