@@ -34,4 +34,27 @@ import Testing
             #expect(await FaceGateCLI.run(["audit", "export", "appId=not-a-uuid"], environment: environment) == 1)
         }
     }
+
+    @Test func operatorAndAuditorKeysFromTheCommandLine() async throws {
+        try await TestStack.with(withMatcher: false) { stack in
+            let environment = Environment(["FACEGATE_URL": stack.baseURL, "FACEGATE_ADMIN_KEY": stack.adminKey])
+            let app = try await stack.createApp()
+            func keys(_ path: String) async throws -> [[String: Any]] {
+                try #require(try await stack.call("GET", path, bearer: stack.adminKey).json["items"] as? [[String: Any]])
+            }
+            #expect(await FaceGateCLI.run(["operator-key", "create", "team", app.id, "--expires", "2099-01-01T00:00:00Z"], environment: environment) == 0)
+            #expect(await FaceGateCLI.run(["operator-key", "create", "team", "--expires", "next week"], environment: environment) == 2)
+            #expect(await FaceGateCLI.run(["auditor", "create", "audit", app.id], environment: environment) == 0)
+            let created = try #require(try await keys("/v1/operator-keys").first)
+            #expect(created["appIds"] as? [String] == [app.id])
+            #expect((created["expiresAt"] as? String)?.hasPrefix("2099-01-01") == true)
+            let auditor = try #require(try await keys("/v1/auditors").first?["keyId"] as? String)
+            #expect(await FaceGateCLI.run(["operator-key", "list"], environment: environment) == 0)
+            #expect(await FaceGateCLI.run(["operator-key", "revoke", try #require(created["keyId"] as? String)], environment: environment) == 0)
+            #expect(await FaceGateCLI.run(["auditor", "revoke", auditor], environment: environment) == 0)
+            #expect(await FaceGateCLI.run(["auditor", "revoke", UUID().uuidString], environment: environment) == 1)
+            #expect(try await keys("/v1/operator-keys").allSatisfy { $0["revokedAt"] is String })
+            #expect(try await keys("/v1/auditors").allSatisfy { $0["revokedAt"] is String })
+        }
+    }
 }
