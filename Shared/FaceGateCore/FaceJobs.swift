@@ -169,6 +169,9 @@ public struct FaceJobResult: Codable, Sendable {
     public var bestFrameIndex: Int?
     public var shardIndex: Int
     public var shardCount: Int
+    /// `identify` (and `liveness` with `identify`): the rule this shard decided with (the app's threshold,
+    /// the matcher's margin for the model), so a merge of several shards decides exactly the same way.
+    public var rule: MatchRule?
     /// Milliseconds per stage: decode, detect, embed, search, total.
     public var timings: [String: Double]
 
@@ -186,6 +189,7 @@ public struct FaceJobResult: Codable, Sendable {
         self.bestFrameIndex = nil
         self.shardIndex = shardIndex
         self.shardCount = shardCount
+        self.rule = nil
         self.timings = timings
     }
 }
@@ -198,7 +202,9 @@ extension FaceJobResult {
         }
         if job.kind == .identify || (job.kind == .liveness && job.identify), results.allSatisfy({ [.match, .noMatchFace, .ambiguousMatch].contains($0.outcome) }) {
             merged.candidates = MatchRule.merge(results.map(\.candidates), k: job.topK)
-            merged.outcome = MatchRule(threshold: job.threshold ?? 0.5, margin: job.margin ?? 0.06).decide(merged.candidates).outcome
+            let rule = results.lazy.compactMap(\.rule).first ?? MatchRule(threshold: job.threshold ?? 0.5, margin: job.margin ?? 0.06)
+            merged.outcome = rule.decide(merged.candidates).outcome
+            merged.rule = rule
         } else if job.kind == .enroll, let owner = results.first(where: { $0.templateId != nil }) {
             merged = owner
         }

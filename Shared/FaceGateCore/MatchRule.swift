@@ -1,7 +1,7 @@
 /// The identification decision, shared by the matcher (one shard) and the requester (merging shards):
 /// the best candidate must be within `threshold`, and the best candidate of any *other* user must not
 /// be within `margin` of it (a near tie between two people is refused, never guessed).
-public struct MatchRule: Sendable, Equatable {
+public struct MatchRule: Codable, Sendable, Equatable {
     public var threshold: Float
     public var margin: Float
 

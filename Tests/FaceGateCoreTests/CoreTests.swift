@@ -99,6 +99,21 @@ import Testing
         let merged = MatchRule.merge([[candidate(alice, 0.4), candidate(bob, 0.9)], [candidate(bob, 0.2)]], k: 2)
         #expect(merged.map(\.distance) == [0.2, 0.4])
     }
+
+    /// Two shards, each sure on its own; merged, the two people are 0.10 apart. With the matcher's margin
+    /// of 0.15 (not the old hard-coded 0.06) that is a near tie, exactly as one shard holding both would say.
+    @Test func shardMergeDecidesWithTheShardsRule() {
+        let rule = MatchRule(threshold: 0.9, margin: 0.15)
+        var first = FaceJobResult(outcome: .match, candidates: [candidate(alice, 0.40)], shardIndex: 0, shardCount: 2)
+        var second = FaceJobResult(outcome: .match, candidates: [candidate(bob, 0.50)], shardIndex: 1, shardCount: 2)
+        first.rule = rule
+        second.rule = rule
+        let job = FaceJob(kind: .identify, appId: UUID(), threshold: 0.9)
+        let merged = FaceJobResult.merged([first, second], for: job)
+        #expect(merged.outcome == .ambiguousMatch)
+        #expect(merged.outcome == rule.decide(first.candidates + second.candidates).outcome)
+        #expect(merged.rule == rule)
+    }
 }
 
 @Suite struct SealingTests {

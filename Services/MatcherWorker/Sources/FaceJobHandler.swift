@@ -157,8 +157,11 @@ final class FaceJobHandler: Sendable {
         timings["search"] = (ContinuousClock.now - searchStart).milliseconds
         stageSeconds.observe(timings["search"]! / 1000, ["stage": "search"])
         let candidates = matches.map(Self.candidate)
-        return FaceJobResult(outcome: rule(for: job, engine.model).decide(candidates).outcome, candidates: candidates, faceCount: faceCount,
-                             quality: Self.report(face.quality), timings: timings)
+        let rule = rule(for: job, engine.model)
+        var result = FaceJobResult(outcome: rule.decide(candidates).outcome, candidates: candidates, faceCount: faceCount,
+                                   quality: Self.report(face.quality), timings: timings)
+        result.rule = rule
+        return result
     }
 
     private func verify(_ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
@@ -338,7 +341,11 @@ final class FaceJobHandler: Sendable {
             result.timings["search"] = (ContinuousClock.now - searchStart).milliseconds
             stageSeconds.observe(result.timings["search"]! / 1000, ["stage": "search"])
         }
-        if job.identify { result.outcome = rule(for: job, engine.model).decide(result.candidates).outcome }
+        if job.identify {
+            let rule = rule(for: job, engine.model)
+            result.outcome = rule.decide(result.candidates).outcome
+            result.rule = rule
+        }
         return result
     }
 
