@@ -78,10 +78,3 @@ public enum MessageHeader {
     public static let messageType = "facegate-type"
 }
 
-/// A W3C trace context `traceparent` value: version 00, random trace and span ids, sampled.
-public func newTraceparent() -> String {
-    func hex(_ count: Int) -> String {
-        (0..<count).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-    }
-    return "00-\(hex(16))-\(hex(8))-01"
-}

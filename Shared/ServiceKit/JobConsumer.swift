@@ -101,7 +101,9 @@ public final class JobConsumer: Service {
         var outcome = "completed"
         while true {
             attempt += 1
-            switch await handler(message) {
+            // The job runs in its sender's trace (a new one when the header is missing or malformed).
+            let trace = message.header("traceparent").flatMap { TraceContext(traceparent: String(decoding: $0, as: UTF8.self)) } ?? .random()
+            switch await TraceContext.$current.withValue(trace, operation: { await handler(message) }) {
             case .completed:
                 break
             case .retry(let reason) where attempt < maxAttempts:

@@ -36,6 +36,7 @@ public struct Logger: Sendable {
     public func log(_ level: LogLevel, _ message: String, _ extra: [String: String] = [:]) {
         guard level >= self.level else { return }
         var fields = metadata.merging(extra) { _, new in new }
+        if fields["trace.id"] == nil, let trace = TraceContext.current { fields["trace.id"] = trace.traceId }
         fields["ts"] = RFC3339.string(from: Date())
         fields["level"] = level.rawValue
         fields["label"] = label

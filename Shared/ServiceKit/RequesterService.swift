@@ -64,7 +64,7 @@ public final class RequesterService: Service {
             let envelope = MessageEnvelope(type: type, correlationId: correlationId, appId: appId.wire, deadline: wallDeadline,
                                            replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: payload)
             return KafkaRecord(topic: topic, key: Array((key ?? correlationId).utf8), value: try envelope.encoded(),
-                               headers: [KafkaHeader(key: MessageHeader.traceparent, value: Array(newTraceparent().utf8))])
+                               headers: [KafkaHeader(key: MessageHeader.traceparent, value: Array(TraceContext.outgoing().utf8))])
         }
         return try replies.map { try MessageEnvelope<Answer>.decode($0.value).payload }
     }

@@ -17,6 +17,15 @@ import Testing
             // The first job waits for the group to assign partitions to the worker.
             let enrolled = try await stack.enroll(app, user: user, photo: "obama.jpg")
             #expect(enrolled.status == 201, "\(String(decoding: enrolled.body, as: UTF8.self))")
+            // The caller's W3C trace reaches the worker's log lines for that job; a malformed one starts a new trace.
+            let traceId = "4bf92f3577b34da6a3ce929d0e0e4736"
+            let searched = try await stack.call("POST", "/v1/apps/\(app.id)/faces/search", bearer: stack.adminKey,
+                                                body: try TestEnvironment.image("obama2.jpg"), contentType: "image/jpeg",
+                                                headers: ["traceparent": "00-\(traceId)-00f067aa0ba902b7-01"])
+            #expect(searched.string("outcome") == "MATCH")
+            try await enroller.waitFor(traceId, timeout: .seconds(10))
+            let lines = enroller.output.split(separator: "\n").filter { $0.contains(traceId) }
+            #expect(lines.contains { $0.contains("face job answered") && $0.contains(#""job.kind":"identify""#) }, "\(lines)")
             enroller.terminate()
             #expect(enroller.process.terminationStatus == 0, "graceful SIGTERM exit")
 

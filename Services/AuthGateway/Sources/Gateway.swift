@@ -135,10 +135,14 @@ struct APIRoutes {
 
     func add(_ method: String, _ pattern: String, maxBodyBytes: Int? = nil, idempotent: Bool = false, _ handler: @escaping HTTPHandler) {
         let wire: HTTPHandler = { request in
-            do {
-                return try await handler(request)
-            } catch let error as APIError {
-                throw error.http(transactionId: nil)
+            // The caller's trace (W3C traceparent), or a new one: every job this call sends carries it.
+            let trace = request.headers["traceparent"].flatMap(TraceContext.init(traceparent:)) ?? .random()
+            return try await TraceContext.$current.withValue(trace) {
+                do {
+                    return try await handler(request)
+                } catch let error as APIError {
+                    throw error.http(transactionId: nil)
+                }
             }
         }
         guard idempotent else {

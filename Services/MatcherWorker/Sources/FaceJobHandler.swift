@@ -79,7 +79,7 @@ final class FaceJobHandler: Sendable {
         } catch {
             return .retry("reply not sent: \(error)")
         }
-        log.debug("face job answered", ["outcome": result.outcome.rawValue])
+        log.info("face job answered", ["outcome": result.outcome.rawValue, "duration_ms": String(format: "%.1f", result.timings["total"] ?? 0)])
         return .completed
     }
 
