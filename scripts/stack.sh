@@ -27,6 +27,9 @@ SFACE_ONNX="face_recognition_sface_2021dec.onnx 0ba9fbfa01b5270c96627c4ef784da85
 # Drives Debian's chromium + chromium-driver in the console's browser tests (never downloads a browser or driver).
 SELENIUM="selenium==4.51.0"
 MRZ_ORACLE="mrz==0.6.2"  # an independent MRZ generator/checker the MRZ tests compare against
+# Tests/openapi generates a Python client from the served OpenAPI document with it and logs in through that client.
+OPENAPI_PYTHON_CLIENT="openapi-python-client==0.29.1"
+OPENAPI_SPEC_VALIDATOR="openapi-spec-validator==0.9.0"
 
 APT_PACKAGES=(librdkafka-dev libpq-dev libssl-dev libmicrohttpd-dev libdlib-dev libopenblas-dev liblapack-dev
   libjpeg62-turbo-dev libpng-dev postgresql tesseract-ocr libtesseract-dev fonts-ocr-b imagemagick pkg-config python3-venv
@@ -72,6 +75,16 @@ install_python() {
   if ! "$VENV/bin/python" -c 'import mrz' 2>/dev/null; then
     log "installing $MRZ_ORACLE"
     "$VENV/bin/pip" install -q --disable-pip-version-check "$MRZ_ORACLE"
+  fi
+  if ! "$VENV/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("openapi-python-client") != sys.argv[1])' \
+      "${OPENAPI_PYTHON_CLIENT#*==}" 2>/dev/null; then
+    log "installing $OPENAPI_PYTHON_CLIENT"
+    "$VENV/bin/pip" install -q --disable-pip-version-check "$OPENAPI_PYTHON_CLIENT"
+  fi
+  if ! "$VENV/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("openapi-spec-validator") != sys.argv[1])' \
+      "${OPENAPI_SPEC_VALIDATOR#*==}" 2>/dev/null; then
+    log "installing $OPENAPI_SPEC_VALIDATOR"
+    "$VENV/bin/pip" install -q --disable-pip-version-check "$OPENAPI_SPEC_VALIDATOR"
   fi
   local site; site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
   # Debian's librdkafka 2.0.2 cannot parse the broker's ApiVersions reply; the wheel's 2.16 can.

@@ -14,15 +14,25 @@ log=.run/test/swift-test.log
 swift test --skip-build --no-parallel "$@" 2>&1 | tee "$log"
 passed="$(grep -oE 'Test run with [0-9]+ tests? in [0-9]+ suites? passed' "$log" | grep -oE '[0-9]+' | head -n 1)"
 scripts/validate-deploy.sh
-# The web console in headless Chromium, against the binaries just built (Tests/console starts and stops its own
-# gateway + matcher + kiosk-orchestrator on this profile's PostgreSQL and broker, and makes liveness bursts with
-# facegate-bench frames, which `swift build --build-tests` builds too). Screenshots: .run/test/artifacts/console/.
-console_log=.run/test/console-test.log
-console_status=0
-.run/venv/bin/python Tests/console/run_tests.py 2>&1 | tee "$console_log" || console_status=$?
-console_passed="$(sed -nE 's/^console: ([0-9]+) passed.*/\1/p' "$console_log" | tail -n 1)"
-console_failed="$(sed -nE 's/^console: [0-9]+ passed, ([0-9]+) failed.*/\1/p' "$console_log" | tail -n 1)"
-[ "$console_status" -eq 0 ] || [ "${console_failed:-0}" -gt 0 ] || console_failed=1
+# Python suites against the binaries just built; each starts and stops its own services on this profile's PostgreSQL and
+# broker and ends with `<name>: N passed, N failed, N skipped`.
+python_passed=0
+python_failed=0
+python_suite() {  # $1 name: the test_*.py files of Tests/$1
+  local log=".run/test/$1-test.log" status=0 passed failed
+  .run/venv/bin/python Tests/python_suite.py "$1" 2>&1 | tee "$log" || status=$?
+  passed="$(sed -nE "s/^$1: ([0-9]+) passed.*/\1/p" "$log" | tail -n 1)"
+  failed="$(sed -nE "s/^$1: [0-9]+ passed, ([0-9]+) failed.*/\1/p" "$log" | tail -n 1)"
+  [ "$status" -eq 0 ] || [ "${failed:-0}" -gt 0 ] || failed=1
+  python_passed=$(( python_passed + ${passed:-0} ))
+  python_failed=$(( python_failed + ${failed:-0} ))
+}
+# The web console in headless Chromium (gateway + matcher + kiosk-orchestrator; liveness bursts made with facegate-bench
+# frames, which `swift build --build-tests` builds too). Screenshots: .run/test/artifacts/console/.
+python_suite console
+# A client generated from the served OpenAPI document by a third-party generator (openapi-python-client), driving
+# face login and the operator API against a gateway + matcher (Tests/openapi).
+python_suite openapi
 # The summary line CI reads (the XCTest runner above reports 0 tests: every test is a Swift Testing test).
-echo "tests: $(( ${passed:-0} + ${console_passed:-0} )) passed, ${console_failed:-0} failed"
-[ "$console_status" -eq 0 ]
+echo "tests: $(( ${passed:-0} + python_passed )) passed, ${python_failed} failed"
+[ "$python_failed" -eq 0 ]

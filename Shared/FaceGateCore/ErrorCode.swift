@@ -47,8 +47,6 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     case bindingTicketInvalid = "BINDING_TICKET_INVALID"
     /// The user already holds the most face templates a user may hold; delete one first.
     case faceLimitReached = "FACE_LIMIT_REACHED"
-    /// An `Idempotency-Key` sent again with another request than the one it was first used for.
-    case idempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
     /// An `Idempotency-Key` whose first request has not been answered yet.
     case idempotencyInProgress = "IDEMPOTENCY_IN_PROGRESS"
     case internalError = "INTERNAL"
@@ -59,7 +57,7 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
         case .unauthorized, .accessTokenInvalid, .accessTokenExpired, .identityTokenInvalid, .identityTokenExpired, .dpopProofInvalid: 401
         case .forbidden, .moduleDisabled, .moduleNotFormal, .bindingTicketInvalid: 403
         case .notFound, .credentialNotEnrolled: 404
-        case .conflict, .identityTokenUsed, .confirmationInvalid, .faceLimitReached, .idempotencyKeyReused, .idempotencyInProgress: 409
+        case .conflict, .identityTokenUsed, .confirmationInvalid, .faceLimitReached, .idempotencyInProgress: 409
         case .payloadTooLarge: 413
         case .noFace, .noMatchFace, .imageFormatError, .ambiguousMatch, .lowQuality, .duplicateFace,
              .spoofDetected, .employeeNumberMismatch, .authenticationFailed, .confirmRequired,

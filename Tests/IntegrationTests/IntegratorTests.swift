@@ -121,7 +121,7 @@ import Testing
             let scoped = try await create("/v1/operator-keys", ["name": "team A", "appIds": [appA.id]])
             #expect(scoped.status == 201)
             let scopedKey = try #require(scoped.string("operatorKey"))
-            let scopedId = try #require(scoped.string("keyId"))
+            let scopedId = try #require(scoped.string("operatorKeyId"))
             #expect(try await stack.call("GET", "/v1/apps/\(appA.id)", bearer: scopedKey).status == 200)
             #expect(try await stack.call("GET", "/v1/apps/\(appB.id)", bearer: scopedKey).errorCode == "FORBIDDEN")
             #expect(try await stack.call("GET", "/v1/apps/\(appB.id)/users", bearer: scopedKey).status == 403)
@@ -136,8 +136,7 @@ import Testing
             #expect(try await create("/v1/apps", ["name": "by global key"], key: global).status == 201)
             #expect(try await create("/v1/operator-keys", ["name": "past", "expiresAt": "2020-01-01T00:00:00Z"]).status == 400)
             #expect(try await create("/v1/operator-keys", ["name": "ghost app", "appIds": [UUID().uuidString]]).status == 400)
-            let soon = ISO8601DateFormatter().string(from: Date().addingTimeInterval(2))
-            let expiring = try #require(try await create("/v1/operator-keys", ["name": "brief", "expiresAt": soon]).string("operatorKey"))
+            let expiring = try #require(try await create("/v1/operator-keys", ["name": "brief", "expiresIn": 2]).string("operatorKey"))
             #expect(try await stack.call("GET", "/v1/apps", bearer: expiring).status == 200)
 
             // Listing never shows a secret; revocation holds at once.
@@ -145,12 +144,12 @@ import Testing
             let items = keys.json["items"] as? [[String: Any]] ?? []
             #expect(items.count == 3)
             #expect(!String(decoding: keys.body, as: UTF8.self).contains("fgo_"))
-            #expect(items.first { $0["keyId"] as? String == scopedId }?["appIds"] as? [String] == [appA.id])
+            #expect(items.first { $0["operatorKeyId"] as? String == scopedId }?["appIds"] as? [String] == [appA.id])
             #expect(try await stack.call("DELETE", "/v1/operator-keys/\(scopedId)", bearer: global).status == 204)
             #expect(try await stack.call("GET", "/v1/apps/\(appA.id)", bearer: scopedKey).errorCode == "UNAUTHORIZED")
             #expect(try await stack.call("DELETE", "/v1/operator-keys/\(UUID().uuidString)", bearer: global).status == 404)
             let revoked = try await stack.call("GET", "/v1/operator-keys", bearer: global).json["items"] as? [[String: Any]] ?? []
-            #expect(revoked.first { $0["keyId"] as? String == scopedId }?["revokedAt"] is String)
+            #expect(revoked.first { $0["operatorKeyId"] as? String == scopedId }?["revokedAt"] is String)
 
             // Auditor keys: created, listed, revoked.
             let auditor = try await create("/v1/auditors", ["name": "audit A", "appIds": [appA.id]])
@@ -158,7 +157,7 @@ import Testing
             let auditorId = try #require(auditor.string("auditorId"))
             #expect(try await stack.call("GET", "/v1/audit/transactions?appId=\(appA.id)", bearer: auditorKey).status == 200)
             let auditors = try await stack.call("GET", "/v1/auditors", bearer: stack.adminKey)
-            #expect((auditors.json["items"] as? [[String: Any]])?.map { $0["keyId"] as? String } == [auditorId])
+            #expect((auditors.json["items"] as? [[String: Any]])?.map { $0["auditorId"] as? String } == [auditorId])
             #expect(!String(decoding: auditors.body, as: UTF8.self).contains("fga_"))
             #expect(try await stack.call("DELETE", "/v1/auditors/\(auditorId)", bearer: stack.adminKey).status == 204)
             #expect(try await stack.call("GET", "/v1/audit/transactions?appId=\(appA.id)", bearer: auditorKey).status == 401)
@@ -186,7 +185,7 @@ import Testing
             #expect(made.headers["idempotent-replayed"] == nil)
             let reused = try await stack.call("POST", "/v1/apps", bearer: stack.adminKey, json: ["name": "twice"], headers: once)
             #expect(reused.status == 409)
-            #expect(reused.errorCode == "IDEMPOTENCY_KEY_REUSED")
+            #expect(reused.errorCode == "CONFLICT")
             // Keys belong to their caller: another key's same Idempotency-Key is a new request.
             let othersApp = try await stack.call("POST", "/v1/apps", bearer: global, json: ["name": "once"], headers: once)
             #expect(othersApp.status == 201 && othersApp.string("appId") != made.string("appId"))

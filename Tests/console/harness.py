@@ -1,6 +1,6 @@
-"""A private FaceGate for the browser tests: the built auth-gateway, matcher-worker and kiosk-orchestrator (FACEGATE_BIN_DIR) on a
-fresh database and topic prefix of the test PostgreSQL and broker (FACEGATE_TEST_DATABASE_URL,
-FACEGATE_TEST_KAFKA_BROKERS), on free loopback ports. Processes are stopped by the pid recorded at start."""
+"""A private FaceGate for the browser tests (and Tests/openapi): the built auth-gateway, matcher-worker and kiosk-orchestrator
+(FACEGATE_BIN_DIR; a caller may ask for fewer services) on a fresh database and topic prefix of the test PostgreSQL and broker
+(FACEGATE_TEST_DATABASE_URL, FACEGATE_TEST_KAFKA_BROKERS), on free loopback ports. Processes are stopped by the pid recorded at start."""
 
 import base64
 import json
@@ -62,22 +62,28 @@ SERVICE_LOGINS = {"auth-gateway": "facegate_gateway", "matcher-worker": "facegat
                   "kiosk-orchestrator": "facegate_kiosk", "ctid-verifier": "facegate_ctid"}
 
 
+# Started in this order; the gateway last, once the workers it talks to are on their way.
+SERVICES = ("matcher-worker", "kiosk-orchestrator", "auth-gateway")
+
+
 class Stack:
-    def __init__(self, artifacts):
+    def __init__(self, artifacts, services=SERVICES, label="console"):
+        """`label` names the database, the admin key and the state folder (.run/test/<label>) of this stack."""
         self.artifacts = artifacts
+        self.services = tuple(services)
         self.bin_dir = required("FACEGATE_BIN_DIR")
         self.images = required("FACEGATE_TEST_IMAGES")
         self.base_db_url = required("FACEGATE_TEST_DATABASE_URL")
         self.brokers = required("FACEGATE_TEST_KAFKA_BROKERS")
         self.models = required("FACEGATE_MODEL_DIR")
-        self.admin_key = "fgk_console_" + secrets.token_urlsafe(18)
-        self.db_name = "fg_console_" + secrets.token_hex(6)
+        self.admin_key = f"fgk_{label}_" + secrets.token_urlsafe(18)
+        self.db_name = f"fg_{label}_" + secrets.token_hex(6)
         # The schema owner's URL (migrations, the tests' own reads and tampering); services get their own roles.
         self.db_url = self.database_url("facegate_owner")
         self.http_port = free_port()
         self.url = f"http://127.0.0.1:{self.http_port}"
         self.processes = {}
-        self.state = os.path.join(ROOT, ".run", "test", "console")
+        self.state = os.path.join(ROOT, ".run", "test", label)
         os.makedirs(self.state, exist_ok=True)
 
     def environment(self):
@@ -120,7 +126,7 @@ class Stack:
         env = self.environment()
         subprocess.run([os.path.join(self.bin_dir, "facegate"), "migrate"], env=env, check=True, capture_output=True)
         admin_ports = {}
-        for name in ("matcher-worker", "kiosk-orchestrator", "auth-gateway"):
+        for name in self.services:
             admin_ports[name] = free_port()
             service_env = dict(env, FACEGATE_ADMIN_PORT=str(admin_ports[name]), FACEGATE_DATABASE_URL=self.database_url(SERVICE_LOGINS[name]))
             with open(os.path.join(self.state, f"{name}.log"), "wb") as log:  # the child keeps its own copy of the descriptor

@@ -6,7 +6,7 @@ import PostgresClient
 
 /// `Idempotency-Key` on creating POSTs: the same caller sending the same key and the same request within
 /// 24 h gets the first answer again (marked `Idempotent-Replayed: true`) instead of a second app, user,
-/// template or key; the same key with another request is `IDEMPOTENCY_KEY_REUSED`, and while the first is
+/// template or key; the same key with another request is `CONFLICT`, and while the first is
 /// still running `IDEMPOTENCY_IN_PROGRESS`.
 ///
 /// - Keys are per caller: the scope is a digest of the `Authorization` header.
@@ -69,7 +69,7 @@ struct IdempotentRequests: Sendable {
                 .http(transactionId: nil)
         }
         guard constantTimeEquals(try row.decode("request_hash", as: [UInt8].self), requestHash) else {
-            throw APIError(.idempotencyKeyReused, "this Idempotency-Key was used for another request in the last 24 h; use a new key")
+            throw APIError(.conflict, "this Idempotency-Key was used for another request in the last 24 h; use a new key")
                 .http(transactionId: nil)
         }
         guard let status = try row.decode("status", as: Int?.self), let sealed = try row.decode("response_sealed", as: [UInt8]?.self) else {

@@ -14,7 +14,9 @@ extension GatewayContext {
             try await createKey(request, role: .operator)
         }
         router.add("GET", "/v1/operator-keys") { [self] request in try await listKeys(request, role: .operator) }
-        router.add("DELETE", "/v1/operator-keys/{keyId}") { [self] request in try await revokeKey(request, role: .operator, parameter: "keyId") }
+        router.add("DELETE", "/v1/operator-keys/{operatorKeyId}") { [self] request in
+            try await revokeKey(request, role: .operator, parameter: "operatorKeyId")
+        }
         router.add("POST", "/v1/auditors", maxBodyBytes: 16 << 10, idempotent: true) { [self] request in
             try await createKey(request, role: .auditor)
         }
@@ -33,6 +35,8 @@ extension GatewayContext {
     struct CreateKeyBody: Decodable {
         var name: String
         var appIds: [UUID]?
+        /// Seconds from now (API.md), or an absolute time.
+        var expiresIn: Int?
         var expiresAt: Date?
     }
 
@@ -41,7 +45,10 @@ extension GatewayContext {
         let body = try request.decodeJSON(CreateKeyBody.self)
         let name = body.name.trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...200).contains(name.count) else { throw APIError(.invalidRequest, "name must be 1–200 characters") }
-        if let expiresAt = body.expiresAt, expiresAt <= Date() { throw APIError(.invalidRequest, "expiresAt must be in the future") }
+        guard body.expiresIn == nil || body.expiresAt == nil else { throw APIError(.invalidRequest, "send expiresIn or expiresAt, not both") }
+        if let seconds = body.expiresIn, !(1...(10 * 366 * 86400)).contains(seconds) { throw APIError(.invalidRequest, "expiresIn must be 1 s to 10 years") }
+        let expiresAt = body.expiresAt ?? body.expiresIn.map { Date(timeIntervalSinceNow: TimeInterval($0)) }
+        if let expiresAt, expiresAt <= Date() { throw APIError(.invalidRequest, "expiresAt must be in the future") }
         if let appIds = body.appIds {
             guard (1...1000).contains(appIds.count) else { throw APIError(.invalidRequest, "appIds must name 1–1000 apps, or be left out for every app") }
             for appId in appIds where try await apps.find(appId) == nil { throw APIError(.invalidRequest, "no app \(appId.wire)") }
@@ -51,21 +58,23 @@ extension GatewayContext {
         return try await recorded(request, kind: "\(role.rawValue)-key.create", appId: platformAppId) { draft in
             _ = try await database.query("""
                 INSERT INTO api_keys (id, role, name, key_hash, app_ids, expires_at) VALUES (\(keyId), \(role.column), \(name),
-                \(SHA256.hash(Array(secret.utf8))), \(body.appIds.map(Self.arrayLiteral))::uuid[], \(body.expiresAt))
+                \(SHA256.hash(Array(secret.utf8))), \(body.appIds.map(Self.arrayLiteral))::uuid[], \(expiresAt))
                 """)
             draft.detail = ["keyId": keyId.wire, "name": name]
             let appIds = body.appIds?.map(\.wire)
             if role == .auditor {
                 struct Created: Encodable { var auditorId: String; var auditorKey: String; var name: String; var appIds: [String]?; var expiresAt: Date? }
-                return .json(Created(auditorId: keyId.wire, auditorKey: secret, name: name, appIds: appIds, expiresAt: body.expiresAt), status: 201)
+                return .json(Created(auditorId: keyId.wire, auditorKey: secret, name: name, appIds: appIds, expiresAt: expiresAt), status: 201)
             }
-            struct Created: Encodable { var keyId: String; var operatorKey: String; var name: String; var appIds: [String]?; var expiresAt: Date? }
-            return .json(Created(keyId: keyId.wire, operatorKey: secret, name: name, appIds: appIds, expiresAt: body.expiresAt), status: 201)
+            struct Created: Encodable { var operatorKeyId: String; var operatorKey: String; var name: String; var appIds: [String]?; var expiresAt: Date? }
+            return .json(Created(operatorKeyId: keyId.wire, operatorKey: secret, name: name, appIds: appIds, expiresAt: expiresAt), status: 201)
         }
     }
 
+    /// A listed key: `operatorKeyId` or `auditorId` by its role (API.md's names).
     struct KeyView: Encodable {
-        var keyId: String
+        var operatorKeyId: String?
+        var auditorId: String?
         var role: String
         var name: String
         var appIds: [String]?
@@ -81,7 +90,8 @@ extension GatewayContext {
             WHERE role = \(role.column) ORDER BY created_at, id
             """)
         let items = try rows.rows.map { row in
-            KeyView(keyId: try row.decode("id", as: UUID.self).wire, role: role.rawValue, name: try row.decode("name"),
+            let id = try row.decode("id", as: UUID.self).wire
+            return KeyView(operatorKeyId: role == .operator ? id : nil, auditorId: role == .auditor ? id : nil, role: role.rawValue, name: try row.decode("name"),
                     appIds: try Self.appList(row)?.map(\.wire), createdAt: try row.decode("created_at"),
                     expiresAt: try row.decode("expires_at"), revokedAt: try row.decode("revoked_at"))
         }

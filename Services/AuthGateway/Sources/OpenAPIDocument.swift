@@ -1,76 +1,136 @@
 /// The OpenAPI 3.1 description served at `/openapi.json`. A test checks that its paths and methods
-/// are exactly the routes the gateway serves.
+/// are exactly the routes the gateway serves; Tests/openapi generates a client from it and logs in through that.
+///
+/// Conventions kept for client generators: every operation has an `operationId`, tags and a response for every
+/// status it answers (errors through `components/responses`); bodies are named schemas; a field the server
+/// leaves out when empty is optional, a field it sends as null is nullable.
 enum OpenAPIDocument {
     static let json = #"""
 {
   "openapi": "3.1.0",
   "info": {
     "title": "FaceGate API",
-    "version": "1.0.0",
-    "description": "Face login, identity tokens, operator and auditor API. Errors: {\"error\":{\"code\",\"message\",\"transactionId\"}}. Times are RFC 3339 UTC."
+    "version": "1.1.0",
+    "description": "Face login, identity tokens, CTID, kiosk, operator and auditor API. JSON field names are camelCase; times are RFC 3339 UTC. Every error is {\"error\": {\"code\", \"message\", \"transactionId\"?}} with a code from ErrorCode; transactionId is there when the call was recorded in the transaction log."
   },
   "servers": [{"url": "http://127.0.0.1:8080"}],
+  "tags": [
+    {"name": "apps", "description": "Apps: modules, thresholds, liveness and device-binding policy, secrets (operator)"},
+    {"name": "users", "description": "Users of an app (operator)"},
+    {"name": "faces", "description": "Face templates: enrollment, listing, deletion, 1:N search (operator or app server)"},
+    {"name": "face-login", "description": "Face login, new-device confirmation and 1:1 verification (client app)"},
+    {"name": "identity", "description": "Access tokens and identity-token exchange (app server)"},
+    {"name": "device-credentials", "description": "Device biometric keys (module deviceAuth)"},
+    {"name": "device-bindings", "description": "Tickets binding a new device key to a user"},
+    {"name": "liveness", "description": "Active-liveness challenges"},
+    {"name": "ctid", "description": "CTID identity verification"},
+    {"name": "kiosk", "description": "Kiosk login and onboarding sessions"},
+    {"name": "audit", "description": "Transaction log search, export and verification (auditor)"},
+    {"name": "keys", "description": "Operator and auditor keys (operator key covering every app)"},
+    {"name": "discovery", "description": "Public documents"},
+    {"name": "console", "description": "The web console's static files"}
+  ],
   "components": {
     "securitySchemes": {
-      "operatorKey": {"type": "http", "scheme": "bearer", "description": "Operator (admin) key"},
-      "auditorKey": {"type": "http", "scheme": "bearer", "description": "Auditor key (or an operator key)"},
-      "appServer": {"type": "http", "scheme": "basic", "description": "appId:appSecret"},
-      "accessToken": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT", "description": "Access token from POST /v1/access-tokens"}
+      "operatorKey": {"type": "http", "scheme": "bearer", "description": "Operator key: the bootstrap key (FACEGATE_ADMIN_KEY) or one from POST /v1/operator-keys. A key limited to some apps gets 403 FORBIDDEN outside them, on app creation and on key management; an expired or revoked key gets 401 UNAUTHORIZED."},
+      "auditorKey": {"type": "http", "scheme": "bearer", "description": "Auditor key from POST /v1/auditors (an operator key works too); limited to its apps when created with appIds. Expired or revoked: 401 UNAUTHORIZED."},
+      "appServer": {"type": "http", "scheme": "basic", "description": "The app server: appId:appSecret (the previous secret also works during its grace period after a rotation)"},
+      "accessToken": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT", "description": "Client app: access token from POST /v1/access-tokens (EdDSA JWT). The device is proven by the DPoP header on apps with deviceBinding dpop, or named by X-Device-Id on apps with deviceBinding header."},
+      "interviewToken": {"type": "apiKey", "in": "header", "name": "X-Interview-Token", "description": "The token issued with a kiosk session (also declared as a header parameter for client generators)"}
     },
     "parameters": {
       "appId": {"name": "appId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
       "userId": {"name": "userId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
-      "deviceIdPath": {"name": "deviceId", "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 128}},
-      "deviceId": {"name": "X-Device-Id", "in": "header", "schema": {"type": "string", "minLength": 1, "maxLength": 128},
-        "description": "The device on apps with deviceBinding header (required there); only a label on apps with deviceBinding dpop"},
-      "dpop": {"name": "DPoP", "in": "header", "schema": {"type": "string"},
-        "description": "RFC 9449 proof (ES256, P-256 jwk; claims htm, htu, iat, jti, ath over the access token, dgst over the body), required on apps with deviceBinding dpop: the device is its key's RFC 7638 thumbprint"},
+      "templateId": {"name": "templateId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
       "credentialId": {"name": "credentialId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
-      "cursor": {"name": "cursor", "in": "query", "schema": {"type": "string"}},
       "interviewId": {"name": "interviewId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
-      "interviewToken": {"name": "X-Interview-Token", "in": "header", "schema": {"type": "string"}, "description": "The token issued with the kiosk session"},
-      "limit": {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1}}
+      "operatorKeyId": {"name": "operatorKeyId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
+      "auditorId": {"name": "auditorId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
+      "deviceIdPath": {"name": "deviceId", "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 128}},
+      "deviceId": {"name": "X-Device-Id", "in": "header", "schema": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[!-~]+$"},
+        "description": "1–128 printable ASCII. Required on apps with deviceBinding header (it is the device); on apps with deviceBinding dpop only a label"},
+      "dpop": {"name": "DPoP", "in": "header", "schema": {"type": "string"},
+        "description": "RFC 9449 proof (typ dpop+jwt, ES256, P-256 jwk; claims htm, htu, iat, jti, ath = base64url(SHA-256(access token)), dgst = base64url(SHA-256(body)) when there is a body). Required on apps with deviceBinding dpop: the device is its key's RFC 7638 thumbprint; each proof is single use"},
+      "idempotencyKey": {"name": "Idempotency-Key", "in": "header", "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
+        "description": "1–255 printable ASCII, per caller credential. The same key with the same request within 24 h answers the first answer again (same status and body, header Idempotent-Replayed: true; 2xx and 4xx answers except 401, 403 and 429 are kept, 5xx are not); the same key with another request is 409 CONFLICT; while the first request still runs, 409 IDEMPOTENCY_IN_PROGRESS"},
+      "interviewToken": {"name": "X-Interview-Token", "in": "header", "required": true, "schema": {"type": "string"}, "description": "The token issued with the kiosk session"},
+      "cursor": {"name": "cursor", "in": "query", "schema": {"type": "string"}, "description": "nextCursor of the previous page"}
+    },
+    "headers": {
+      "RetryAfter": {"description": "Seconds to wait before trying again", "schema": {"type": "integer", "minimum": 0}},
+      "WWWAuthenticate": {"description": "Bearer, or DPoP algs=\"ES256\", error=\"invalid_dpop_proof\"", "schema": {"type": "string"}},
+      "IdempotentReplayed": {"description": "true when this is the stored answer to an earlier request with the same Idempotency-Key", "schema": {"type": "string", "enum": ["true"]}}
+    },
+    "responses": {
+      "BadRequest": {"description": "INVALID_REQUEST: malformed JSON or multipart, a missing or invalid field, parameter or header (the message names it)",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "Unauthorized": {"description": "UNAUTHORIZED (operator, auditor or app-server credential missing, wrong, expired or revoked), ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID",
+        "headers": {"WWW-Authenticate": {"$ref": "#/components/headers/WWWAuthenticate"}},
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "Forbidden": {"description": "FORBIDDEN (the credential does not cover this app or action), MODULE_DISABLED, MODULE_NOT_FORMAL (trial quota used up)",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "NotFound": {"description": "NOT_FOUND", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "Conflict": {"description": "CONFLICT, IDEMPOTENCY_IN_PROGRESS", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "Gone": {"description": "SESSION_EXPIRED", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "PayloadTooLarge": {"description": "PAYLOAD_TOO_LARGE: the body exceeds the route's limit", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "UnsupportedMediaType": {"description": "UNSUPPORTED_MEDIA_TYPE: a multipart body that is not multipart/form-data", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "Unprocessable": {"description": "The request was understood but refused on its merits (codes per operation)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "Locked": {"description": "CREDENTIAL_LOCKED: too many failed attempts; an operator reset unlocks", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "RateLimited": {"description": "RATE_LIMITED: too many failed attempts in a row; wait Retry-After seconds",
+        "headers": {"Retry-After": {"$ref": "#/components/headers/RetryAfter"}},
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "ServiceUnavailable": {"description": "SERVICE_UNAVAILABLE: a worker did not answer in time, the broker or the audit trail is unavailable, or the server is shutting down; try again",
+        "headers": {"Retry-After": {"$ref": "#/components/headers/RetryAfter"}},
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+      "Unexpected": {"description": "INTERNAL (500), METHOD_NOT_ALLOWED (405, with Allow), SERVICE_UNAVAILABLE (503 while shutting down)",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     },
     "schemas": {
-      "DeviceBinding": {"type": "string", "enum": ["dpop", "header"],
-        "description": "dpop (new apps): devices are P-256 keys proven on every call (RFC 9449); header: the caller-chosen X-Device-Id, weaker (anyone who learns a device id can claim it)"},
-      "DeviceBindingPolicy": {"type": "string", "enum": ["employeeNumber", "appServerTicket", "boundDevice"],
-        "description": "What binds a new device key to a user after a face match on a dpop app: the employee number alone (weakest), plus a ticket from the app server (new apps), or plus a ticket from a bound device of the user (the app server's ticket binds only a first key)"},
-      "FaceModel": {"type": "string", "enum": ["dlib-resnet-v1", "sface-2021dec"], "description": "The app's face model; new apps get sface-2021dec unless they name one"},
-      "Error": {
-        "type": "object", "required": ["error"],
-        "properties": {"error": {"type": "object", "required": ["code", "message"], "properties": {
-          "code": {"type": "string", "enum": ["INVALID_REQUEST", "UNAUTHORIZED", "FORBIDDEN", "NOT_FOUND", "CONFLICT", "PAYLOAD_TOO_LARGE",
-            "MODULE_DISABLED", "MODULE_NOT_FORMAL", "ACCESS_TOKEN_INVALID", "ACCESS_TOKEN_EXPIRED", "NO_FACE", "NO_MATCH_FACE",
-            "IMAGE_FORMAT_ERROR", "EMPLOYEE_NUMBER_MISMATCH", "SPOOF_DETECTED", "AMBIGUOUS_MATCH", "LOW_QUALITY", "DUPLICATE_FACE",
-            "AUTHENTICATION_FAILED", "CREDENTIAL_LOCKED", "CREDENTIAL_NOT_ENROLLED", "RATE_LIMITED", "SERVICE_UNAVAILABLE",
-            "INVALID_ENVELOPE", "IDENTITY_TOKEN_INVALID", "IDENTITY_TOKEN_EXPIRED", "IDENTITY_TOKEN_USED", "CONFIRMATION_INVALID",
-            "DOCUMENT_UNREADABLE", "DOCUMENT_EXPIRED", "DOCUMENT_INVALID", "DOCUMENT_ALREADY_REGISTERED", "NO_PORTRAIT", "FACE_MISMATCH",
-            "SESSION_EXPIRED", "TOO_MANY_ATTEMPTS", "APPROVAL_DENIED", "DPOP_PROOF_INVALID", "BINDING_TICKET_INVALID", "INTERNAL"]},
-          "message": {"type": "string"},
-          "transactionId": {"type": "string", "format": "uuid"}}}}
-      },
+      "ErrorCode": {"type": "string", "description": "Every code the server sends. CONFIRM_REQUIRED and TIMEOUT appear as transaction outcomes and matcher answers; TIMEOUT reaches a client as SERVICE_UNAVAILABLE.",
+        "enum": ["INVALID_REQUEST", "UNAUTHORIZED", "FORBIDDEN", "NOT_FOUND", "CONFLICT", "PAYLOAD_TOO_LARGE", "MODULE_DISABLED", "MODULE_NOT_FORMAL",
+          "ACCESS_TOKEN_INVALID", "ACCESS_TOKEN_EXPIRED", "NO_FACE", "NO_MATCH_FACE", "IMAGE_FORMAT_ERROR", "CONFIRM_REQUIRED", "EMPLOYEE_NUMBER_MISMATCH",
+          "SPOOF_DETECTED", "AMBIGUOUS_MATCH", "LOW_QUALITY", "DUPLICATE_FACE", "AUTHENTICATION_FAILED", "CREDENTIAL_LOCKED", "CREDENTIAL_NOT_ENROLLED",
+          "RATE_LIMITED", "SERVICE_UNAVAILABLE", "TIMEOUT", "INVALID_ENVELOPE", "IDENTITY_TOKEN_INVALID", "IDENTITY_TOKEN_EXPIRED", "IDENTITY_TOKEN_USED",
+          "CONFIRMATION_INVALID", "DOCUMENT_UNREADABLE", "DOCUMENT_EXPIRED", "DOCUMENT_INVALID", "DOCUMENT_ALREADY_REGISTERED", "NO_PORTRAIT", "FACE_MISMATCH",
+          "SESSION_EXPIRED", "TOO_MANY_ATTEMPTS", "APPROVAL_DENIED", "DPOP_PROOF_INVALID", "BINDING_TICKET_INVALID", "FACE_LIMIT_REACHED",
+          "IDEMPOTENCY_IN_PROGRESS", "INTERNAL", "METHOD_NOT_ALLOWED", "UNSUPPORTED_MEDIA_TYPE"]},
+      "ErrorBody": {"type": "object", "required": ["code", "message"], "properties": {
+        "code": {"$ref": "#/components/schemas/ErrorCode"}, "message": {"type": "string"},
+        "transactionId": {"type": "string", "format": "uuid", "description": "The call's transaction, when it was recorded"}}},
+      "Error": {"type": "object", "required": ["error"], "properties": {"error": {"$ref": "#/components/schemas/ErrorBody"}}},
       "ModuleState": {"type": "string", "enum": ["disabled", "trial", "formal"]},
-      "Modules": {"type": "object", "properties": {
+      "LivenessMode": {"type": "string", "enum": ["off", "active"]},
+      "Modules": {"type": "object", "required": ["faceLogin", "ctid", "kiosk", "deviceAuth"], "properties": {
         "faceLogin": {"$ref": "#/components/schemas/ModuleState"}, "ctid": {"$ref": "#/components/schemas/ModuleState"},
         "kiosk": {"$ref": "#/components/schemas/ModuleState"}, "deviceAuth": {"$ref": "#/components/schemas/ModuleState"}}},
-      "Liveness": {"type": "object", "properties": {
-        "faceLogin": {"type": "string", "enum": ["off", "active"]}, "kiosk": {"type": "string", "enum": ["off", "active"]}}},
-      "KioskApproval": {"type": "object", "description": "Extra rules for approving a new kiosk customer; absent fields add no rule.", "properties": {
-        "faceMatchThreshold": {"type": "number", "minimum": 0.2, "maximum": 0.8}, "minimumAge": {"type": "integer"},
+      "ModulesChange": {"type": "object", "description": "Modules to change; absent ones keep their state (new apps: trial everywhere)", "properties": {
+        "faceLogin": {"$ref": "#/components/schemas/ModuleState"}, "ctid": {"$ref": "#/components/schemas/ModuleState"},
+        "kiosk": {"$ref": "#/components/schemas/ModuleState"}, "deviceAuth": {"$ref": "#/components/schemas/ModuleState"}}},
+      "Liveness": {"type": "object", "required": ["faceLogin", "kiosk"], "description": "Defaults: faceLogin off, kiosk active", "properties": {
+        "faceLogin": {"$ref": "#/components/schemas/LivenessMode"}, "kiosk": {"$ref": "#/components/schemas/LivenessMode"}}},
+      "DeviceBinding": {"type": "string", "enum": ["dpop", "header"],
+        "description": "dpop (default for new apps): devices are P-256 keys proven on every call (RFC 9449); header: the caller-chosen X-Device-Id, weaker (anyone who learns a device id can claim it)"},
+      "DeviceBindingPolicy": {"type": "string", "enum": ["employeeNumber", "appServerTicket", "boundDevice"],
+        "description": "What binds a new device key to a user after a face match on a dpop app: the employee number alone (weakest), plus a ticket from the app server (default), or plus a ticket from a bound device of the user (the app server's ticket binds only a first key)"},
+      "FaceModel": {"type": "string", "enum": ["dlib-resnet-v1", "sface-2021dec"], "description": "The app's face model; new apps get sface-2021dec unless they name one"},
+      "KioskApproval": {"type": "object", "description": "Extra rules for approving a new kiosk customer; absent fields add no rule", "properties": {
+        "faceMatchThreshold": {"type": "number"}, "minimumAge": {"type": "integer"},
         "documentTypes": {"type": "array", "items": {"type": "string"}}, "issuingStates": {"type": "array", "items": {"type": "string"}}}},
-      "KioskSession": {"type": "object", "required": ["interviewId", "state", "steps", "expiresAt"], "properties": {
-        "interviewId": {"type": "string", "format": "uuid"},
-        "state": {"type": "string", "enum": ["selfie", "idFront", "idBack", "faceMatch", "approval", "completed", "failed", "cancelled", "expired"]},
-        "steps": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "success": {"type": "boolean"}, "at": {"type": "string", "format": "date-time"}}}},
-        "result": {"type": ["object", "null"], "properties": {"success": {"type": "boolean"}, "customerUUID": {"type": "string", "format": "uuid"},
-          "token": {"type": "string"}, "name": {"type": "string"}, "existingUser": {"type": "boolean"}}},
-        "expiresAt": {"type": "string", "format": "date-time"},
-        "events": {"type": "array", "description": "Step calls: the events this call produced", "items": {"type": "object", "properties": {
-          "seq": {"type": "integer"}, "event": {"type": "string"}, "data": {"type": "object"}, "at": {"type": "string", "format": "date-time"}}}}}},
-      "Quotas": {"type": "object", "description": "Limits of the trial state (defaults: 1000 calls a day per module, 100 enrolled users).",
-        "properties": {"dailyCalls": {"type": "integer"}, "gallerySize": {"type": "integer"}}},
-      "App": {"type": "object", "properties": {
+      "Quotas": {"type": "object", "required": ["dailyCalls", "gallerySize"], "description": "Limits of the trial state (defaults: 1000 calls a day per module, 100 enrolled users)",
+        "properties": {"dailyCalls": {"type": "integer", "minimum": 0}, "gallerySize": {"type": "integer", "minimum": 0}}},
+      "NewApp": {"type": "object", "required": ["name"], "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 200}, "modules": {"$ref": "#/components/schemas/ModulesChange"},
+        "faceModel": {"$ref": "#/components/schemas/FaceModel"},
+        "matchThreshold": {"type": "number", "description": "In the face model's units (Euclidean distance); the model's default when absent"},
+        "liveness": {"$ref": "#/components/schemas/Liveness"}, "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"},
+        "deviceBinding": {"$ref": "#/components/schemas/DeviceBinding"}, "deviceBindingPolicy": {"$ref": "#/components/schemas/DeviceBindingPolicy"},
+        "quotas": {"$ref": "#/components/schemas/Quotas"}}},
+      "AppChanges": {"type": "object", "properties": {
+        "modules": {"$ref": "#/components/schemas/ModulesChange"}, "matchThreshold": {"type": "number"},
+        "liveness": {"$ref": "#/components/schemas/Liveness"}, "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"},
+        "deviceBinding": {"$ref": "#/components/schemas/DeviceBinding"}, "deviceBindingPolicy": {"$ref": "#/components/schemas/DeviceBindingPolicy"},
+        "quotas": {"$ref": "#/components/schemas/Quotas"}}},
+      "App": {"type": "object", "required": ["appId", "name", "modules", "faceModel", "matchThreshold", "liveness", "deviceBinding", "deviceBindingPolicy", "kioskApproval", "quotas", "createdAt"], "properties": {
         "appId": {"type": "string", "format": "uuid"}, "name": {"type": "string"}, "modules": {"$ref": "#/components/schemas/Modules"},
         "faceModel": {"$ref": "#/components/schemas/FaceModel"},
         "matchThreshold": {"type": "number", "description": "Euclidean distance between the face model's vectors (sface-2021dec: unit vectors, cosine = 1 − d²/2)"},
@@ -78,330 +138,779 @@ enum OpenAPIDocument {
         "deviceBinding": {"$ref": "#/components/schemas/DeviceBinding"}, "deviceBindingPolicy": {"$ref": "#/components/schemas/DeviceBindingPolicy"},
         "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"}, "quotas": {"$ref": "#/components/schemas/Quotas"},
         "createdAt": {"type": "string", "format": "date-time"}}},
-      "User": {"type": "object", "properties": {
+      "CreatedApp": {"type": "object", "description": "The new app with its secrets, shown only here",
+        "required": ["appId", "name", "appSecret", "ctidKey", "modules", "faceModel", "matchThreshold", "liveness", "deviceBinding", "deviceBindingPolicy", "kioskApproval", "quotas"], "properties": {
+        "appId": {"type": "string", "format": "uuid"}, "name": {"type": "string"}, "appSecret": {"type": "string"},
+        "ctidKey": {"type": "string", "contentEncoding": "base64", "description": "The CTID institution key, 16 bytes"},
+        "modules": {"$ref": "#/components/schemas/Modules"}, "faceModel": {"$ref": "#/components/schemas/FaceModel"}, "matchThreshold": {"type": "number"},
+        "liveness": {"$ref": "#/components/schemas/Liveness"},
+        "deviceBinding": {"$ref": "#/components/schemas/DeviceBinding"}, "deviceBindingPolicy": {"$ref": "#/components/schemas/DeviceBindingPolicy"},
+        "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"}, "quotas": {"$ref": "#/components/schemas/Quotas"}}},
+      "AppList": {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/App"}}}},
+      "RotatedSecret": {"type": "object", "required": ["appId", "appSecret", "previousSecretValidForSeconds"], "properties": {
+        "appId": {"type": "string", "format": "uuid"}, "appSecret": {"type": "string"}, "previousSecretValidForSeconds": {"type": "integer"}}},
+      "NewUser": {"type": "object", "required": ["employeeNumber", "name"], "properties": {
+        "employeeNumber": {"type": "string", "minLength": 1, "maxLength": 64}, "name": {"type": "string", "minLength": 1, "maxLength": 200}}},
+      "CreatedUser": {"type": "object", "required": ["userId", "employeeNumber", "name"], "properties": {
+        "userId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"}, "name": {"type": "string"}}},
+      "User": {"type": "object", "required": ["userId", "employeeNumber", "name", "faces", "createdAt"], "properties": {
         "userId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"}, "name": {"type": "string"},
-        "faces": {"type": "integer"}, "createdAt": {"type": "string", "format": "date-time"}}},
-      "Quality": {"type": "object", "properties": {
+        "faces": {"type": "integer", "description": "Enrolled templates"}, "createdAt": {"type": "string", "format": "date-time"}}},
+      "UserPage": {"type": "object", "required": ["items"], "properties": {
+        "items": {"type": "array", "items": {"$ref": "#/components/schemas/User"}}, "nextCursor": {"type": "string", "description": "Absent on the last page"}}},
+      "ImageUpload": {"type": "object", "required": ["image"], "properties": {"image": {"type": "string", "format": "binary", "description": "JPEG or PNG"}}},
+      "Quality": {"type": "object", "required": ["faceWidth", "sharpness", "brightness", "yaw"], "properties": {
         "faceWidth": {"type": "integer"}, "sharpness": {"type": "number"}, "brightness": {"type": "number"}, "yaw": {"type": "number"}}},
+      "EnrolledFace": {"type": "object", "required": ["templateId", "quality"], "properties": {
+        "templateId": {"type": "string", "format": "uuid"}, "quality": {"$ref": "#/components/schemas/Quality"}}},
+      "FaceTemplate": {"type": "object", "required": ["templateId", "model", "quality", "createdAt"], "properties": {
+        "templateId": {"type": "string", "format": "uuid"}, "model": {"$ref": "#/components/schemas/FaceModel"},
+        "quality": {"$ref": "#/components/schemas/Quality"}, "createdAt": {"type": "string", "format": "date-time"}}},
+      "FaceTemplateList": {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/FaceTemplate"}}}},
+      "FaceSearchCandidate": {"type": "object", "required": ["userId", "employeeNumber", "score"], "properties": {
+        "userId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"},
+        "score": {"type": "number", "description": "Euclidean distance in the model's units; lower is closer"}}},
+      "FaceSearchResult": {"type": "object", "required": ["outcome", "model", "threshold", "transactionId"], "properties": {
+        "outcome": {"type": "string", "enum": ["MATCH", "NO_MATCH_FACE", "AMBIGUOUS_MATCH"]},
+        "match": {"description": "The decision at the app's operating point: the matched user when outcome is MATCH, else absent or null",
+          "oneOf": [{"$ref": "#/components/schemas/FaceSearchCandidate"}, {"type": "null"}]},
+        "model": {"$ref": "#/components/schemas/FaceModel"}, "threshold": {"type": "number"},
+        "transactionId": {"type": "string", "format": "uuid"},
+        "candidates": {"type": "array", "items": {"$ref": "#/components/schemas/FaceSearchCandidate"},
+          "description": "Operators only (absent for the app server): the closest users, best first, at most limit"}}},
+      "VerifyUpload": {"type": "object", "required": ["image"], "properties": {
+        "image": {"type": "string", "format": "binary", "description": "JPEG or PNG"},
+        "userId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"}}},
+      "FaceVerification": {"type": "object", "required": ["match", "transactionId"], "properties": {
+        "match": {"type": "boolean", "description": "Whether the face is the claimed user's, at the app's threshold. A client naming an unknown user gets false"},
+        "transactionId": {"type": "string", "format": "uuid"},
+        "userId": {"type": "string", "format": "uuid", "description": "App server only"},
+        "score": {"type": "number", "description": "App server only: Euclidean distance in the model's units, lower is closer"},
+        "threshold": {"type": "number", "description": "App server only"},
+        "model": {"$ref": "#/components/schemas/FaceModel"}}},
+      "FaceLoginUpload": {"type": "object", "properties": {
+        "image": {"type": "string", "format": "binary", "description": "JPEG or PNG; apps with liveness.faceLogin off"},
+        "challengeId": {"type": "string", "description": "Apps with liveness.faceLogin active: from GET /v1/liveness/challenges"},
+        "frame": {"type": "array", "minItems": 2, "maxItems": 12, "items": {"type": "string", "format": "binary"},
+          "description": "Apps with liveness.faceLogin active: 2–12 JPEG/PNG frames in capture order doing the challenge's actions"}}},
       "LoginSuccess": {"type": "object", "required": ["status", "identityToken", "expiresIn", "transactionId", "userId"], "properties": {
-        "status": {"const": "SUCCESS"}, "identityToken": {"type": "string"}, "expiresIn": {"type": "integer"},
-        "transactionId": {"type": "string", "format": "uuid"}, "userId": {"type": "string", "format": "uuid"}}},
-      "ConfirmRequired": {"type": "object", "required": ["status", "confirmationId", "transactionId"], "properties": {
-        "status": {"const": "CONFIRM_REQUIRED"}, "confirmationId": {"type": "string", "format": "uuid"},
+        "status": {"type": "string", "const": "SUCCESS"}, "identityToken": {"type": "string", "description": "Single use, for POST /v1/identity/exchange"},
+        "expiresIn": {"type": "integer"}, "transactionId": {"type": "string", "format": "uuid"}, "userId": {"type": "string", "format": "uuid"}}},
+      "ConfirmRequired": {"type": "object", "required": ["status", "confirmationId", "transactionId", "expiresIn"], "properties": {
+        "status": {"type": "string", "const": "CONFIRM_REQUIRED"}, "confirmationId": {"type": "string", "format": "uuid"},
         "transactionId": {"type": "string", "format": "uuid"}, "expiresIn": {"type": "integer"}}},
+      "FaceLoginResult": {"oneOf": [{"$ref": "#/components/schemas/LoginSuccess"}, {"$ref": "#/components/schemas/ConfirmRequired"}],
+        "discriminator": {"propertyName": "status", "mapping": {"SUCCESS": "#/components/schemas/LoginSuccess", "CONFIRM_REQUIRED": "#/components/schemas/ConfirmRequired"}}},
+      "Confirmation": {"type": "object", "required": ["confirmationId", "employeeNumber"], "properties": {
+        "confirmationId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"},
+        "bindingTicket": {"type": "string", "description": "Required on dpop apps whose deviceBindingPolicy is appServerTicket or boundDevice"}}},
+      "AccessToken": {"type": "object", "required": ["accessToken", "tokenType", "expiresIn"], "properties": {
+        "accessToken": {"type": "string"}, "tokenType": {"type": "string", "const": "Bearer"}, "expiresIn": {"type": "integer"}}},
+      "IdentityTokenExchange": {"type": "object", "required": ["identityToken"], "properties": {"identityToken": {"type": "string"}}},
+      "Identity": {"type": "object", "required": ["userId", "employeeNumber", "name", "appId", "deviceId", "method", "transactionId"], "properties": {
+        "userId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"}, "name": {"type": "string"},
+        "appId": {"type": "string", "format": "uuid"}, "deviceId": {"type": "string"},
+        "method": {"type": "string", "description": "How the user was verified: face, device_biometric, kiosk"},
+        "transactionId": {"type": "string", "format": "uuid", "description": "The verifying call's transaction"}}},
+      "BindingTicketRequest": {"type": "object", "description": "The user; a bound device may send {} when it is bound to one user", "properties": {
+        "userId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"}}},
+      "BindingTicket": {"type": "object", "required": ["bindingTicket", "userId", "expiresIn"], "properties": {
+        "bindingTicket": {"type": "string"}, "userId": {"type": "string", "format": "uuid"}, "expiresIn": {"type": "integer"}}},
       "DeviceCredentialPolicy": {"type": "string", "enum": ["biometryCurrentSet", "biometryAny", "devicePasscode"]},
+      "DeviceCredentialRegistration": {"type": "object", "required": ["identityToken", "publicKey", "policy"], "properties": {
+        "identityToken": {"type": "string", "description": "A fresh, unused face-login identity token of this app and device; consumed here"},
+        "publicKey": {"type": "string", "contentEncoding": "base64", "description": "SubjectPublicKeyInfo DER of a P-256 key"},
+        "policy": {"$ref": "#/components/schemas/DeviceCredentialPolicy"},
+        "attestation": {"type": "string", "contentEncoding": "base64", "description": "At most 16 KiB; stored, not verified"}}},
+      "OperatorDeviceCredentialRegistration": {"type": "object", "required": ["deviceId", "publicKey", "policy"], "properties": {
+        "deviceId": {"type": "string", "minLength": 1, "maxLength": 128}, "publicKey": {"type": "string", "contentEncoding": "base64"},
+        "policy": {"$ref": "#/components/schemas/DeviceCredentialPolicy"}, "attestation": {"type": "string", "contentEncoding": "base64"}}},
       "CredentialRegistered": {"type": "object", "required": ["credentialId"], "properties": {"credentialId": {"type": "string", "format": "uuid"}}},
-      "DeviceCredential": {"type": "object", "properties": {
+      "DeviceChallengeRequest": {"type": "object", "required": ["credentialId"], "properties": {"credentialId": {"type": "string", "format": "uuid"}}},
+      "DeviceChallenge": {"type": "object", "required": ["challenge", "expiresIn", "deviceId"], "properties": {
+        "challenge": {"type": "string", "description": "32 random bytes, base64url; single use"}, "expiresIn": {"type": "integer"},
+        "deviceId": {"type": "string", "description": "The device identity the assertion signs"}}},
+      "DeviceAssertion": {"type": "object", "required": ["credentialId", "challenge", "counter", "signature"], "properties": {
+        "credentialId": {"type": "string", "format": "uuid"}, "challenge": {"type": "string"}, "counter": {"type": "integer", "minimum": 0},
+        "signature": {"type": "string", "contentEncoding": "base64", "description": "DER ECDSA/SHA-256 over the UTF-8 of facegate.device-assertion.v1\\n{appId}\\n{deviceId}\\n{credentialId}\\n{challenge}\\n{counter}"}}},
+      "DeviceCredential": {"type": "object", "required": ["credentialId", "userId", "deviceId", "policy", "counter", "hasAttestation", "createdAt"], "properties": {
         "credentialId": {"type": "string", "format": "uuid"}, "userId": {"type": "string", "format": "uuid"}, "deviceId": {"type": "string"},
         "policy": {"$ref": "#/components/schemas/DeviceCredentialPolicy"}, "counter": {"type": "integer"}, "hasAttestation": {"type": "boolean"},
-        "createdAt": {"type": "string", "format": "date-time"}, "lastUsedAt": {"type": ["string", "null"], "format": "date-time"},
-        "flaggedAt": {"type": ["string", "null"], "format": "date-time"}, "revokedAt": {"type": ["string", "null"], "format": "date-time"}}},
-      "Transaction": {"type": "object", "properties": {
+        "createdAt": {"type": "string", "format": "date-time"}, "lastUsedAt": {"type": "string", "format": "date-time"},
+        "flaggedAt": {"type": "string", "format": "date-time"}, "revokedAt": {"type": "string", "format": "date-time"}}},
+      "DeviceCredentialList": {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/DeviceCredential"}}}},
+      "LivenessAction": {"type": "string", "enum": ["BLINK", "TURN_LEFT", "TURN_RIGHT"]},
+      "LivenessChallenge": {"type": "object", "required": ["challengeId", "actions", "expiresIn"], "properties": {
+        "challengeId": {"type": "string"}, "actions": {"type": "array", "minItems": 2, "maxItems": 3, "items": {"$ref": "#/components/schemas/LivenessAction"}},
+        "expiresIn": {"type": "integer"}}},
+      "CtidSerialRequest": {"type": "object", "required": ["authMode"], "properties": {"authMode": {"type": "string", "enum": ["0x40", "0x42", "0x10", "0x12"]}}},
+      "CtidSerial": {"type": "object", "required": ["bizSerialNum", "randNum", "expiresIn"], "properties": {
+        "bizSerialNum": {"type": "string"}, "randNum": {"type": "string", "description": "6-digit challenge code"}, "expiresIn": {"type": "integer"}}},
+      "CtidEnvelope": {"type": "object", "required": ["version", "appId", "iv", "data", "mac"], "description": "AES-128-CBC + HMAC-SHA256 envelope (README: CTID envelope)", "properties": {
+        "version": {"type": "string", "enum": ["v1"]}, "appId": {"type": "string", "format": "uuid"}, "iv": {"type": "string", "contentEncoding": "base64"},
+        "data": {"type": "string", "contentEncoding": "base64"}, "mac": {"type": "string", "contentEncoding": "base64"}}},
+      "CtidRegistration": {"type": "object", "required": ["number", "name", "validDateStart", "validDateEnd"], "properties": {
+        "number": {"type": "string", "pattern": "^[0-9]{17}[0-9Xx]$"}, "name": {"type": "string"}, "validDateStart": {"type": "string", "pattern": "^[0-9]{8}$"},
+        "validDateEnd": {"type": "string", "description": "YYYYMMDD or 长期"}, "photoData": {"type": "string", "contentEncoding": "base64"}}},
+      "CtidRegistered": {"type": "object", "required": ["number", "registered"], "properties": {
+        "number": {"type": "string", "description": "Masked"}, "registered": {"type": "boolean"}}},
+      "KioskFrames": {"type": "object", "properties": {
+        "challengeId": {"type": "string", "description": "From GET /v1/liveness/challenges; not needed when the app's kiosk liveness is off"},
+        "frame": {"type": "array", "minItems": 1, "maxItems": 12, "items": {"type": "string", "format": "binary"},
+          "description": "JPEG/PNG frames in capture order: 2–12 answering the challenge, or one photo when kiosk liveness is off"}}},
+      "KioskLoginResult": {"type": "object", "required": ["success", "customerUUID", "token", "interviewId", "interviewToken", "transactionId", "spoofAttempt", "firstName", "error"], "properties": {
+        "success": {"type": "boolean"}, "customerUUID": {"type": ["string", "null"], "format": "uuid"},
+        "token": {"type": ["string", "null"], "description": "An identity token (method kiosk)"},
+        "interviewId": {"type": ["string", "null"], "format": "uuid", "description": "The kiosk session that onboarded the customer"},
+        "interviewToken": {"type": "null", "description": "Always null: an onboarding session's token is never handed to a login"},
+        "transactionId": {"type": "string", "format": "uuid"}, "spoofAttempt": {"type": "boolean"}, "firstName": {"type": ["string", "null"]},
+        "error": {"type": ["string", "null"], "description": "On success false: SPOOF_DETECTED, NO_FACE, NO_MATCH_FACE, AMBIGUOUS_MATCH or IMAGE_FORMAT_ERROR"}}},
+      "KioskSessionCreated": {"type": "object", "required": ["interviewId", "interviewToken", "expiresIn"], "properties": {
+        "interviewId": {"type": "string", "format": "uuid"}, "interviewToken": {"type": "string"}, "expiresIn": {"type": "integer"}}},
+      "KioskState": {"type": "string", "enum": ["selfie", "idFront", "idBack", "faceMatch", "approval", "completed", "failed", "cancelled", "expired"]},
+      "KioskStep": {"type": "object", "required": ["name", "success", "at"], "properties": {
+        "name": {"type": "string"}, "success": {"type": "boolean"}, "at": {"type": "string", "format": "date-time"}}},
+      "KioskResult": {"type": "object", "required": ["success", "existingUser"], "properties": {
+        "success": {"type": "boolean"}, "customerUUID": {"type": "string", "format": "uuid"}, "token": {"type": "string"},
+        "name": {"type": "string"}, "existingUser": {"type": "boolean"}}},
+      "KioskEventName": {"type": "string", "enum": ["selfieScanCompleted", "idFrontCompleted", "idBackCompleted", "idProcessed", "faceMatchCompleted", "kioskFlowCompleted", "kioskError", "userCancelledSession"]},
+      "KioskDocumentSummary": {"type": "object", "required": ["documentType", "issuingState", "surname", "givenNames", "nationality", "sex", "expiryDate"], "properties": {
+        "documentType": {"type": "string"}, "issuingState": {"type": "string"}, "surname": {"type": "string"}, "givenNames": {"type": "string"},
+        "nationality": {"type": "string"}, "sex": {"type": "string"}, "expiryDate": {"type": "string"}}},
+      "KioskEventData": {"type": "object", "description": "Absent fields do not apply", "properties": {
+        "success": {"type": "boolean"}, "existingUser": {"type": "boolean"}, "spoofAttempt": {"type": "boolean"},
+        "error": {"$ref": "#/components/schemas/ErrorCode"}, "message": {"type": "string"}, "ocrData": {"$ref": "#/components/schemas/KioskDocumentSummary"},
+        "distance": {"type": "number"}, "customerUUID": {"type": "string", "format": "uuid"}, "name": {"type": "string"},
+        "code": {"$ref": "#/components/schemas/ErrorCode"}}},
+      "KioskEvent": {"type": "object", "required": ["seq", "event", "data", "at"], "properties": {
+        "seq": {"type": "integer"}, "event": {"$ref": "#/components/schemas/KioskEventName"},
+        "data": {"$ref": "#/components/schemas/KioskEventData"}, "at": {"type": "string", "format": "date-time"}}},
+      "KioskSession": {"type": "object", "required": ["interviewId", "state", "steps", "expiresAt"], "properties": {
+        "interviewId": {"type": "string", "format": "uuid"}, "state": {"$ref": "#/components/schemas/KioskState"},
+        "steps": {"type": "array", "items": {"$ref": "#/components/schemas/KioskStep"}},
+        "result": {"$ref": "#/components/schemas/KioskResult"}, "expiresAt": {"type": "string", "format": "date-time"},
+        "events": {"type": "array", "description": "Step calls: the events this call produced", "items": {"$ref": "#/components/schemas/KioskEvent"}}}},
+      "KioskEventTicket": {"type": "object", "required": ["ticket", "expiresIn"], "properties": {"ticket": {"type": "string"}, "expiresIn": {"type": "integer"}}},
+      "Transaction": {"type": "object", "required": ["transactionId", "appId", "kind", "outcome", "userId", "deviceId", "clientIp", "score", "latencyMs", "createdAt"], "properties": {
         "transactionId": {"type": "string", "format": "uuid"}, "appId": {"type": "string", "format": "uuid"}, "kind": {"type": "string"},
-        "outcome": {"type": "string"}, "userId": {"type": ["string", "null"]}, "deviceId": {"type": ["string", "null"]},
-        "clientIp": {"type": ["string", "null"]}, "score": {"type": ["number", "null"]}, "latencyMs": {"type": "integer"},
-        "createdAt": {"type": "string", "format": "date-time"}}}
-    },
-    "responses": {
-      "Error": {"description": "Error envelope", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+        "outcome": {"type": "string", "description": "SUCCESS or an ErrorCode"}, "userId": {"type": ["string", "null"], "format": "uuid"},
+        "deviceId": {"type": ["string", "null"]}, "clientIp": {"type": ["string", "null"]}, "score": {"type": ["number", "null"]},
+        "latencyMs": {"type": "integer"}, "createdAt": {"type": "string", "format": "date-time"}}},
+      "TransactionPage": {"type": "object", "required": ["items"], "properties": {
+        "items": {"type": "array", "items": {"$ref": "#/components/schemas/Transaction"}}, "nextCursor": {"type": "string", "description": "Absent on the last page"}}},
+      "ChainVerification": {"type": "object", "required": ["appId", "ok", "checked", "firstBrokenTransactionId"], "properties": {
+        "appId": {"type": "string", "format": "uuid"}, "ok": {"type": "boolean"}, "checked": {"type": "integer"},
+        "firstBrokenTransactionId": {"type": ["string", "null"], "format": "uuid"}}},
+      "NewKey": {"type": "object", "required": ["name"], "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 200},
+        "appIds": {"type": "array", "minItems": 1, "maxItems": 1000, "items": {"type": "string", "format": "uuid"}, "description": "The apps the key covers; absent: every app"},
+        "expiresIn": {"type": "integer", "minimum": 1, "maximum": 315360000, "description": "Seconds from now (or expiresAt, not both); both absent: never expires"},
+        "expiresAt": {"type": "string", "format": "date-time", "description": "In the future; both absent: never expires"}}},
+      "CreatedOperatorKey": {"type": "object", "required": ["operatorKeyId", "operatorKey"], "properties": {
+        "operatorKeyId": {"type": "string", "format": "uuid"}, "operatorKey": {"type": "string", "description": "Shown only here"}, "name": {"type": "string"},
+        "appIds": {"type": ["array", "null"], "items": {"type": "string", "format": "uuid"}}, "expiresAt": {"type": ["string", "null"], "format": "date-time"}}},
+      "CreatedAuditorKey": {"type": "object", "required": ["auditorId", "auditorKey"], "properties": {
+        "auditorId": {"type": "string", "format": "uuid"}, "auditorKey": {"type": "string", "description": "Shown only here"}, "name": {"type": "string"},
+        "appIds": {"type": ["array", "null"], "items": {"type": "string", "format": "uuid"}}, "expiresAt": {"type": ["string", "null"], "format": "date-time"}}},
+      "ApiKey": {"type": "object", "required": ["role", "name", "createdAt"], "description": "A key as listed, never its secret: operatorKeyId for an operator key, auditorId for an auditor key", "properties": {
+        "operatorKeyId": {"type": "string", "format": "uuid"}, "auditorId": {"type": "string", "format": "uuid"}, "role": {"type": "string", "enum": ["operator", "auditor"]}, "name": {"type": "string"},
+        "appIds": {"type": ["array", "null"], "items": {"type": "string", "format": "uuid"}, "description": "null or absent: every app"},
+        "createdAt": {"type": "string", "format": "date-time"}, "expiresAt": {"type": ["string", "null"], "format": "date-time"},
+        "revokedAt": {"type": ["string", "null"], "format": "date-time"}}},
+      "ApiKeyList": {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/ApiKey"}}}},
+      "JsonWebKey": {"type": "object", "required": ["kty", "crv", "kid", "x", "use", "alg"], "properties": {
+        "kty": {"type": "string", "const": "OKP"}, "crv": {"type": "string", "const": "Ed25519"}, "kid": {"type": "string"}, "x": {"type": "string"},
+        "use": {"type": "string", "const": "sig"}, "alg": {"type": "string", "const": "EdDSA"}}},
+      "JsonWebKeySet": {"type": "object", "required": ["keys"], "properties": {"keys": {"type": "array", "items": {"$ref": "#/components/schemas/JsonWebKey"}}}}
     }
   },
   "paths": {
     "/v1/apps": {
-      "post": {"summary": "Create an app (secrets are shown only here)", "security": [{"operatorKey": []}],
-        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["name"], "properties": {
-          "name": {"type": "string"}, "modules": {"$ref": "#/components/schemas/Modules"}, "faceModel": {"$ref": "#/components/schemas/FaceModel"},
-          "matchThreshold": {"type": "number"},
-          "liveness": {"$ref": "#/components/schemas/Liveness"}, "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"},
-          "deviceBinding": {"$ref": "#/components/schemas/DeviceBinding"}, "deviceBindingPolicy": {"$ref": "#/components/schemas/DeviceBindingPolicy"},
-          "quotas": {"$ref": "#/components/schemas/Quotas"}}}}}},
-        "responses": {"201": {"description": "Created: the App plus appSecret and ctidKey (base64 of 16 bytes)"}, "default": {"$ref": "#/components/responses/Error"}}},
-      "get": {"summary": "List apps", "security": [{"operatorKey": []}],
-        "responses": {"200": {"description": "{items: [App]}"}, "default": {"$ref": "#/components/responses/Error"}}}
+      "post": {"operationId": "createApp", "tags": ["apps"], "summary": "Create an app (its secrets are shown only here)", "security": [{"operatorKey": []}],
+        "parameters": [{"$ref": "#/components/parameters/idempotencyKey"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewApp"}}}},
+        "responses": {
+          "201": {"description": "Created", "headers": {"Idempotent-Replayed": {"$ref": "#/components/headers/IdempotentReplayed"}},
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CreatedApp"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "FORBIDDEN: an operator key limited to some apps"},
+          "409": {"$ref": "#/components/responses/Conflict", "description": "CONFLICT (another request under this Idempotency-Key), IDEMPOTENCY_IN_PROGRESS"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}},
+      "get": {"operationId": "listApps", "tags": ["apps"], "summary": "List the apps the operator key covers", "security": [{"operatorKey": []}],
+        "responses": {
+          "200": {"description": "The apps", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AppList"}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/apps/{appId}": {
       "parameters": [{"$ref": "#/components/parameters/appId"}],
-      "get": {"summary": "Get an app", "security": [{"operatorKey": []}],
-        "responses": {"200": {"description": "App", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/App"}}}}, "default": {"$ref": "#/components/responses/Error"}}},
-      "patch": {"summary": "Change modules, threshold, liveness policy, device binding or quotas", "security": [{"operatorKey": []}],
-        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "properties": {
-          "modules": {"$ref": "#/components/schemas/Modules"}, "matchThreshold": {"type": "number"},
-          "liveness": {"$ref": "#/components/schemas/Liveness"}, "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"},
-          "deviceBinding": {"$ref": "#/components/schemas/DeviceBinding"}, "deviceBindingPolicy": {"$ref": "#/components/schemas/DeviceBindingPolicy"},
-          "quotas": {"$ref": "#/components/schemas/Quotas"}}}}}},
-        "responses": {"200": {"description": "App", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/App"}}}}, "default": {"$ref": "#/components/responses/Error"}}}
+      "get": {"operationId": "getApp", "tags": ["apps"], "summary": "Get an app (no secrets)", "security": [{"operatorKey": []}],
+        "responses": {
+          "200": {"description": "The app", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/App"}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "default": {"$ref": "#/components/responses/Unexpected"}}},
+      "patch": {"operationId": "updateApp", "tags": ["apps"], "summary": "Change modules, threshold, liveness policy, device binding, kiosk approval or quotas", "security": [{"operatorKey": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AppChanges"}}}},
+        "responses": {
+          "200": {"description": "The app after the change", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/App"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"}, "404": {"$ref": "#/components/responses/NotFound"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/apps/{appId}/secret": {
       "parameters": [{"$ref": "#/components/parameters/appId"}],
-      "post": {"summary": "Rotate the app secret; the previous one stays valid for the grace period", "security": [{"operatorKey": []}],
-        "responses": {"201": {"description": "{appId, appSecret, previousSecretValidForSeconds}"}, "default": {"$ref": "#/components/responses/Error"}}}
+      "post": {"operationId": "rotateAppSecret", "tags": ["apps"], "summary": "Rotate the app secret; the previous one stays valid for the grace period", "security": [{"operatorKey": []}],
+        "responses": {
+          "201": {"description": "The new secret", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RotatedSecret"}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/apps/{appId}/users": {
       "parameters": [{"$ref": "#/components/parameters/appId"}],
-      "post": {"summary": "Create a user", "security": [{"operatorKey": []}],
-        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["employeeNumber", "name"], "properties": {
-          "employeeNumber": {"type": "string"}, "name": {"type": "string"}}}}}},
-        "responses": {"201": {"description": "{userId, employeeNumber, name}"}, "409": {"$ref": "#/components/responses/Error"}, "default": {"$ref": "#/components/responses/Error"}}},
-      "get": {"summary": "List users (cursor pages)", "security": [{"operatorKey": []}],
-        "parameters": [{"$ref": "#/components/parameters/cursor"}, {"$ref": "#/components/parameters/limit"}],
-        "responses": {"200": {"description": "{items: [User], nextCursor}"}, "default": {"$ref": "#/components/responses/Error"}}}
+      "post": {"operationId": "createUser", "tags": ["users"], "summary": "Create a user", "security": [{"operatorKey": []}],
+        "parameters": [{"$ref": "#/components/parameters/idempotencyKey"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewUser"}}}},
+        "responses": {
+          "201": {"description": "Created", "headers": {"Idempotent-Replayed": {"$ref": "#/components/headers/IdempotentReplayed"}},
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CreatedUser"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"}, "404": {"$ref": "#/components/responses/NotFound"},
+          "409": {"$ref": "#/components/responses/Conflict", "description": "CONFLICT (the employee number exists in this app, or another request under this Idempotency-Key), IDEMPOTENCY_IN_PROGRESS"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}},
+      "get": {"operationId": "listUsers", "tags": ["users"], "summary": "List users in creation order (cursor pages)", "security": [{"operatorKey": []}],
+        "parameters": [{"$ref": "#/components/parameters/cursor"},
+          {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}}],
+        "responses": {
+          "200": {"description": "One page", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/UserPage"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest", "description": "INVALID_REQUEST: a cursor this API did not issue"},
+          "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/apps/{appId}/users/{userId}": {
       "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/userId"}],
-      "get": {"summary": "Get a user", "security": [{"operatorKey": []}],
-        "responses": {"200": {"description": "User", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/User"}}}}, "default": {"$ref": "#/components/responses/Error"}}},
-      "delete": {"summary": "Delete a user; templates are erased from storage and every matcher", "security": [{"operatorKey": []}],
-        "responses": {"204": {"description": "Deleted"}, "default": {"$ref": "#/components/responses/Error"}}}
-    },
-    "/v1/apps/{appId}/users/{userId}/faces": {
-      "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/userId"}],
-      "post": {"summary": "Enroll a face from a photo (quality gate, duplicate check)", "security": [{"operatorKey": []}],
-        "requestBody": {"required": true, "content": {"image/jpeg": {}, "image/png": {}, "multipart/form-data": {"schema": {"type": "object", "properties": {"image": {"type": "string", "format": "binary"}}}}}},
-        "responses": {"201": {"description": "{templateId, quality}"}, "422": {"$ref": "#/components/responses/Error"}, "default": {"$ref": "#/components/responses/Error"}}},
-      "get": {"summary": "The user's enrolled templates with the quality measured at enrollment", "security": [{"operatorKey": []}],
-        "responses": {"200": {"description": "{items: [{templateId, model, quality, createdAt}]}", "content": {"application/json": {"schema": {"type": "object", "properties": {
-          "items": {"type": "array", "items": {"type": "object", "properties": {"templateId": {"type": "string", "format": "uuid"},
-            "model": {"$ref": "#/components/schemas/FaceModel"},
-            "quality": {"$ref": "#/components/schemas/Quality"}, "createdAt": {"type": "string", "format": "date-time"}}}}}}}}},
-          "default": {"$ref": "#/components/responses/Error"}}}
-    },
-    "/v1/apps/{appId}/devices/{deviceId}/reset": {
-      "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/deviceIdPath"}],
-      "post": {"summary": "Clear a device's failed-attempt counters and lock", "security": [{"operatorKey": []}],
-        "responses": {"204": {"description": "Reset"}, "default": {"$ref": "#/components/responses/Error"}}}
+      "get": {"operationId": "getUser", "tags": ["users"], "summary": "Get a user", "security": [{"operatorKey": []}],
+        "responses": {
+          "200": {"description": "The user", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/User"}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "default": {"$ref": "#/components/responses/Unexpected"}}},
+      "delete": {"operationId": "deleteUser", "tags": ["users"], "summary": "Delete a user; templates are erased from storage and every matcher", "security": [{"operatorKey": []}],
+        "responses": {
+          "204": {"description": "Deleted"}, "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/apps/{appId}/users/{userId}/reset": {
       "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/userId"}],
-      "post": {"summary": "Clear the lock on binding new devices to a user (set after repeated wrong employee numbers)", "security": [{"operatorKey": []}],
-        "responses": {"204": {"description": "Reset"}, "default": {"$ref": "#/components/responses/Error"}}}
+      "post": {"operationId": "resetUserBinding", "tags": ["users"], "summary": "Clear the lock on binding new devices to a user (set after repeated wrong employee numbers)", "security": [{"operatorKey": []}],
+        "responses": {
+          "204": {"description": "Reset"}, "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
-    "/v1/auditors": {
-      "post": {"summary": "Create an auditor key, optionally limited to some apps", "security": [{"operatorKey": []}],
-        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["name"], "properties": {
-          "name": {"type": "string"}, "appIds": {"type": "array", "items": {"type": "string", "format": "uuid"}}}}}}},
-        "responses": {"201": {"description": "{auditorId, auditorKey, appIds}"}, "default": {"$ref": "#/components/responses/Error"}}}
+    "/v1/apps/{appId}/devices/{deviceId}/reset": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/deviceIdPath"}],
+      "post": {"operationId": "resetDevice", "tags": ["users"], "summary": "Clear a device's failed-attempt counters and lock", "security": [{"operatorKey": []}],
+        "responses": {
+          "204": {"description": "Reset"}, "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
-    "/v1/access-tokens": {
-      "post": {"summary": "Issue an access token for the app's client apps", "security": [{"appServer": []}],
-        "responses": {"200": {"description": "{accessToken, tokenType: Bearer, expiresIn}"}, "401": {"$ref": "#/components/responses/Error"}}}
+    "/v1/apps/{appId}/users/{userId}/faces": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/userId"}],
+      "post": {"operationId": "enrollFace", "tags": ["faces"], "summary": "Enroll a face from a photo (quality gate, duplicate check); a user holds at most FACEGATE_MAX_FACES_PER_USER templates (default 5)", "security": [{"operatorKey": []}],
+        "parameters": [{"$ref": "#/components/parameters/idempotencyKey"}],
+        "requestBody": {"required": true, "content": {"image/jpeg": {"schema": {"type": "string", "contentMediaType": "image/jpeg"}}, "image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}},
+          "multipart/form-data": {"schema": {"$ref": "#/components/schemas/ImageUpload"}}}},
+        "responses": {
+          "201": {"description": "Enrolled", "headers": {"Idempotent-Replayed": {"$ref": "#/components/headers/IdempotentReplayed"}},
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/EnrolledFace"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "FORBIDDEN, MODULE_NOT_FORMAL (the trial gallery is full)"},
+          "404": {"$ref": "#/components/responses/NotFound"},
+          "409": {"$ref": "#/components/responses/Conflict", "description": "FACE_LIMIT_REACHED, CONFLICT (another request under this Idempotency-Key), IDEMPOTENCY_IN_PROGRESS"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "415": {"$ref": "#/components/responses/UnsupportedMediaType"},
+          "422": {"$ref": "#/components/responses/Unprocessable", "description": "NO_FACE, IMAGE_FORMAT_ERROR, LOW_QUALITY, DUPLICATE_FACE"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}},
+      "get": {"operationId": "listFaces", "tags": ["faces"], "summary": "The user's templates with the quality measured at enrollment (never the embedding)", "security": [{"operatorKey": []}],
+        "responses": {
+          "200": {"description": "The templates", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FaceTemplateList"}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
-    "/v1/identity/exchange": {
-      "post": {"summary": "Exchange an identity token (single use) for the verified user", "security": [{"appServer": []}],
-        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["identityToken"], "properties": {"identityToken": {"type": "string"}}}}}},
-        "responses": {"200": {"description": "{userId, employeeNumber, name, appId, deviceId, method, transactionId}"}, "401": {"$ref": "#/components/responses/Error"}, "409": {"$ref": "#/components/responses/Error"}}}
+    "/v1/apps/{appId}/users/{userId}/faces/{templateId}": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/userId"}, {"$ref": "#/components/parameters/templateId"}],
+      "delete": {"operationId": "deleteFace", "tags": ["faces"], "summary": "Delete one template; gone from storage and every matcher", "security": [{"operatorKey": []}],
+        "responses": {
+          "204": {"description": "Deleted"}, "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound", "description": "NOT_FOUND: no such app, or no such template of that user"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
-    "/v1/face-login": {
-      "post": {"summary": "Log in with a photo (1:N); with the app's liveness.faceLogin active, with a burst answering a liveness challenge instead (multipart challengeId + 2–12 frame fields; one image is refused with INVALID_REQUEST)", "security": [{"accessToken": []}],
-        "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
-        "requestBody": {"required": true, "content": {"image/jpeg": {}, "image/png": {}, "multipart/form-data": {"schema": {"type": "object", "properties": {"image": {"type": "string", "format": "binary"},
-          "challengeId": {"type": "string"}, "frame": {"type": "array", "minItems": 2, "maxItems": 12, "items": {"type": "string", "format": "binary"}}}}}}},
-        "responses": {"200": {"description": "SUCCESS with an identity token, or CONFIRM_REQUIRED on a new device",
-          "content": {"application/json": {"schema": {"oneOf": [{"$ref": "#/components/schemas/LoginSuccess"}, {"$ref": "#/components/schemas/ConfirmRequired"}]}}}},
-          "401": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"}, "413": {"$ref": "#/components/responses/Error"},
-          "422": {"$ref": "#/components/responses/Error"}, "423": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"},
-          "503": {"$ref": "#/components/responses/Error"}}}
+    "/v1/apps/{appId}/faces/search": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}],
+      "post": {"operationId": "searchFaces", "tags": ["faces"], "summary": "1:N search of the app's gallery without a login: the decision at the app's operating point, and for operators the closest candidates",
+        "security": [{"operatorKey": []}, {"appServer": []}],
+        "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5}, "description": "How many candidates (operators)"}],
+        "requestBody": {"required": true, "content": {"image/jpeg": {"schema": {"type": "string", "contentMediaType": "image/jpeg"}}, "image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}},
+          "multipart/form-data": {"schema": {"$ref": "#/components/schemas/ImageUpload"}}}},
+        "responses": {
+          "200": {"description": "The search result", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FaceSearchResult"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest", "description": "INVALID_REQUEST: limit out of 1–20, a malformed multipart body"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "FORBIDDEN (app-server credentials of another app, an operator key not covering the app), MODULE_DISABLED, MODULE_NOT_FORMAL"},
+          "404": {"$ref": "#/components/responses/NotFound"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "415": {"$ref": "#/components/responses/UnsupportedMediaType"},
+          "422": {"$ref": "#/components/responses/Unprocessable", "description": "NO_FACE, IMAGE_FORMAT_ERROR, LOW_QUALITY"},
+          "429": {"$ref": "#/components/responses/RateLimited"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
-    "/v1/liveness/challenges": {
-      "get": {"summary": "A liveness challenge: 2–3 random actions to perform in front of the camera; single use, bound to the app and device, 120 s", "security": [{"accessToken": []}],
-        "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
-        "responses": {"200": {"description": "{challengeId, actions, expiresIn}", "content": {"application/json": {"schema": {"type": "object", "required": ["challengeId", "actions", "expiresIn"], "properties": {
-          "challengeId": {"type": "string"}, "actions": {"type": "array", "minItems": 2, "maxItems": 3, "items": {"type": "string", "enum": ["BLINK", "TURN_LEFT", "TURN_RIGHT"]}},
-          "expiresIn": {"type": "integer"}}}}}},
-          "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}}}
-    },
-    "/v1/kiosk/login": {
-      "post": {"summary": "Kiosk 1:N login with active liveness (module kiosk): frames answering a challenge (not needed when the app's liveness.kiosk is off). A refusal on the face's merits is 200 with success false and error SPOOF_DETECTED, NO_FACE, NO_MATCH_FACE, AMBIGUOUS_MATCH or IMAGE_FORMAT_ERROR", "security": [{"accessToken": []}],
-        "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
-        "requestBody": {"required": true, "content": {"multipart/form-data": {"schema": {"type": "object", "required": ["frame"], "properties": {
-          "challengeId": {"type": "string"}, "frame": {"type": "array", "minItems": 2, "maxItems": 12, "items": {"type": "string", "format": "binary"}}}}}}},
-        "responses": {"200": {"description": "{success, customerUUID, token, interviewId, interviewToken, transactionId, spoofAttempt, firstName, error}; token: an identity token (method kiosk)",
-          "content": {"application/json": {"schema": {"type": "object", "required": ["success", "transactionId", "spoofAttempt"], "properties": {
-            "success": {"type": "boolean"}, "customerUUID": {"type": ["string", "null"], "format": "uuid"}, "token": {"type": ["string", "null"]},
-            "interviewId": {"type": ["string", "null"], "format": "uuid"}, "interviewToken": {"type": ["string", "null"], "description": "always null: the onboarding session's token is never handed to a login"}, "transactionId": {"type": "string", "format": "uuid"},
-            "spoofAttempt": {"type": "boolean"}, "firstName": {"type": ["string", "null"]}, "error": {"type": ["string", "null"]}}}}}},
-          "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"},
-          "413": {"$ref": "#/components/responses/Error"}, "423": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"},
-          "503": {"$ref": "#/components/responses/Error"}}}
-    },
-    "/v1/face-login/confirm": {
-      "post": {"summary": "Confirm a new device with the employee number", "security": [{"accessToken": []}],
-        "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
-        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["confirmationId", "employeeNumber"], "properties": {
-          "confirmationId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"},
-          "bindingTicket": {"type": "string", "description": "required on dpop apps whose deviceBindingPolicy is appServerTicket or boundDevice"}}}}}},
-        "responses": {"200": {"description": "SUCCESS", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/LoginSuccess"}}}},
-          "401": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"},
-          "409": {"$ref": "#/components/responses/Error"}, "422": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}}}
-    },
-    "/v1/device-bindings": {
-      "post": {"summary": "A one-time ticket binding one new device key to one user, for the confirmation of a face login. Asked by the app server (Basic auth), or by a device key already bound to the user (Bearer access token + DPoP proof)",
-        "security": [{"appServer": []}, {"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/dpop"}],
-        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "properties": {
-          "userId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"}}, "description": "the user; a bound device may send {} when it is bound to one user"}}}},
-        "responses": {"201": {"description": "The ticket", "content": {"application/json": {"schema": {"type": "object", "required": ["bindingTicket", "userId", "expiresIn"], "properties": {
-          "bindingTicket": {"type": "string"}, "userId": {"type": "string", "format": "uuid"}, "expiresIn": {"type": "integer"}}}}}},
-          "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"},
-          "404": {"$ref": "#/components/responses/Error"}}}
-    },
-    "/v1/device-credentials": {
-      "post": {"summary": "Register a device biometric key (module deviceAuth); proof of user: a fresh, unused face-login identity token of this app and device, consumed here. Replaces the user's previous credential on this device. The attestation is stored, not verified. Error messages end with (fallback: faceLogin) or (fallback: none).",
-        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
-        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["identityToken", "publicKey", "policy"], "properties": {
-          "identityToken": {"type": "string"}, "publicKey": {"type": "string", "description": "base64 SubjectPublicKeyInfo DER of a P-256 key"},
-          "policy": {"$ref": "#/components/schemas/DeviceCredentialPolicy"}, "attestation": {"type": "string", "description": "base64, at most 16 KiB; stored, not verified"}}}}}},
-        "responses": {"201": {"description": "{credentialId}", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CredentialRegistered"}}}},
-          "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"},
-          "409": {"$ref": "#/components/responses/Error"}}}
-    },
-    "/v1/device-credentials/challenges": {
-      "post": {"summary": "A single-use challenge for one credential (32 random bytes, base64url; 60 s)", "security": [{"accessToken": []}],
-        "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
-        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["credentialId"], "properties": {
-          "credentialId": {"type": "string", "format": "uuid"}}}}}},
-        "responses": {"200": {"description": "{challenge, expiresIn, deviceId}", "content": {"application/json": {"schema": {"type": "object", "properties": {
-          "challenge": {"type": "string"}, "expiresIn": {"type": "integer"}, "deviceId": {"type": "string", "description": "the device identity the assertion signs"}}}}}},
-          "403": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}, "422": {"$ref": "#/components/responses/Error"},
-          "423": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}}}
-    },
-    "/v1/device-credentials/assertions": {
-      "post": {"summary": "Log in with a device key: base64 DER ECDSA/SHA-256 signature over the UTF-8 of facegate.device-assertion.v1\\n{appId}\\n{deviceId}\\n{credentialId}\\n{challenge}\\n{counter}. A counter that does not advance (once non-zero) blocks the credential until it is registered again.",
-        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
-        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["credentialId", "challenge", "counter", "signature"], "properties": {
-          "credentialId": {"type": "string", "format": "uuid"}, "challenge": {"type": "string"}, "counter": {"type": "integer", "minimum": 0},
-          "signature": {"type": "string"}}}}}},
-        "responses": {"200": {"description": "SUCCESS with an identity token (method device_biometric)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/LoginSuccess"}}}},
-          "403": {"$ref": "#/components/responses/Error"}, "404": {"$ref": "#/components/responses/Error"}, "422": {"$ref": "#/components/responses/Error"},
-          "423": {"$ref": "#/components/responses/Error"}, "429": {"$ref": "#/components/responses/Error"}}}
-    },
-    "/v1/device-credentials/{credentialId}": {
-      "parameters": [{"$ref": "#/components/parameters/credentialId"}],
-      "delete": {"summary": "Revoke this device's credential (immediately)", "security": [{"accessToken": []}],
-        "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
-        "responses": {"204": {"description": "Revoked"}, "404": {"$ref": "#/components/responses/Error"}}}
+    "/v1/apps/{appId}/ctid-registry": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}],
+      "post": {"operationId": "registerCtidIdentity", "tags": ["ctid"], "summary": "Add or replace a trusted identity record of the app (number hashed, name sealed, portrait kept as a sealed template)", "security": [{"operatorKey": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CtidRegistration"}}}},
+        "responses": {
+          "201": {"description": "Registered", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CtidRegistered"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"}, "404": {"$ref": "#/components/responses/NotFound"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+          "422": {"$ref": "#/components/responses/Unprocessable", "description": "LOW_QUALITY: the photo has no usable face"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/apps/{appId}/users/{userId}/device-credentials": {
       "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/userId"}],
-      "post": {"summary": "Register a device biometric key for a user (operator)", "security": [{"operatorKey": []}],
-        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["deviceId", "publicKey", "policy"], "properties": {
-          "deviceId": {"type": "string", "minLength": 1, "maxLength": 128}, "publicKey": {"type": "string"},
-          "policy": {"$ref": "#/components/schemas/DeviceCredentialPolicy"}, "attestation": {"type": "string"}}}}}},
-        "responses": {"201": {"description": "{credentialId}", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CredentialRegistered"}}}},
-          "default": {"$ref": "#/components/responses/Error"}}},
-      "get": {"summary": "List a user's device credentials, revoked ones included", "security": [{"operatorKey": []}],
-        "responses": {"200": {"description": "{items: [DeviceCredential]}", "content": {"application/json": {"schema": {"type": "object", "properties": {
-          "items": {"type": "array", "items": {"$ref": "#/components/schemas/DeviceCredential"}}}}}}}, "default": {"$ref": "#/components/responses/Error"}}}
+      "post": {"operationId": "registerDeviceCredentialForUser", "tags": ["device-credentials"], "summary": "Register a device biometric key for a user (at a desk); replaces the user's credential on that device", "security": [{"operatorKey": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/OperatorDeviceCredentialRegistration"}}}},
+        "responses": {
+          "201": {"description": "Registered", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CredentialRegistered"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"}, "404": {"$ref": "#/components/responses/NotFound"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}},
+      "get": {"operationId": "listDeviceCredentials", "tags": ["device-credentials"], "summary": "A user's device credentials, revoked ones included", "security": [{"operatorKey": []}],
+        "responses": {
+          "200": {"description": "The credentials", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DeviceCredentialList"}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/apps/{appId}/device-credentials/{credentialId}": {
       "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/credentialId"}],
-      "delete": {"summary": "Revoke a device credential (immediately)", "security": [{"operatorKey": []}],
-        "responses": {"204": {"description": "Revoked"}, "default": {"$ref": "#/components/responses/Error"}}}
+      "delete": {"operationId": "revokeDeviceCredential", "tags": ["device-credentials"], "summary": "Revoke a device credential (immediately)", "security": [{"operatorKey": []}],
+        "responses": {
+          "204": {"description": "Revoked"}, "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound", "description": "NOT_FOUND (app), CREDENTIAL_NOT_ENROLLED (no such live credential)"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/apps/{appId}/device-credentials/{credentialId}/reset": {
       "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/credentialId"}],
-      "post": {"summary": "Clear a credential's failed-attempt counters and lock (a blocked counter needs a new registration)", "security": [{"operatorKey": []}],
-        "responses": {"204": {"description": "Reset"}, "default": {"$ref": "#/components/responses/Error"}}}
+      "post": {"operationId": "resetDeviceCredential", "tags": ["device-credentials"], "summary": "Clear a credential's failed-attempt counters and lock (a blocked counter needs a new registration)", "security": [{"operatorKey": []}],
+        "responses": {
+          "204": {"description": "Reset"}, "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound", "description": "NOT_FOUND (app), CREDENTIAL_NOT_ENROLLED (no such credential)"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/operator-keys": {
+      "post": {"operationId": "createOperatorKey", "tags": ["keys"], "summary": "Create an operator key, for every app or some", "security": [{"operatorKey": []}],
+        "parameters": [{"$ref": "#/components/parameters/idempotencyKey"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewKey"}}}},
+        "responses": {
+          "201": {"description": "Created; the key is shown only here", "headers": {"Idempotent-Replayed": {"$ref": "#/components/headers/IdempotentReplayed"}},
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CreatedOperatorKey"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "FORBIDDEN: an operator key limited to some apps"},
+          "409": {"$ref": "#/components/responses/Conflict", "description": "CONFLICT (another request under this Idempotency-Key), IDEMPOTENCY_IN_PROGRESS"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}},
+      "get": {"operationId": "listOperatorKeys", "tags": ["keys"], "summary": "List operator keys (never the secret), revoked and expired ones included", "security": [{"operatorKey": []}],
+        "responses": {
+          "200": {"description": "The keys", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ApiKeyList"}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "FORBIDDEN: an operator key limited to some apps"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/operator-keys/{operatorKeyId}": {
+      "parameters": [{"$ref": "#/components/parameters/operatorKeyId"}],
+      "delete": {"operationId": "revokeOperatorKey", "tags": ["keys"], "summary": "Revoke an operator key; it stops working at once", "security": [{"operatorKey": []}],
+        "responses": {
+          "204": {"description": "Revoked"}, "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "FORBIDDEN: an operator key limited to some apps"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/auditors": {
+      "post": {"operationId": "createAuditorKey", "tags": ["keys"], "summary": "Create an auditor key, for every app or some", "security": [{"operatorKey": []}],
+        "parameters": [{"$ref": "#/components/parameters/idempotencyKey"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewKey"}}}},
+        "responses": {
+          "201": {"description": "Created; the key is shown only here", "headers": {"Idempotent-Replayed": {"$ref": "#/components/headers/IdempotentReplayed"}},
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CreatedAuditorKey"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "FORBIDDEN: an operator key limited to some apps"},
+          "409": {"$ref": "#/components/responses/Conflict", "description": "CONFLICT (another request under this Idempotency-Key), IDEMPOTENCY_IN_PROGRESS"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}},
+      "get": {"operationId": "listAuditorKeys", "tags": ["keys"], "summary": "List auditor keys (never the secret), revoked and expired ones included", "security": [{"operatorKey": []}],
+        "responses": {
+          "200": {"description": "The keys", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ApiKeyList"}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "FORBIDDEN: an operator key limited to some apps"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/auditors/{auditorId}": {
+      "parameters": [{"$ref": "#/components/parameters/auditorId"}],
+      "delete": {"operationId": "revokeAuditorKey", "tags": ["keys"], "summary": "Revoke an auditor key; it stops working at once", "security": [{"operatorKey": []}],
+        "responses": {
+          "204": {"description": "Revoked"}, "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "FORBIDDEN: an operator key limited to some apps"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/access-tokens": {
+      "post": {"operationId": "issueAccessToken", "tags": ["identity"], "summary": "Issue an access token for the app's client apps (no body)", "security": [{"appServer": []}],
+        "responses": {
+          "200": {"description": "The token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AccessToken"}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "UNAUTHORIZED: unknown app or wrong secret"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/identity/exchange": {
+      "post": {"operationId": "exchangeIdentityToken", "tags": ["identity"], "summary": "Exchange an identity token (single use) for the verified user", "security": [{"appServer": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IdentityTokenExchange"}}}},
+        "responses": {
+          "200": {"description": "The verified user", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Identity"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "UNAUTHORIZED, IDENTITY_TOKEN_INVALID (another app's, tampered, wrong type), IDENTITY_TOKEN_EXPIRED"},
+          "404": {"$ref": "#/components/responses/NotFound", "description": "NOT_FOUND: the user no longer exists"},
+          "409": {"$ref": "#/components/responses/Conflict", "description": "IDENTITY_TOKEN_USED"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/face-login": {
+      "post": {"operationId": "faceLogin", "tags": ["face-login"], "summary": "Log in with a photo: 1:1 against the users a bound device key belongs to, else 1:N. A device key bound to nobody always gets CONFIRM_REQUIRED. With the app's liveness.faceLogin active, send a burst answering a liveness challenge instead (multipart challengeId + 2–12 frame fields)",
+        "security": [{"accessToken": []}],
+        "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
+        "requestBody": {"required": true, "content": {"image/jpeg": {"schema": {"type": "string", "contentMediaType": "image/jpeg"}}, "image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}},
+          "multipart/form-data": {"schema": {"$ref": "#/components/schemas/FaceLoginUpload"}}}},
+        "responses": {
+          "200": {"description": "SUCCESS with an identity token, or CONFIRM_REQUIRED on a new device", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FaceLoginResult"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest", "description": "INVALID_REQUEST: no X-Device-Id on a header app, one image where liveness needs a burst, a malformed multipart body"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "MODULE_DISABLED, MODULE_NOT_FORMAL"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "415": {"$ref": "#/components/responses/UnsupportedMediaType"},
+          "422": {"$ref": "#/components/responses/Unprocessable", "description": "NO_FACE, NO_MATCH_FACE, AMBIGUOUS_MATCH, IMAGE_FORMAT_ERROR, LOW_QUALITY, SPOOF_DETECTED"},
+          "423": {"$ref": "#/components/responses/Locked"}, "429": {"$ref": "#/components/responses/RateLimited"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/face-login/confirm": {
+      "post": {"operationId": "confirmFaceLogin", "tags": ["face-login"], "summary": "Confirm a new device with the employee number (signed by the same device key on dpop apps); binds the device",
+        "security": [{"accessToken": []}],
+        "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Confirmation"}}}},
+        "responses": {
+          "200": {"description": "SUCCESS with an identity token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/LoginSuccess"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "MODULE_DISABLED, MODULE_NOT_FORMAL, BINDING_TICKET_INVALID"},
+          "409": {"$ref": "#/components/responses/Conflict", "description": "CONFIRMATION_INVALID: unknown, used, voided or expired"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+          "422": {"$ref": "#/components/responses/Unprocessable", "description": "EMPLOYEE_NUMBER_MISMATCH (a wrong number and a face that is not the claimed user's get the same answer; five void the confirmation)"},
+          "423": {"$ref": "#/components/responses/Locked"}, "429": {"$ref": "#/components/responses/RateLimited"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/face-verify": {
+      "post": {"operationId": "verifyFace", "tags": ["face-login"], "summary": "1:1: is this photo the claimed user (userId or employeeNumber, as multipart fields or query parameters)? Throttled per claimed user like face login. The client app learns only match; the app server also gets the score",
+        "security": [{"accessToken": []}, {"appServer": []}],
+        "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"},
+          {"name": "userId", "in": "query", "schema": {"type": "string", "format": "uuid"}},
+          {"name": "employeeNumber", "in": "query", "schema": {"type": "string"}}],
+        "requestBody": {"required": true, "content": {"image/jpeg": {"schema": {"type": "string", "contentMediaType": "image/jpeg"}}, "image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}},
+          "multipart/form-data": {"schema": {"$ref": "#/components/schemas/VerifyUpload"}}}},
+        "responses": {
+          "200": {"description": "The decision", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FaceVerification"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest", "description": "INVALID_REQUEST: no claimed user, or no X-Device-Id on a header app"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "UNAUTHORIZED, ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "MODULE_DISABLED, MODULE_NOT_FORMAL"},
+          "404": {"$ref": "#/components/responses/NotFound", "description": "NOT_FOUND: the app server named an unknown user (a client gets match false instead)"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "415": {"$ref": "#/components/responses/UnsupportedMediaType"},
+          "422": {"$ref": "#/components/responses/Unprocessable", "description": "NO_FACE, IMAGE_FORMAT_ERROR, LOW_QUALITY"},
+          "423": {"$ref": "#/components/responses/Locked", "description": "CREDENTIAL_LOCKED: too many failed attempts on the claimed user or the device"},
+          "429": {"$ref": "#/components/responses/RateLimited"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/device-bindings": {
+      "post": {"operationId": "issueBindingTicket", "tags": ["device-bindings"], "summary": "A one-time ticket binding one new device key to one user, for the confirmation of a face login. Asked by the app server (Basic auth), or by a device key already bound to the user (Bearer access token + DPoP proof)",
+        "security": [{"appServer": []}, {"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/dpop"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BindingTicketRequest"}}}},
+        "responses": {
+          "201": {"description": "The ticket", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BindingTicket"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "UNAUTHORIZED, ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "FORBIDDEN: a header app, or a device not bound to that user"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/device-credentials": {
+      "post": {"operationId": "registerDeviceCredential", "tags": ["device-credentials"], "summary": "Register a device biometric key; proof of user: a fresh face-login identity token of this app and device, consumed here. Replaces the user's previous credential on this device. Error messages end with (fallback: faceLogin) or (fallback: none)",
+        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DeviceCredentialRegistration"}}}},
+        "responses": {
+          "201": {"description": "Registered", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CredentialRegistered"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID, IDENTITY_TOKEN_INVALID, IDENTITY_TOKEN_EXPIRED"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "MODULE_DISABLED, MODULE_NOT_FORMAL"},
+          "404": {"$ref": "#/components/responses/NotFound", "description": "NOT_FOUND: the user no longer exists"},
+          "409": {"$ref": "#/components/responses/Conflict", "description": "IDENTITY_TOKEN_USED"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/device-credentials/challenges": {
+      "post": {"operationId": "createDeviceChallenge", "tags": ["device-credentials"], "summary": "A single-use challenge for one credential (32 random bytes, base64url; 60 s)",
+        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DeviceChallengeRequest"}}}},
+        "responses": {
+          "200": {"description": "The challenge", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DeviceChallenge"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "MODULE_DISABLED, MODULE_NOT_FORMAL"},
+          "404": {"$ref": "#/components/responses/NotFound", "description": "CREDENTIAL_NOT_ENROLLED"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+          "422": {"$ref": "#/components/responses/Unprocessable", "description": "AUTHENTICATION_FAILED: the credential is blocked (its counter went backwards)"},
+          "423": {"$ref": "#/components/responses/Locked"}, "429": {"$ref": "#/components/responses/RateLimited"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/device-credentials/assertions": {
+      "post": {"operationId": "assertDeviceCredential", "tags": ["device-credentials"], "summary": "Log in with a device key. A counter that does not advance (once non-zero) blocks the credential until it is registered again",
+        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DeviceAssertion"}}}},
+        "responses": {
+          "200": {"description": "SUCCESS with an identity token (method device_biometric)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/LoginSuccess"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "MODULE_DISABLED, MODULE_NOT_FORMAL"},
+          "404": {"$ref": "#/components/responses/NotFound", "description": "CREDENTIAL_NOT_ENROLLED"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+          "422": {"$ref": "#/components/responses/Unprocessable", "description": "AUTHENTICATION_FAILED: unknown or spent challenge, bad signature, counter not advancing"},
+          "423": {"$ref": "#/components/responses/Locked"}, "429": {"$ref": "#/components/responses/RateLimited"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/device-credentials/{credentialId}": {
+      "parameters": [{"$ref": "#/components/parameters/credentialId"}],
+      "delete": {"operationId": "revokeOwnDeviceCredential", "tags": ["device-credentials"], "summary": "Revoke this device's credential (immediately)",
+        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
+        "responses": {
+          "204": {"description": "Revoked"}, "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID"},
+          "404": {"$ref": "#/components/responses/NotFound", "description": "CREDENTIAL_NOT_ENROLLED: no such live credential on this device"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/liveness/challenges": {
+      "get": {"operationId": "getLivenessChallenge", "tags": ["liveness"], "summary": "A liveness challenge: 2–3 random actions to perform in front of the camera; single use, bound to the app and device, 120 s",
+        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
+        "responses": {
+          "200": {"description": "The challenge", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/LivenessChallenge"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/ctid/serial-numbers": {
-      "post": {"summary": "Issue a single-use CTID serial number and challenge code bound to the app and auth mode", "security": [{"accessToken": []}],
-        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["authMode"], "properties": {
-          "authMode": {"type": "string", "enum": ["0x40", "0x42", "0x10", "0x12"]}}}}}},
-        "responses": {"200": {"description": "{bizSerialNum, randNum, expiresIn}", "content": {"application/json": {"schema": {"type": "object", "properties": {
-          "bizSerialNum": {"type": "string"}, "randNum": {"type": "string"}, "expiresIn": {"type": "integer"}}}}}},
-          "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}, "403": {"$ref": "#/components/responses/Error"}}}
+      "post": {"operationId": "issueCtidSerialNumber", "tags": ["ctid"], "summary": "Issue a single-use CTID serial number and challenge code bound to the app and auth mode",
+        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/idempotencyKey"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CtidSerialRequest"}}}},
+        "responses": {
+          "200": {"description": "The serial number", "headers": {"Idempotent-Replayed": {"$ref": "#/components/headers/IdempotentReplayed"}},
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CtidSerial"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "MODULE_DISABLED, MODULE_NOT_FORMAL"},
+          "409": {"$ref": "#/components/responses/Conflict", "description": "CONFLICT (another request under this Idempotency-Key), IDEMPOTENCY_IN_PROGRESS"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/ctid/verifications": {
-      "post": {"summary": "Verify an identity claim sent as a CTID envelope (see README: CTID envelope); the answer is an envelope whose plaintext is {bizSerialNum, authResult, resultCode, message, transactionId}", "security": [{"accessToken": []}],
-        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["version", "appId", "iv", "data", "mac"], "properties": {"version": {"type": "string", "enum": ["v1"]}, "appId": {"type": "string", "format": "uuid"}, "iv": {"type": "string", "contentEncoding": "base64"}, "data": {"type": "string", "contentEncoding": "base64"}, "mac": {"type": "string", "contentEncoding": "base64"}}}}}},
-        "responses": {"200": {"description": "The verifier's answer envelope", "content": {"application/json": {"schema": {"type": "object", "required": ["version", "appId", "iv", "data", "mac"], "properties": {"version": {"type": "string", "enum": ["v1"]}, "appId": {"type": "string", "format": "uuid"}, "iv": {"type": "string", "contentEncoding": "base64"}, "data": {"type": "string", "contentEncoding": "base64"}, "mac": {"type": "string", "contentEncoding": "base64"}}}}}},
-          "400": {"$ref": "#/components/responses/Error"}, "401": {"$ref": "#/components/responses/Error"}, "503": {"$ref": "#/components/responses/Error"}}}
+      "post": {"operationId": "verifyCtid", "tags": ["ctid"], "summary": "Verify an identity claim sent as a CTID envelope; the answer is an envelope whose plaintext is {bizSerialNum, authResult, resultCode, message, transactionId}",
+        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CtidEnvelope"}}}},
+        "responses": {
+          "200": {"description": "The verifier's answer envelope", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CtidEnvelope"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest", "description": "INVALID_ENVELOPE: any envelope fault (MAC, key, padding, encoding), always the same body"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "MODULE_DISABLED, MODULE_NOT_FORMAL"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
-    "/v1/apps/{appId}/ctid-registry": {
-      "post": {"summary": "Add or replace a trusted identity record of the app (number hashed, name sealed, portrait kept as a sealed template)", "security": [{"operatorKey": []}],
-        "parameters": [{"$ref": "#/components/parameters/appId"}],
-        "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object", "required": ["number", "name", "validDateStart", "validDateEnd"], "properties": {
-          "number": {"type": "string", "pattern": "^[0-9]{17}[0-9Xx]$"}, "name": {"type": "string"}, "validDateStart": {"type": "string", "pattern": "^[0-9]{8}$"},
-          "validDateEnd": {"type": "string", "description": "YYYYMMDD or 长期"}, "photoData": {"type": "string", "contentEncoding": "base64"}}}}}},
-        "responses": {"201": {"description": "{number (masked), registered}"}, "default": {"$ref": "#/components/responses/Error"}}}
+    "/v1/kiosk/login": {
+      "post": {"operationId": "kioskLogin", "tags": ["kiosk"], "summary": "Kiosk 1:N login (module kiosk): frames answering a liveness challenge, or one photo when the app's kiosk liveness is off. A refusal on the face's merits is 200 with success false and its code in error",
+        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
+        "requestBody": {"required": true, "content": {"multipart/form-data": {"schema": {"$ref": "#/components/schemas/KioskFrames"}},
+          "image/jpeg": {"schema": {"type": "string", "contentMediaType": "image/jpeg"}}, "image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}}}},
+        "responses": {
+          "200": {"description": "The login's result", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskLoginResult"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "MODULE_DISABLED, MODULE_NOT_FORMAL"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "423": {"$ref": "#/components/responses/Locked"},
+          "429": {"$ref": "#/components/responses/RateLimited"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/kiosk/sessions": {
-      "post": {"summary": "Start a kiosk onboarding session", "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
-        "responses": {"201": {"description": "{interviewId, interviewToken, expiresIn}"}, "default": {"$ref": "#/components/responses/Error"}}}
+      "post": {"operationId": "createKioskSession", "tags": ["kiosk"], "summary": "Start a kiosk onboarding session (no body)",
+        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
+        "responses": {
+          "201": {"description": "The session and its interview token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSessionCreated"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "MODULE_DISABLED, MODULE_NOT_FORMAL"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/kiosk/sessions/{interviewId}": {
       "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"}],
-      "get": {"summary": "The session: state, steps taken, result", "responses": {"200": {"description": "Session",
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSession"}}}}, "default": {"$ref": "#/components/responses/Error"}}},
-      "delete": {"summary": "Cancel the session (event userCancelledSession)", "responses": {"204": {"description": "Cancelled"}, "default": {"$ref": "#/components/responses/Error"}}}
+      "get": {"operationId": "getKioskSession", "tags": ["kiosk"], "summary": "The session: state, steps taken, result", "security": [{"interviewToken": []}],
+        "responses": {
+          "200": {"description": "The session", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSession"}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "UNAUTHORIZED: not this session's interview token"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "410": {"$ref": "#/components/responses/Gone"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}},
+      "delete": {"operationId": "cancelKioskSession", "tags": ["kiosk"], "summary": "Cancel the session (event userCancelledSession)", "security": [{"interviewToken": []}],
+        "responses": {
+          "204": {"description": "Cancelled"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "UNAUTHORIZED: not this session's interview token"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "409": {"$ref": "#/components/responses/Conflict"},
+          "410": {"$ref": "#/components/responses/Gone"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/kiosk/sessions/{interviewId}/selfie": {
       "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"}, {"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
-      "post": {"summary": "Selfie burst (multipart: challengeId + repeated frame); with the app's kiosk liveness off one photo is enough (one frame field, or an image/jpeg or image/png body). A known face completes the flow as an existing customer", "security": [{"accessToken": []}],
-        "responses": {"200": {"description": "Session after the step, with its events", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSession"}}}},
-          "default": {"$ref": "#/components/responses/Error"}}}
+      "post": {"operationId": "submitKioskSelfie", "tags": ["kiosk"], "summary": "Selfie burst (challengeId + repeated frame); with the app's kiosk liveness off one photo is enough (one frame field, or an image body). A known face completes the flow as an existing customer",
+        "security": [{"accessToken": [], "interviewToken": []}],
+        "requestBody": {"required": true, "content": {"multipart/form-data": {"schema": {"$ref": "#/components/schemas/KioskFrames"}},
+          "image/jpeg": {"schema": {"type": "string", "contentMediaType": "image/jpeg"}}, "image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}}}},
+        "responses": {
+          "200": {"description": "The session after the step, with its events (a failed check is an event, not an error)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSession"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID, UNAUTHORIZED (interview token)"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "MODULE_DISABLED, MODULE_NOT_FORMAL"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "409": {"$ref": "#/components/responses/Conflict", "description": "CONFLICT: the session waits for another step"},
+          "410": {"$ref": "#/components/responses/Gone"}, "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+          "422": {"$ref": "#/components/responses/Unprocessable", "description": "IMAGE_FORMAT_ERROR, SPOOF_DETECTED (unknown, spent or replayed challenge)"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/kiosk/sessions/{interviewId}/id-front": {
       "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"}, {"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
-      "post": {"summary": "Photo of the document's front (portrait)", "security": [{"accessToken": []}],
-        "requestBody": {"required": true, "content": {"image/jpeg": {}, "image/png": {}, "multipart/form-data": {}}},
-        "responses": {"200": {"description": "Session after the step, with its events", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSession"}}}},
-          "default": {"$ref": "#/components/responses/Error"}}}
+      "post": {"operationId": "submitKioskIdFront", "tags": ["kiosk"], "summary": "Photo of the document's front (portrait)", "security": [{"accessToken": [], "interviewToken": []}],
+        "requestBody": {"required": true, "content": {"image/jpeg": {"schema": {"type": "string", "contentMediaType": "image/jpeg"}}, "image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}},
+          "multipart/form-data": {"schema": {"$ref": "#/components/schemas/ImageUpload"}}}},
+        "responses": {
+          "200": {"description": "The session after the step, with its events", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSession"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID, UNAUTHORIZED (interview token)"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "MODULE_DISABLED, MODULE_NOT_FORMAL"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "409": {"$ref": "#/components/responses/Conflict", "description": "CONFLICT: the session waits for another step"},
+          "410": {"$ref": "#/components/responses/Gone"}, "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+          "415": {"$ref": "#/components/responses/UnsupportedMediaType"}, "422": {"$ref": "#/components/responses/Unprocessable", "description": "IMAGE_FORMAT_ERROR"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/kiosk/sessions/{interviewId}/id-back": {
       "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"}, {"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
-      "post": {"summary": "Photo of the document's MRZ side; runs OCR, the face match and approval", "security": [{"accessToken": []}],
-        "requestBody": {"required": true, "content": {"image/jpeg": {}, "image/png": {}, "multipart/form-data": {}}},
-        "responses": {"200": {"description": "Session after the steps, with their events", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSession"}}}},
-          "default": {"$ref": "#/components/responses/Error"}}}
+      "post": {"operationId": "submitKioskIdBack", "tags": ["kiosk"], "summary": "Photo of the document's MRZ side; runs OCR, the face match and approval", "security": [{"accessToken": [], "interviewToken": []}],
+        "requestBody": {"required": true, "content": {"image/jpeg": {"schema": {"type": "string", "contentMediaType": "image/jpeg"}}, "image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}},
+          "multipart/form-data": {"schema": {"$ref": "#/components/schemas/ImageUpload"}}}},
+        "responses": {
+          "200": {"description": "The session after the steps, with their events", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSession"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID, UNAUTHORIZED (interview token)"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "MODULE_DISABLED, MODULE_NOT_FORMAL"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "409": {"$ref": "#/components/responses/Conflict", "description": "CONFLICT: the session waits for another step"},
+          "410": {"$ref": "#/components/responses/Gone"}, "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+          "415": {"$ref": "#/components/responses/UnsupportedMediaType"}, "422": {"$ref": "#/components/responses/Unprocessable", "description": "IMAGE_FORMAT_ERROR"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/kiosk/sessions/{interviewId}/event-tickets": {
       "parameters": [{"$ref": "#/components/parameters/interviewId"}, {"$ref": "#/components/parameters/interviewToken"}],
-      "post": {"summary": "A single-use ticket (60 s) that opens the event stream once, for EventSource, which cannot send X-Interview-Token",
-        "responses": {"201": {"description": "The ticket", "content": {"application/json": {"schema": {"type": "object", "required": ["ticket", "expiresIn"],
-          "properties": {"ticket": {"type": "string"}, "expiresIn": {"type": "integer"}}}}}}, "default": {"$ref": "#/components/responses/Error"}}}
+      "post": {"operationId": "createKioskEventTicket", "tags": ["kiosk"], "summary": "A single-use ticket (60 s) that opens the event stream once, for EventSource, which cannot send X-Interview-Token",
+        "security": [{"interviewToken": []}],
+        "responses": {
+          "201": {"description": "The ticket", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskEventTicket"}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "UNAUTHORIZED: not this session's interview token"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "410": {"$ref": "#/components/responses/Gone"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/kiosk/sessions/{interviewId}/events": {
       "parameters": [{"$ref": "#/components/parameters/interviewId"},
-        {"name": "X-Interview-Token", "in": "header", "schema": {"type": "string"}, "description": "The session's token; or instead a ticket"},
-        {"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}}, {"name": "lastEventId", "in": "query", "schema": {"type": "string"}},
+        {"name": "X-Interview-Token", "in": "header", "schema": {"type": "string"}, "description": "The session's token; or a ticket instead"},
+        {"name": "Last-Event-ID", "in": "header", "schema": {"type": "string", "pattern": "^[0-9]+$"}}, {"name": "lastEventId", "in": "query", "schema": {"type": "string", "pattern": "^[0-9]+$"}},
         {"name": "ticket", "in": "query", "schema": {"type": "string"}, "description": "From POST …/event-tickets, spent on opening (tokens are never accepted in a URL)"}],
-      "get": {"summary": "Step events as Server-Sent Events (selfieScanCompleted, idFrontCompleted, idBackCompleted, idProcessed, faceMatchCompleted, kioskFlowCompleted, kioskError, userCancelledSession); replays after Last-Event-ID",
-        "responses": {"200": {"description": "text/event-stream", "content": {"text/event-stream": {}}}, "default": {"$ref": "#/components/responses/Error"}}}
+      "get": {"operationId": "streamKioskEvents", "tags": ["kiosk"], "summary": "Step events as Server-Sent Events (event names: KioskEventName; data: KioskEventData as JSON); replays after Last-Event-ID, ends after a final event or when the session expires",
+        "security": [{"interviewToken": []}, {}],
+        "responses": {
+          "200": {"description": "The event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest", "description": "INVALID_REQUEST: Last-Event-ID is not an event id"},
+          "401": {"$ref": "#/components/responses/Unauthorized", "description": "UNAUTHORIZED: neither this session's interview token nor a live ticket"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "410": {"$ref": "#/components/responses/Gone"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/audit/transactions": {
-      "get": {"summary": "Search transactions (newest first, cursor pages)", "security": [{"auditorKey": []}],
+      "get": {"operationId": "searchTransactions", "tags": ["audit"], "summary": "Search transactions (newest first, cursor pages)", "security": [{"auditorKey": []}],
         "parameters": [
           {"name": "appId", "in": "query", "schema": {"type": "string", "format": "uuid"}}, {"name": "kind", "in": "query", "schema": {"type": "string"}},
           {"name": "outcome", "in": "query", "schema": {"type": "string"}}, {"name": "userId", "in": "query", "schema": {"type": "string", "format": "uuid"}},
           {"name": "deviceId", "in": "query", "schema": {"type": "string"}}, {"name": "from", "in": "query", "schema": {"type": "string", "format": "date-time"}},
           {"name": "to", "in": "query", "schema": {"type": "string", "format": "date-time"}},
-          {"$ref": "#/components/parameters/limit"}, {"$ref": "#/components/parameters/cursor"}],
-        "responses": {"200": {"description": "{items: [Transaction], nextCursor}"}, "default": {"$ref": "#/components/responses/Error"}}}
+          {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}}, {"$ref": "#/components/parameters/cursor"}],
+        "responses": {
+          "200": {"description": "One page", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/TransactionPage"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "FORBIDDEN: the key does not cover that app"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/audit/transactions.csv": {
-      "get": {"summary": "Export transactions as CSV (same filters, streamed)", "security": [{"auditorKey": []}],
-        "responses": {"200": {"description": "text/csv", "content": {"text/csv": {}}}, "default": {"$ref": "#/components/responses/Error"}}}
+      "get": {"operationId": "exportTransactions", "tags": ["audit"], "summary": "Export transactions as CSV (same filters, streamed; the columns of Transaction)", "security": [{"auditorKey": []}],
+        "parameters": [
+          {"name": "appId", "in": "query", "schema": {"type": "string", "format": "uuid"}}, {"name": "kind", "in": "query", "schema": {"type": "string"}},
+          {"name": "outcome", "in": "query", "schema": {"type": "string"}}, {"name": "userId", "in": "query", "schema": {"type": "string", "format": "uuid"}},
+          {"name": "deviceId", "in": "query", "schema": {"type": "string"}}, {"name": "from", "in": "query", "schema": {"type": "string", "format": "date-time"}},
+          {"name": "to", "in": "query", "schema": {"type": "string", "format": "date-time"}}],
+        "responses": {
+          "200": {"description": "RFC 4180 CSV with a header row", "content": {"text/csv": {"schema": {"type": "string"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "FORBIDDEN: the key does not cover that app"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/audit/verify": {
-      "get": {"summary": "Verify an app's transaction hash chain", "security": [{"auditorKey": []}],
+      "get": {"operationId": "verifyTransactionChain", "tags": ["audit"], "summary": "Verify an app's transaction hash chain", "security": [{"auditorKey": []}],
         "parameters": [{"name": "appId", "in": "query", "required": true, "schema": {"type": "string", "format": "uuid"}}],
-        "responses": {"200": {"description": "{appId, ok, checked, firstBrokenTransactionId}"}, "default": {"$ref": "#/components/responses/Error"}}}
+        "responses": {
+          "200": {"description": "The verification", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ChainVerification"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "FORBIDDEN: the key does not cover that app"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/.well-known/jwks.json": {
-      "get": {"summary": "Token signing keys (Ed25519, JWKS)", "responses": {"200": {"description": "JWKS"}}}
+      "get": {"operationId": "getJwks", "tags": ["discovery"], "summary": "Token signing keys (Ed25519), to verify tokens offline", "security": [],
+        "responses": {"200": {"description": "JWKS", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/JsonWebKeySet"}}}},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/openapi.json": {
-      "get": {"summary": "This document", "responses": {"200": {"description": "OpenAPI 3.1"}}}
+      "get": {"operationId": "getOpenApiDocument", "tags": ["discovery"], "summary": "This document", "security": [],
+        "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {"schema": {"type": "object"}}}},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/console": {
-      "get": {"summary": "Redirects to /console/", "responses": {"301": {"description": "Location: /console/"}}}
+      "get": {"operationId": "redirectToConsole", "tags": ["console"], "summary": "Redirects to /console/", "security": [],
+        "responses": {"301": {"description": "Location: /console/"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/console/": {
-      "get": {"summary": "The web console for auditors and operators (static page; it calls this API with the key signed in with)",
-        "responses": {"200": {"description": "text/html"}}}
+      "get": {"operationId": "getConsole", "tags": ["console"], "summary": "The web console for auditors and operators (static page; it calls this API with the key signed in with)", "security": [],
+        "responses": {"200": {"description": "The page", "content": {"text/html": {"schema": {"type": "string"}}}}, "304": {"description": "Not modified (If-None-Match)"},
+          "404": {"$ref": "#/components/responses/NotFound", "description": "NOT_FOUND: the console is not installed"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/console/{file}": {
       "parameters": [{"name": "file", "in": "path", "required": true, "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-][A-Za-z0-9._-]*$"}}],
-      "get": {"summary": "A file of the web console (HTML, CSS, JavaScript)", "responses": {"200": {"description": "The file"}, "404": {"$ref": "#/components/responses/Error"}}}
+      "get": {"operationId": "getConsoleFile", "tags": ["console"], "summary": "A file of the web console (HTML, CSS, JavaScript, images)", "security": [],
+        "responses": {"200": {"description": "The file", "content": {"text/html": {"schema": {"type": "string"}},
+          "text/css": {"schema": {"type": "string"}}, "text/javascript": {"schema": {"type": "string"}}, "application/json": {"schema": {}},
+          "text/plain": {"schema": {"type": "string"}}, "image/svg+xml": {"schema": {"type": "string"}}, "image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}},
+          "image/x-icon": {"schema": {"type": "string", "contentMediaType": "image/x-icon"}}}}, "304": {"description": "Not modified (If-None-Match)"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     }
   }
 }

@@ -1,16 +1,17 @@
-"""Runs the console's browser tests and prints the closing line scripts/test.sh reads:
-`console: N passed, N failed, N skipped`. Exit status 0 only when nothing failed."""
+"""Runs one Python test suite (the test_*.py files of Tests/<name>) and prints the closing line scripts/test.sh reads:
+`<name>: N passed, N failed, N skipped`. Exit status 0 only when something ran and nothing failed."""
 
 import os
 import sys
 import unittest
 
-here = os.path.dirname(os.path.abspath(__file__))
+name = sys.argv[1]
+here = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
 sys.path.insert(0, here)
 suite = unittest.defaultTestLoader.discover(here, pattern="test_*.py", top_level_dir=here)
 result = unittest.TextTestRunner(verbosity=2).run(suite)
 failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
 skipped = len(result.skipped)
 passed = result.testsRun - failed - skipped
-print(f"console: {passed} passed, {failed} failed, {skipped} skipped")
+print(f"{name}: {passed} passed, {failed} failed, {skipped} skipped")
 sys.exit(0 if failed == 0 and result.testsRun > 0 else 1)
