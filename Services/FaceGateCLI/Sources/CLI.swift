@@ -64,7 +64,7 @@ public enum FaceGateCLI {
         guard let command = arguments.first else { throw CLIError(usage, exitCode: 2) }
         // Help and version win wherever they appear: `app create --help` explains, it creates nothing.
         if arguments.contains(where: { ["--help", "-h", "help"].contains($0) }) {
-            print(usage)
+            print(help(for: command))
             return
         }
         if command == "--version" || command == "version" {
@@ -194,6 +194,24 @@ public enum FaceGateCLI {
         default:
             throw CLIError(usage, exitCode: 2)
         }
+    }
+
+    /// The usage lines of one command (`facegate auditor --help`), with their continuation lines; all of
+    /// them for anything else.
+    static func help(for command: String) -> String {
+        var lines: [Substring] = []
+        var taking = false
+        for line in usage.split(separator: "\n") {
+            let text = line.drop { $0 == " " }
+            let indent = line.count - text.count
+            if indent == 2 {
+                taking = text.hasPrefix(command + " ") || text.contains("| \(command) ")
+            } else if indent < 2 {
+                taking = false
+            }
+            if taking { lines.append(line) }
+        }
+        return lines.isEmpty ? usage : "usage: facegate " + command + " …\n" + lines.joined(separator: "\n")
     }
 
     static func argument(_ list: [String], _ index: Int, _ name: String) throws -> String {
