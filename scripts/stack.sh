@@ -247,6 +247,20 @@ write_env() {
       echo "FACEGATE_GENERATED_ADMIN_KEY=fgk_admin_$(head -c 24 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=')"
     } >"$keys"
   fi
+  # One Ed25519 key per service for signing its Kafka messages (a file of its own: profiles made before it keep their keys file).
+  local service_keys="$RUN/$profile/service-keys"
+  if [ ! -f "$service_keys" ]; then
+    umask 077
+    local service key publics=""
+    key="$(mktemp)"
+    for service in auth-gateway matcher-worker ctid-verifier kiosk-orchestrator; do
+      openssl genpkey -algorithm ed25519 -outform DER -out "$key" 2>/dev/null
+      echo "FACEGATE_SERVICE_KEY_$(echo "$service" | tr 'a-z-' 'A-Z_')=$(tail -c 32 "$key" | base64 -w0)"
+      publics="$publics${publics:+,}$service=$(openssl pkey -inform DER -in "$key" -pubout -outform DER 2>/dev/null | tail -c 32 | base64 -w0)"
+    done >"$service_keys"
+    echo "FACEGATE_SERVICE_PUBLIC_KEYS=$publics" >>"$service_keys"
+    rm -f "$key"
+  fi
   # shellcheck disable=SC1090
   . "$keys"
   {
@@ -262,6 +276,8 @@ write_env() {
     echo "export FACEGATE_CTID_PRIVATE_KEY=\${FACEGATE_CTID_PRIVATE_KEY:-$FACEGATE_CTID_PRIVATE_KEY}"
     echo "export FACEGATE_CTID_PUBLIC_KEY=\${FACEGATE_CTID_PUBLIC_KEY:-$FACEGATE_CTID_PUBLIC_KEY}"
     echo "export FACEGATE_ADMIN_KEY=\${FACEGATE_ADMIN_KEY:-$FACEGATE_GENERATED_ADMIN_KEY}"
+    # Launchers hand each service only its own key (FACEGATE_SERVICE_KEY) and everyone the public list.
+    sed 's/^/export /' "$service_keys"
     echo "export FACEGATE_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:$PG_PORT/postgres"
     echo "export FACEGATE_TEST_KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"
     echo "export FACEGATE_TEST_IMAGES=$RUN/testdata"

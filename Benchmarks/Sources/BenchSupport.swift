@@ -71,6 +71,10 @@ final class ServiceProcess {
         process.executableURL = URL(fileURLWithPath: binary)
         var env = ProcessInfo.processInfo.environment
         env.merge(environment) { _, new in new }
+        // The service's own message-signing key from the stack's environment (scripts/stack.sh), and no other.
+        let own = "FACEGATE_SERVICE_KEY_" + URL(fileURLWithPath: binary).lastPathComponent.uppercased().replacingOccurrences(of: "-", with: "_")
+        if env["FACEGATE_SERVICE_KEY"] == nil, let seed = env[own] { env["FACEGATE_SERVICE_KEY"] = seed }
+        for key in env.keys where key.hasPrefix("FACEGATE_SERVICE_KEY_") { env[key] = nil }
         process.environment = env
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("facegate-bench-\(name).log")
         FileManager.default.createFile(atPath: log.path, contents: nil)

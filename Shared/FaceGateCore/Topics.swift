@@ -13,6 +13,37 @@ public struct Topics: Sendable {
     public func replies(service: String) -> String { prefix + "replies.\(service).v1" }
     public func deadLetter(of topic: String) -> String { topic + ".dlq" }
 
+    /// The services allowed to produce to `topic` (its messages' signers); nobody for an unknown topic.
+    public func producers(of topic: String) -> Set<String> {
+        let everyone: Set<String> = ["auth-gateway", "matcher-worker", "ctid-verifier", "kiosk-orchestrator"]
+        switch topic {
+        case faceJobs: return ["auth-gateway", "kiosk-orchestrator", "ctid-verifier"]
+        case ctidJobs, kioskCommands: return ["auth-gateway"]
+        case galleryChanges: return ["auth-gateway", "matcher-worker"]
+        case kioskEvents: return ["kiosk-orchestrator"]
+        case auditTransactions: return everyone
+        default:
+            if isReplyTopic(topic) { return ["matcher-worker", "ctid-verifier", "kiosk-orchestrator"] }
+            if topic.hasSuffix(".dlq") { return everyone }
+            return []
+        }
+    }
+
+    /// The service that consumes a job topic, and so the only one whose replies to its jobs count.
+    public func responder(of topic: String) -> String? {
+        switch topic {
+        case faceJobs: "matcher-worker"
+        case ctidJobs: "ctid-verifier"
+        case kioskCommands: "kiosk-orchestrator"
+        default: nil
+        }
+    }
+
+    /// One of the platform's reply topics: the only place a job's `replyTo` may point.
+    public func isReplyTopic(_ topic: String) -> Bool {
+        topic.hasPrefix(prefix + "replies.") && topic.hasSuffix(".v1") && !topic.contains(".dlq")
+    }
+
     /// Job and reply topics carry photos, ID portraits and document data: the broker keeps them ten minutes
     /// (far beyond any job's deadline), in one-minute segments so that deletion can happen on time. The
     /// same values as deploy/'s topic script.

@@ -114,8 +114,11 @@ public final class KafkaProducer: Sendable {
     /// True once `close()` began. Produce calls happen under this lock, so none slips in after
     /// close has flushed and stopped serving delivery reports.
     private let closed = Mutex<Bool>(false)
+    /// Applied to every record before it is produced (e.g. to sign it).
+    private let interceptor: (@Sendable (KafkaRecord) -> KafkaRecord)?
 
-    public init(configuration: KafkaConfiguration) throws(KafkaError) {
+    public init(configuration: KafkaConfiguration, interceptor: (@Sendable (KafkaRecord) -> KafkaRecord)? = nil) throws(KafkaError) {
+        self.interceptor = interceptor
         let context = RDKafkaClientContext(configuration: configuration)
         client = try RDKafkaClient(
             kind: .producer,
@@ -139,7 +142,7 @@ public final class KafkaProducer: Sendable {
                 guard completion.install(continuation) else { return }
                 let opaque = Unmanaged.passRetained(completion).toOpaque()
                 let failure = closed.withLock { closed in
-                    closed ? KafkaError.closed : Self.produce(record, client: client, opaque: opaque)
+                    closed ? KafkaError.closed : Self.produce(interceptor?(record) ?? record, client: client, opaque: opaque)
                 }
                 if let failure {
                     // librdkafka did not take the message, so no delivery report will release it.
@@ -160,7 +163,7 @@ public final class KafkaProducer: Sendable {
     ) throws(KafkaError) {
         let opaque = Unmanaged.passRetained(DeliveryCompletion(handler: onDelivery)).toOpaque()
         let failure = closed.withLock { closed in
-            closed ? KafkaError.closed : Self.produce(record, client: client, opaque: opaque)
+            closed ? KafkaError.closed : Self.produce(interceptor?(record) ?? record, client: client, opaque: opaque)
         }
         if let failure {
             Unmanaged<DeliveryCompletion>.fromOpaque(opaque).release()

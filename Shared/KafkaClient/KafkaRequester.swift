@@ -116,13 +116,15 @@ public final class KafkaRequester: Sendable {
     /// Sends the record built by `makeRecord` and waits for `expectedReplies` replies keyed by
     /// `correlationId`. Throws a `KafkaError` with `isTimeout` once `deadline` passes, `KafkaError.closed`
     /// on shutdown, the send's error if the record cannot be delivered, `CancellationError` on cancellation.
+    /// `accept` vets each reply before it counts (e.g. its signature); one it refuses is dropped like a stranger's.
     public func request(
         correlationId: String, deadline: ContinuousClock.Instant, expectedReplies: Int = 1,
+        accept: (@Sendable (KafkaMessage) -> Bool)? = nil,
         _ makeRecord: (ReplyAddress) throws -> KafkaRecord
     ) async throws -> [KafkaMessage] {
         guard expectedReplies >= 1 else { throw KafkaError.invalidArgument("expectedReplies must be at least 1") }
         if ContinuousClock.now >= deadline { throw KafkaError.requestDeadlinePassed }
-        let waiter = ReplyWaiter(expected: expectedReplies)
+        let waiter = ReplyWaiter(expected: expectedReplies, accept: accept)
         let address = try state.withLock { state throws(KafkaError) -> ReplyAddress in
             guard state.phase == .running, let address = state.address else {
                 throw state.phase == .shutDown ? KafkaError.closed : KafkaError.invalidArgument("requester not started")
@@ -222,6 +224,7 @@ public final class KafkaRequester: Sendable {
     private func deliver(_ message: KafkaMessage) {
         guard let correlationId = message.keyString,
             let waiter = state.withLock({ $0.waiters[correlationId] }),
+            waiter.accept?(message) ?? true,
             waiter.offer(message)
         else {
             dropped.add(1, ordering: .relaxed)
@@ -283,10 +286,12 @@ final class ReplyWaiter: Sendable {
     }
 
     let expected: Int
+    let accept: (@Sendable (KafkaMessage) -> Bool)?
     private let state = Mutex<State>(.collecting([], nil))
 
-    init(expected: Int) {
+    init(expected: Int, accept: (@Sendable (KafkaMessage) -> Bool)? = nil) {
         self.expected = expected
+        self.accept = accept
     }
 
     /// Adds a reply; false when the request already finished (the reply is late).

@@ -80,6 +80,8 @@ public struct CommonConfiguration: Sendable {
     /// Broker security, as librdkafka properties: TLS and SASL from named variables only, so no
     /// configuration can switch off what the clients rely on (idempotence, acks, isolation).
     public var kafkaSecurity: [String: String] = [:]
+    /// This service's message-signing key and every service's public key (see `MessageAuthenticator`).
+    public var serviceKeys: ServiceKeys
 
     /// The variables `kafkaSecurity` reads, with the librdkafka property each sets.
     public static let kafkaSecurityVariables: [(variable: String, property: String)] = [
@@ -105,6 +107,10 @@ public struct CommonConfiguration: Sendable {
         shutdownSeconds = try env.int("FACEGATE_SHUTDOWN_SECONDS", default: 20, range: 1...600)
         statementTimeoutMilliseconds = try env.int("FACEGATE_DATABASE_STATEMENT_TIMEOUT_MS", default: defaultStatementTimeoutMilliseconds,
                                                    range: 100...86_400_000)
+        guard let seed = Data(base64Encoded: try env.required("FACEGATE_SERVICE_KEY")) else {
+            throw ConfigurationError(variable: "FACEGATE_SERVICE_KEY", problem: "must be base64 of a 32-byte Ed25519 seed")
+        }
+        serviceKeys = try ServiceKeys(service: serviceName, seed: Array(seed), publicKeys: try env.required("FACEGATE_SERVICE_PUBLIC_KEYS"))
         for (variable, property) in Self.kafkaSecurityVariables {
             if let value = env.optionalString(variable) { kafkaSecurity[property] = value }
         }
@@ -112,21 +118,5 @@ public struct CommonConfiguration: Sendable {
            !["plaintext", "ssl", "sasl_plaintext", "sasl_ssl"].contains(scheme.lowercased()) {
             throw ConfigurationError(variable: "FACEGATE_KAFKA_SECURITY_PROTOCOL", problem: "must be plaintext, ssl, sasl_plaintext or sasl_ssl")
         }
-    }
-
-    /// For tests and tools that assemble a configuration directly.
-    public init(serviceName: String, databaseURL: String, kafkaBrokers: String, adminHost: String = "127.0.0.1",
-                adminPort: Int = 0, logLevel: LogLevel = .info, instanceId: String = UUID().uuidString.lowercased(),
-                topicPrefix: String = "", shutdownSeconds: Int = 20, statementTimeoutMilliseconds: Int = 10_000) {
-        self.serviceName = serviceName
-        self.databaseURL = databaseURL
-        self.kafkaBrokers = kafkaBrokers
-        self.adminHost = adminHost
-        self.adminPort = adminPort
-        self.logLevel = logLevel
-        self.instanceId = instanceId
-        self.topicPrefix = topicPrefix
-        self.shutdownSeconds = shutdownSeconds
-        self.statementTimeoutMilliseconds = statementTimeoutMilliseconds
     }
 }

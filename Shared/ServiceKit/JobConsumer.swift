@@ -28,6 +28,7 @@ public final class JobConsumer: Service {
     private let maxAttempts: Int
     private let logger: Logger
     private let handler: @Sendable (KafkaMessage) async -> JobDisposition
+    private let messages: MessageAuthenticator
     private let loop = Mutex<Task<Void, Never>?>(nil)
     private let tracker = OffsetTracker()
     private let processed: Counter
@@ -51,6 +52,7 @@ public final class JobConsumer: Service {
         self.maxAttempts = maxAttempts
         self.logger = runtime.logger.with(["consumer": name])
         self.handler = handler
+        messages = runtime.messages
         processed = runtime.metrics.counter("facegate_jobs_total", help: "Jobs handled, by topic and disposition")
         duration = runtime.metrics.histogram("facegate_job_seconds", help: "Job handling time, by topic")
         failures = runtime.failures
@@ -99,7 +101,13 @@ public final class JobConsumer: Service {
         let started = ContinuousClock.now
         var attempt = 0
         var outcome = "completed"
-        while true {
+        // A message no service signed, signed by one not allowed on this topic, or replayed is never
+        // handled: it goes to the dead-letter topic (without its payload) and counts as refused.
+        if case .failure(let rejection) = messages.authenticate(message) {
+            outcome = "refused"
+            await deadLetter(message, reason: "message refused: \(rejection)", attempts: 0)
+        }
+        while outcome == "completed" {
             attempt += 1
             // The job runs in its sender's trace (a new one when the header is missing or malformed).
             let trace = message.header("traceparent").flatMap { TraceContext(traceparent: String(decoding: $0, as: UTF8.self)) } ?? .random()

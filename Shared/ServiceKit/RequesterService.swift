@@ -59,8 +59,11 @@ public final class RequesterService: Service {
         guard let requester = requester.withLock({ $0 }) else { throw RequesterUnavailable() }
         let correlationId = UUID().wire
         let wallDeadline = Date().addingTimeInterval(timeout.seconds)
-        let replies = try await requester.request(correlationId: correlationId, deadline: .now + timeout,
-                                                  expectedReplies: expectedReplies) { replyTo in
+        // Only a reply signed by the service that consumes `topic` counts: a forged answer is dropped.
+        let messages = runtime.messages
+        let responder = runtime.topics.responder(of: topic) ?? ""
+        let replies = try await requester.request(correlationId: correlationId, deadline: .now + timeout, expectedReplies: expectedReplies,
+                                                  accept: { reply in (try? messages.authenticate(reply, from: responder).get()) != nil }) { replyTo in
             let envelope = MessageEnvelope(type: type, correlationId: correlationId, appId: appId.wire, deadline: wallDeadline,
                                            replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: payload)
             return KafkaRecord(topic: topic, key: Array((key ?? correlationId).utf8), value: try envelope.encoded(),

@@ -15,6 +15,8 @@ public final class ServiceRuntime: Sendable {
     public let topics: Topics
     /// Parts that stop on their own report here; the process's service group listens.
     public let failures = FailureSignal()
+    /// Signs what this service produces and checks what it consumes.
+    public let messages: MessageAuthenticator
 
     public init(configuration: CommonConfiguration) throws {
         self.configuration = configuration
@@ -31,6 +33,7 @@ public final class ServiceRuntime: Sendable {
         kafka.properties.merge(configuration.kafkaSecurity) { _, security in security }
         self.kafka = kafka
         topics = Topics(prefix: configuration.topicPrefix)
+        messages = MessageAuthenticator(keys: configuration.serviceKeys, topics: topics, metrics: metrics)
 
         let database = self.database
         readiness.add("postgres") { await database.isHealthy() }
@@ -39,6 +42,12 @@ public final class ServiceRuntime: Sendable {
         readiness.add("kafka") {
             (try? KafkaAdmin.partitionCount(topic: probeTopic, configuration: kafkaConfiguration)) != nil
         }
+    }
+
+    /// A producer whose every record is signed with this service's key.
+    public func makeProducer() throws -> KafkaProducer {
+        let messages = messages
+        return try KafkaProducer(configuration: kafka, interceptor: { messages.sign($0) })
     }
 
     /// The admin endpoints for this process.

@@ -77,6 +77,8 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
     let environment: [String: String]
     let adminKey: String
     let signingSeed: [UInt8]
+    /// Each service's message-signing seed and the public list every service gets.
+    let serviceKeys: (seeds: [String: String], publicKeys: String)
     var gateway: AuthGateway!
     var matcher: MatcherWorker?
     var ctid: CTIDVerifier?
@@ -87,6 +89,8 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
         self.database = database
         adminKey = "fgk_test_" + Base64URL.encode(SecureRandom.bytes(18))
         signingSeed = SecureRandom.bytes(32)
+        let serviceKeys = ServiceKeys.generate(for: ServiceKeys.platformServices)
+        self.serviceKeys = serviceKeys
         let ctid = X25519PrivateKey()
         var environment = [
             "FACEGATE_DATABASE_URL": database.url,
@@ -103,15 +107,17 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
             "FACEGATE_CTID_PRIVATE_KEY": Data(ctid.rawRepresentation).base64EncodedString(),
             "MATCHER_ENGINES": "1",
             "MATCHER_RECONCILE_SECONDS": "2",
+            "FACEGATE_SERVICE_PUBLIC_KEYS": serviceKeys.publicKeys,
         ]
         environment.merge(extra) { _, new in new }
         self.environment = environment
     }
 
-    /// The environment of one service: the stack's, with the service's own database login.
+    /// The environment of one service: the stack's, with the service's own database login and message key.
     func environment(for service: String) -> [String: String] {
         var environment = self.environment
         environment["FACEGATE_DATABASE_URL"] = database.url(for: service)
+        environment["FACEGATE_SERVICE_KEY"] = serviceKeys.seeds[service]
         return environment
     }
 

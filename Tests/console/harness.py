@@ -62,6 +62,11 @@ SERVICE_LOGINS = {"auth-gateway": "facegate_gateway", "matcher-worker": "facegat
                   "kiosk-orchestrator": "facegate_kiosk", "ctid-verifier": "facegate_ctid"}
 
 
+def service_key(service):
+    """The service's own message-signing key, from the test profile's environment (scripts/stack.sh)."""
+    return required("FACEGATE_SERVICE_KEY_" + service.upper().replace("-", "_"))
+
+
 # Started in this order; the gateway last, once the workers it talks to are on their way.
 SERVICES = ("matcher-worker", "kiosk-orchestrator", "auth-gateway")
 
@@ -128,7 +133,10 @@ class Stack:
         admin_ports = {}
         for name in self.services:
             admin_ports[name] = free_port()
-            service_env = dict(env, FACEGATE_ADMIN_PORT=str(admin_ports[name]), FACEGATE_DATABASE_URL=self.database_url(SERVICE_LOGINS[name]))
+            service_env = dict(env, FACEGATE_ADMIN_PORT=str(admin_ports[name]), FACEGATE_DATABASE_URL=self.database_url(SERVICE_LOGINS[name]),
+                               FACEGATE_SERVICE_KEY=service_key(name))
+            for other in [key for key in service_env if key.startswith("FACEGATE_SERVICE_KEY_")]:
+                del service_env[other]
             with open(os.path.join(self.state, f"{name}.log"), "wb") as log:  # the child keeps its own copy of the descriptor
                 process = subprocess.Popen([os.path.join(self.bin_dir, name)], env=service_env, stdout=log, stderr=subprocess.STDOUT,
                                            start_new_session=True)

@@ -20,7 +20,7 @@ public final class AuthGateway: Sendable {
     public init(configuration: GatewayConfiguration) throws {
         let runtime = try ServiceRuntime(configuration: configuration.common)
         self.runtime = runtime
-        let producer = try KafkaProducer(configuration: runtime.kafka)
+        let producer = try runtime.makeProducer()
         let requester = RequesterService(runtime: runtime, producer: producer, service: "auth-gateway",
                                          timeout: configuration.requestTimeout)
         let signingKey = try JWTSigningKey(seed: configuration.signingKey)

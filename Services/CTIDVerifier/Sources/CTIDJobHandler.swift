@@ -17,6 +17,8 @@ final class CTIDJobHandler: Sendable {
     private let transactions: TransactionLog
     private let privateKey: [UInt8]
     private let logger: Logger
+    /// `replyTo` must name one of these (a job cannot send its answer anywhere else).
+    private let replyTopics: Topics
     private let keys = Mutex<[UUID: [UInt8]]>([:])
     /// Distances this far above the app's threshold are "suspected" rather than "different".
     static let suspectedBand: Float = 0.1
@@ -28,13 +30,16 @@ final class CTIDJobHandler: Sendable {
         self.faces = faces
         self.privateKey = privateKey
         logger = runtime.logger
+        replyTopics = runtime.topics
         transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger)
     }
 
     func handle(_ message: KafkaMessage) async -> JobDisposition {
         let envelope: MessageEnvelope<CTIDJob>
         do { envelope = try MessageEnvelope<CTIDJob>.decode(message.value) } catch { return .reject(error.description) }
-        guard let replyTo = envelope.replyTo else { return .reject("ctid job without replyTo") }
+        guard let replyTo = envelope.replyTo, replyTopics.isReplyTopic(replyTo.topic) else {
+            return .reject("ctid job without a platform reply topic in replyTo")
+        }
         let result: CTIDJobResult
         if envelope.isExpired() {
             result = CTIDJobResult(outcome: .unavailable, message: "deadline passed before the job was taken")

@@ -32,7 +32,7 @@ public final class CTIDVerifier: Sendable {
 
     public init(configuration: CTIDConfiguration, registry: (any IdentityRegistry)? = nil) throws {
         runtime = try ServiceRuntime(configuration: configuration.common)
-        let producer = try KafkaProducer(configuration: runtime.kafka)
+        let producer = try runtime.makeProducer()
         let faces = RequesterService(runtime: runtime, producer: producer, service: "ctid-verifier", timeout: configuration.faceJobTimeout)
         let registry = try registry ?? PostgresIdentityRegistry(database: runtime.database, sealingKey: configuration.sealingKey)
         let handler = CTIDJobHandler(runtime: runtime, producer: producer, registry: registry, faces: faces, privateKey: configuration.privateKey)

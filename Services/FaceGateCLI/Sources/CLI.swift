@@ -19,7 +19,7 @@ public enum FaceGateCLI {
 
     setup
       migrate                                   apply database migrations (FACEGATE_DATABASE_URL)
-      keys                                      print fresh FACEGATE_SIGNING_KEY / FACEGATE_SEALING_KEY / CTID key pair lines
+      keys                                      print fresh signing, sealing, CTID and per-service message keys
       --version                                 this tool's release; --help anywhere prints this
     operators (FACEGATE_URL, FACEGATE_ADMIN_KEY)
       app create NAME [--formal] [--model M] [--threshold D] [--binding B] [--binding-policy P]
@@ -84,6 +84,13 @@ public enum FaceGateCLI {
             print("FACEGATE_SEALING_KEY=\(Data(SecureRandom.bytes(32)).base64EncodedString())")
             print("FACEGATE_CTID_PRIVATE_KEY=\(Data(ctid.rawRepresentation).base64EncodedString())")
             print("FACEGATE_CTID_PUBLIC_KEY=\(Data(ctid.publicKey.rawRepresentation).base64EncodedString())")
+            // One message-signing key per service: each service gets its own line as FACEGATE_SERVICE_KEY, every
+            // service the public list.
+            let services = ServiceKeys.generate(for: ServiceKeys.platformServices)
+            for service in ServiceKeys.platformServices {
+                print("FACEGATE_SERVICE_KEY_\(service.uppercased().replacingOccurrences(of: "-", with: "_"))=\(services.seeds[service]!)")
+            }
+            print("FACEGATE_SERVICE_PUBLIC_KEYS=\(services.publicKeys)")
         case ("app", "create"):
             guard rest.count >= 2 else {
                 throw CLIError("usage: facegate app create NAME [--formal] [--model M] [--threshold D] [--binding B] [--binding-policy P]", exitCode: 2)

@@ -23,6 +23,8 @@ final class KioskFlow: Sendable {
     private let transactions: TransactionLog
     private let eventsTopic: String
     private let logger: Logger
+    /// `replyTo` must name one of these (a job cannot send its answer anywhere else).
+    private let replyTopics: Topics
 
     init(configuration: KioskConfiguration, runtime: ServiceRuntime, producer: KafkaProducer, faces: RequesterService,
          documents: any DocumentReader) throws {
@@ -37,12 +39,15 @@ final class KioskFlow: Sendable {
         transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger)
         eventsTopic = runtime.topics.kioskEvents
         logger = runtime.logger
+        replyTopics = runtime.topics
     }
 
     func handle(_ message: KafkaMessage) async -> JobDisposition {
         let envelope: MessageEnvelope<KioskCommand>
         do { envelope = try MessageEnvelope<KioskCommand>.decode(message.value) } catch { return .reject(error.description) }
-        guard let replyTo = envelope.replyTo else { return .reject("kiosk command without replyTo") }
+        guard let replyTo = envelope.replyTo, replyTopics.isReplyTopic(replyTo.topic) else {
+            return .reject("kiosk command without a platform reply topic in replyTo")
+        }
         let reply: KioskCommandReply
         do {
             reply = try await process(envelope.payload)

@@ -53,7 +53,7 @@ public final class KioskOrchestrator: Sendable {
 
     public init(configuration: KioskConfiguration, documents: (any DocumentReader)? = nil) throws {
         runtime = try ServiceRuntime(configuration: configuration.common)
-        let producer = try KafkaProducer(configuration: runtime.kafka)
+        let producer = try runtime.makeProducer()
         let faces = RequesterService(runtime: runtime, producer: producer, service: "kiosk-orchestrator", timeout: configuration.faceJobTimeout)
         let documents = try documents ?? MRZDocumentReader(tessdataPath: configuration.tessdataPath, engines: configuration.ocrEngines)
         let flow = try KioskFlow(configuration: configuration, runtime: runtime, producer: producer, faces: faces, documents: documents)

@@ -17,6 +17,8 @@ final class FaceJobHandler: Sendable {
     private let configuration: MatcherConfiguration
     private let changesTopic: String
     private let logger: Logger
+    /// `replyTo` must name one of these (a job cannot send its answer anywhere else).
+    private let replyTopics: Topics
     private let stageSeconds: Histogram
     private let outcomes: Counter
 
@@ -31,6 +33,7 @@ final class FaceJobHandler: Sendable {
         self.configuration = configuration
         self.changesTopic = changesTopic
         self.logger = runtime.logger
+        replyTopics = runtime.topics
         stageSeconds = runtime.metrics.histogram("facegate_matcher_stage_seconds", help: "Face pipeline time per stage")
         outcomes = runtime.metrics.counter("facegate_matcher_outcomes_total", help: "Face job outcomes by kind and outcome")
     }
@@ -42,7 +45,9 @@ final class FaceJobHandler: Sendable {
         } catch {
             return .reject(error.description)
         }
-        guard let replyTo = envelope.replyTo else { return .reject("face job without replyTo") }
+        guard let replyTo = envelope.replyTo, replyTopics.isReplyTopic(replyTo.topic) else {
+            return .reject("face job without a platform reply topic in replyTo")
+        }
         let job = envelope.payload
         let log = logger.with(["job.id": envelope.id, "app.id": job.appId.uuidString.lowercased(), "job.kind": job.kind.rawValue])
         let started = ContinuousClock.now

@@ -29,7 +29,7 @@ public final class MatcherWorker: Sendable {
             }
             engines[model] = try FaceEnginePool(configuration: engineConfiguration, count: configuration.engines)
         }
-        producer = try KafkaProducer(configuration: runtime.kafka)
+        producer = try runtime.makeProducer()
         let store = GalleryStore(database: runtime.database, sealer: sealer, storage: configuration.storage, models: configuration.models,
                                  shardIndex: configuration.shardIndex, shardCount: configuration.shardCount, logger: runtime.logger)
         gallery = GallerySync(store: store, runtime: runtime, reconcileEvery: .seconds(configuration.reconcileSeconds))
@@ -100,9 +100,14 @@ final class GallerySync: Service {
         let store = self.store
         let logger = runtime.logger
         let every = reconcileEvery
+        let messages = runtime.messages
         let reader = Task {
             do {
                 for try await message in changes.messages() {
+                    if case .failure(let rejection) = messages.authenticate(message) {
+                        logger.warning("gallery change refused", ["error": "\(rejection)"])
+                        continue
+                    }
                     do {
                         let change = try FaceGateJSON.decode(GalleryChange.self, from: message.value)
                         try await store.apply(change)
