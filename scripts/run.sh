@@ -46,12 +46,16 @@ trap stop_all INT TERM EXIT
 
 # start NAME ROLE ADMIN_PORT COMMAND: one supervised service, logged in to PostgreSQL as its own role
 # (created by `facegate migrate`), never as the owner.
-# Each service gets its own message-signing key as FACEGATE_SERVICE_KEY and none of the others'.
+# Each service gets its own message-signing key as FACEGATE_SERVICE_KEY and none of the others'; only the gateway holds
+# the token signing key, only the kiosk-orchestrator its own.
 start() {
   local name="$1" role="$2" port="$3"; shift 3
-  local own; own="FACEGATE_SERVICE_KEY_$(basename "$1" | tr 'a-z-' 'A-Z_')"
+  local binary; binary="$(basename "$1")"
+  local own; own="FACEGATE_SERVICE_KEY_$(echo "$binary" | tr 'a-z-' 'A-Z_')"
   local unset=() service
   for service in AUTH_GATEWAY MATCHER_WORKER CTID_VERIFIER KIOSK_ORCHESTRATOR; do unset+=(-u "FACEGATE_SERVICE_KEY_$service"); done
+  [ "$binary" = auth-gateway ] || unset+=(-u FACEGATE_SIGNING_KEY)
+  [ "$binary" = kiosk-orchestrator ] || unset+=(-u FACEGATE_KIOSK_SIGNING_KEY)
   scripts/supervise.sh "$name" "$PIDS" env "${unset[@]}" FACEGATE_SERVICE_KEY="${!own}" \
     FACEGATE_DATABASE_URL="postgres://$role@$FACEGATE_DATABASE_SERVER/facegate" \
     FACEGATE_ADMIN_PORT="$port" "$@" > >(sed -u "s/^/[$name] /") 2>&1 &

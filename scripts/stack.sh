@@ -247,9 +247,10 @@ write_env() {
       echo "FACEGATE_GENERATED_ADMIN_KEY=fgk_admin_$(head -c 24 /dev/urandom | base64 -w0 | tr '+/' '-_' | tr -d '=')"
     } >"$keys"
   fi
-  # One Ed25519 key per service for signing its Kafka messages (a file of its own: profiles made before it keep their keys file).
+  # One Ed25519 key per service for signing its Kafka messages, and the kiosk-orchestrator's own token key (a file of
+  # their own: profiles made before them keep their keys file).
   local service_keys="$RUN/$profile/service-keys"
-  if [ ! -f "$service_keys" ]; then
+  if ! grep -q FACEGATE_KIOSK_SIGNING_KEY "$service_keys" 2>/dev/null; then
     umask 077
     local service key publics=""
     key="$(mktemp)"
@@ -259,6 +260,9 @@ write_env() {
       publics="$publics${publics:+,}$service=$(openssl pkey -inform DER -in "$key" -pubout -outform DER 2>/dev/null | tail -c 32 | base64 -w0)"
     done >"$service_keys"
     echo "FACEGATE_SERVICE_PUBLIC_KEYS=$publics" >>"$service_keys"
+    openssl genpkey -algorithm ed25519 -outform DER -out "$key" 2>/dev/null
+    echo "FACEGATE_KIOSK_SIGNING_KEY=$(tail -c 32 "$key" | base64 -w0)" >>"$service_keys"
+    echo "FACEGATE_KIOSK_PUBLIC_KEYS=$(openssl pkey -inform DER -in "$key" -pubout -outform DER 2>/dev/null | tail -c 32 | base64 -w0)" >>"$service_keys"
     rm -f "$key"
   fi
   # shellcheck disable=SC1090

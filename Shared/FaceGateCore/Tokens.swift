@@ -6,6 +6,13 @@ public enum TokenType {
     public static let identity = "facegate-id+jwt"
 }
 
+/// Identity tokens the kiosk-orchestrator issues for kiosk logins are signed with its own key, whose `kid`
+/// starts with this prefix in the JWKS: such a token is valid only with `method` "kiosk", so the kiosk's key
+/// cannot vouch for a face login, and it never signs access tokens.
+public enum KioskTokenKey {
+    public static let kidPrefix = "kiosk-"
+}
+
 /// Access token: lets a client app of `appId` call the client API. `aud` is the API itself.
 public struct AccessTokenClaims: Codable, Sendable {
     public static let audience = "facegate-api"

@@ -1,5 +1,7 @@
+import Crypto
 import FaceGateCore
 import Foundation
+import JWT
 import Testing
 
 /// Kiosk onboarding sessions through the whole stack: gateway → kiosk.commands.v1 → kiosk-orchestrator
@@ -60,6 +62,21 @@ import Testing
             #expect(exchanged.status == 200)
             #expect(exchanged.string("userId") == user)
             #expect(exchanged.string("method") == "kiosk")
+            // The token carries the kiosk-orchestrator's own kid, published beside the gateway's.
+            let kid = try #require(JWT.unverifiedHeader(token)?["kid"])
+            #expect(kid.hasPrefix(KioskTokenKey.kidPrefix))
+            let jwks = try await stack.call("GET", "/.well-known/jwks.json")
+            #expect((jwks.json["keys"] as? [[String: Any]])?.contains { $0["kid"] as? String == kid } == true)
+            // Its key vouches for kiosk logins only: not for a face login, not as an access token.
+            let kioskKey = JWTSigningKey(kid: kid, privateKey: try Ed25519PrivateKey(seed: Array(Data(base64Encoded: stack.environment["FACEGATE_KIOSK_SIGNING_KEY"]!)!)))
+            let appId = try #require(UUID(uuidString: app.id))
+            let forged = try JWT.sign(IdentityTokenClaims(issuer: "facegate", appId: appId, userId: UUID(uuidString: user)!, deviceId: "kiosk",
+                                                          method: "face", transactionId: UUID(), issuedAt: Date(), ttl: 300),
+                                      type: TokenType.identity, key: kioskKey)
+            let refused = try await stack.call("POST", "/v1/identity/exchange", basic: (app.id, app.secret), json: ["identityToken": forged])
+            #expect(refused.errorCode == "IDENTITY_TOKEN_INVALID")
+            let access = try JWT.sign(AccessTokenClaims(issuer: "facegate", appId: appId, issuedAt: Date(), ttl: 600), type: TokenType.access, key: kioskKey)
+            #expect(try await stack.faceLogin(access, device: "k", photo: "obama2.jpg").errorCode == "ACCESS_TOKEN_INVALID")
 
             let events = try await kiosk.events(session)
             #expect(events.map(\.name) == ["selfieScanCompleted", "kioskFlowCompleted"])

@@ -90,6 +90,7 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
         adminKey = "fgk_test_" + Base64URL.encode(SecureRandom.bytes(18))
         signingSeed = SecureRandom.bytes(32)
         let serviceKeys = ServiceKeys.generate(for: ServiceKeys.platformServices)
+        let kioskKey = Ed25519PrivateKey()
         self.serviceKeys = serviceKeys
         let ctid = X25519PrivateKey()
         var environment = [
@@ -108,6 +109,8 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
             "MATCHER_ENGINES": "1",
             "MATCHER_RECONCILE_SECONDS": "2",
             "FACEGATE_SERVICE_PUBLIC_KEYS": serviceKeys.publicKeys,
+            "FACEGATE_KIOSK_SIGNING_KEY": Data(kioskKey.seed).base64EncodedString(),
+            "FACEGATE_KIOSK_PUBLIC_KEYS": Data(kioskKey.publicKey.rawRepresentation).base64EncodedString(),
         ]
         environment.merge(extra) { _, new in new }
         self.environment = environment

@@ -137,6 +137,8 @@ class Stack:
                                FACEGATE_SERVICE_KEY=service_key(name))
             for other in [key for key in service_env if key.startswith("FACEGATE_SERVICE_KEY_")]:
                 del service_env[other]
+            service_env["FACEGATE_KIOSK_SIGNING_KEY"] = required("FACEGATE_KIOSK_SIGNING_KEY")
+            service_env["FACEGATE_KIOSK_PUBLIC_KEYS"] = required("FACEGATE_KIOSK_PUBLIC_KEYS")
             with open(os.path.join(self.state, f"{name}.log"), "wb") as log:  # the child keeps its own copy of the descriptor
                 process = subprocess.Popen([os.path.join(self.bin_dir, name)], env=service_env, stdout=log, stderr=subprocess.STDOUT,
                                            start_new_session=True)

@@ -30,6 +30,20 @@ extension GatewayContext {
         var transactionId: String
     }
 
+    /// An identity token of the gateway's keys, or of the kiosk-orchestrator's when its method is "kiosk"
+    /// (the kiosk's key vouches for nothing else).
+    func verifyIdentityToken(_ token: String, app: UUID) throws(JWTError) -> IdentityTokenClaims {
+        do {
+            return try JWT.verify(token, as: IdentityTokenClaims.self, keys: keySet, type: TokenType.identity,
+                                  issuer: configuration.issuer, audience: app.wire)
+        } catch .unknownKey {
+            let claims = try JWT.verify(token, as: IdentityTokenClaims.self, keys: kioskKeySet, type: TokenType.identity,
+                                        issuer: configuration.issuer, audience: app.wire)
+            guard claims.method == "kiosk" else { throw .unknownKey }
+            return claims
+        }
+    }
+
     /// Single use: the token id is recorded atomically; a second exchange, another app's token, an
     /// expired one or one with the wrong `typ`/`aud`/`alg` is refused.
     func exchangeIdentity(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -38,8 +52,7 @@ extension GatewayContext {
         return try await recorded(request, kind: "identity.exchange", appId: app.id) { draft in
             let claims: IdentityTokenClaims
             do {
-                claims = try JWT.verify(body.identityToken, as: IdentityTokenClaims.self, keys: keySet, type: TokenType.identity,
-                                        issuer: configuration.issuer, audience: app.id.uuidString.lowercased())
+                claims = try verifyIdentityToken(body.identityToken, app: app.id)
             } catch JWTError.expired {
                 throw APIError(.identityTokenExpired, "the identity token has expired")
             } catch {

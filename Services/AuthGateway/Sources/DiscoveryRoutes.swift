@@ -3,7 +3,7 @@ import HTTPServer
 /// Public, unauthenticated documents: the JWKS to verify tokens offline, and the OpenAPI description.
 extension GatewayContext {
     func registerDiscoveryRoutes(on router: APIRoutes) {
-        let jwks = keySet.jwksJSON()
+        let jwks = jwks
         router.add("GET", "/.well-known/jwks.json") { _ in
             HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "public, max-age=300")], body: .bytes(jwks))
         }

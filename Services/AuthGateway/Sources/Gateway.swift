@@ -29,8 +29,13 @@ public final class AuthGateway: Sendable {
             let key = try Ed25519PrivateKey(seed: seed).publicKey
             published.append((kid: JWTSigningKey.keyId(key), key: key))
         }
+        let kiosk = try configuration.kioskPublicKeys.map { raw in
+            let key = try Ed25519PublicKey(rawRepresentation: raw)
+            return (kid: KioskTokenKey.kidPrefix + JWTSigningKey.keyId(key), key: key)
+        }
         context = try GatewayContext(configuration: configuration, runtime: runtime, producer: producer, requester: requester,
-                                 signingKey: signingKey, keySet: JWTKeySet(published))
+                                     signingKey: signingKey, keySet: JWTKeySet(published), kioskKeySet: JWTKeySet(kiosk),
+                                     jwks: JWTKeySet(published + kiosk).jwksJSON())
         let router = Router()
         context.registerRoutes(on: router)
         http = PublicHTTPService(configuration: configuration, router: router, runtime: runtime)
@@ -59,7 +64,12 @@ final class GatewayContext: Sendable {
     let producer: KafkaProducer
     let requester: RequesterService
     let signingKey: JWTSigningKey
+    /// The gateway's own token keys (current and previous): access tokens and face identity tokens.
     let keySet: JWTKeySet
+    /// The kiosk-orchestrator's: identity tokens with method "kiosk", nothing else.
+    let kioskKeySet: JWTKeySet
+    /// Both, published for offline verification.
+    let jwks: [UInt8]
     let transactions: TransactionLog
     let apps: AppStore
     let logger: Logger
@@ -68,7 +78,7 @@ final class GatewayContext: Sendable {
     let idempotentRequests: IdempotentRequests
 
     init(configuration: GatewayConfiguration, runtime: ServiceRuntime, producer: KafkaProducer, requester: RequesterService,
-         signingKey: JWTSigningKey, keySet: JWTKeySet) throws {
+         signingKey: JWTSigningKey, keySet: JWTKeySet, kioskKeySet: JWTKeySet, jwks: [UInt8]) throws {
         self.configuration = configuration
         self.runtime = runtime
         self.database = runtime.database
@@ -76,6 +86,8 @@ final class GatewayContext: Sendable {
         self.requester = requester
         self.signingKey = signingKey
         self.keySet = keySet
+        self.kioskKeySet = kioskKeySet
+        self.jwks = jwks
         self.transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger)
         self.apps = AppStore(database: runtime.database)
         self.logger = runtime.logger

@@ -16,6 +16,8 @@ public struct GatewayConfiguration: Sendable {
     /// X25519 public key of the ctid-verifier: institution keys are sealed to it at app creation.
     public var ctidPublicKey: [UInt8]
     public var previousSigningKeys: [[UInt8]]
+    /// The kiosk-orchestrator's token keys (raw Ed25519 public keys): kiosk identity tokens only.
+    public var kioskPublicKeys: [[UInt8]]
     public var issuer: String
     public var accessTokenTTL: TimeInterval
     public var identityTokenTTL: TimeInterval
@@ -69,6 +71,13 @@ public struct GatewayConfiguration: Sendable {
                 }
                 previousSigningKeys.append(Array(data))
             }
+        }
+        kioskPublicKeys = []
+        for item in (env.optionalString("FACEGATE_KIOSK_PUBLIC_KEYS") ?? "").split(separator: ",") {
+            guard let data = Data(base64Encoded: String(item).trimmingCharacters(in: .whitespaces)), data.count == 32 else {
+                throw ConfigurationError(variable: "FACEGATE_KIOSK_PUBLIC_KEYS", problem: "must be a comma list of base64 32-byte Ed25519 public keys")
+            }
+            kioskPublicKeys.append(Array(data))
         }
         issuer = env.string("FACEGATE_ISSUER", default: "facegate")
         accessTokenTTL = TimeInterval(try env.int("FACEGATE_ACCESS_TOKEN_TTL_SECONDS", default: 7200, range: 60...604_800))

@@ -91,6 +91,10 @@ public enum FaceGateCLI {
                 print("FACEGATE_SERVICE_KEY_\(service.uppercased().replacingOccurrences(of: "-", with: "_"))=\(services.seeds[service]!)")
             }
             print("FACEGATE_SERVICE_PUBLIC_KEYS=\(services.publicKeys)")
+            // The kiosk-orchestrator's own token key (its identity tokens only); the gateway gets the public half.
+            let kiosk = Ed25519PrivateKey()
+            print("FACEGATE_KIOSK_SIGNING_KEY=\(Data(kiosk.seed).base64EncodedString())")
+            print("FACEGATE_KIOSK_PUBLIC_KEYS=\(Data(kiosk.publicKey.rawRepresentation).base64EncodedString())")
         case ("app", "create"):
             guard rest.count >= 2 else {
                 throw CLIError("usage: facegate app create NAME [--formal] [--model M] [--threshold D] [--binding B] [--binding-policy P]", exitCode: 2)

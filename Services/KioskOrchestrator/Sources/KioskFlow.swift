@@ -35,7 +35,8 @@ final class KioskFlow: Sendable {
         self.faces = faces
         self.documents = documents
         sealer = try Sealer(key: configuration.sealingKey)
-        signingKey = try JWTSigningKey(seed: configuration.signingKey)
+        let key = try Ed25519PrivateKey(seed: configuration.signingKey)
+        signingKey = JWTSigningKey(kid: KioskTokenKey.kidPrefix + JWTSigningKey.keyId(key.publicKey), privateKey: key)
         transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger)
         eventsTopic = runtime.topics.kioskEvents
         logger = runtime.logger

@@ -27,7 +27,7 @@ public struct KioskConfiguration: Sendable {
         common = try CommonConfiguration(serviceName: "kiosk-orchestrator", defaultAdminPort: 9103, environment: env)
         sessionTTLSeconds = try env.int("FACEGATE_KIOSK_SESSION_TTL_SECONDS", default: 1800, range: 60...86400)
         sealingKey = try env.base64Key("FACEGATE_SEALING_KEY", bytes: 32)
-        signingKey = try env.base64Key("FACEGATE_SIGNING_KEY", bytes: 32)
+        signingKey = try env.base64Key("FACEGATE_KIOSK_SIGNING_KEY", bytes: 32)
         issuer = env.string("FACEGATE_ISSUER", default: "facegate")
         identityTokenTTL = TimeInterval(try env.int("FACEGATE_IDENTITY_TOKEN_TTL_SECONDS", default: 300, range: 10...3600))
         faceJobTimeout = .seconds(try env.int("FACEGATE_REQUEST_TIMEOUT_SECONDS", default: 10, range: 1...120))
