@@ -8,6 +8,7 @@ role-password script's refusals, and the compose env generator.
 """
 from __future__ import annotations
 
+import base64
 import http.server
 import os
 import re
@@ -136,6 +137,105 @@ class ValidatorTests(unittest.TestCase):
     def test_unknown_gallery_storage_is_rejected(self) -> None:
         self.edit("deploy/k8s/base/matcher-worker.yaml", "value: float32", "value: float8")
         self.assert_rejected("deploy/k8s (kubectl kustomize)", "MATCHER_GALLERY_STORAGE=float8 is not one of float16|float32|int8")
+
+    # -- message-signing keys (Kubernetes) --------------------------------------------------
+
+    SERVICE_KEY_ENTRY = ("            - name: FACEGATE_SERVICE_KEY\n              valueFrom:\n                secretKeyRef:\n"
+                         "                  name: facegate-secrets\n                  key: service-key-{}\n")
+    PUBLIC_KEYS_ENTRY = ("            - name: FACEGATE_SERVICE_PUBLIC_KEYS\n              valueFrom:\n                configMapKeyRef:\n"
+                         "                  name: facegate-service-public-keys\n                  key: FACEGATE_SERVICE_PUBLIC_KEYS\n")
+
+    def test_deployment_without_its_service_key_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/kiosk-orchestrator.yaml", self.SERVICE_KEY_ENTRY.format("kiosk-orchestrator"), "")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Deployment/kiosk-orchestrator/kiosk-orchestrator: required FACEGATE_SERVICE_KEY is not set")
+
+    def test_deployment_without_the_public_keys_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/ctid-verifier.yaml", self.PUBLIC_KEYS_ENTRY, "")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Deployment/ctid-verifier/ctid-verifier: required FACEGATE_SERVICE_PUBLIC_KEYS is not set")
+
+    def test_deployment_with_another_services_key_is_rejected(self) -> None:
+        # The gateway signing as a matcher: it could answer face jobs with any result.
+        self.edit("deploy/k8s/base/auth-gateway.yaml", "key: service-key-auth-gateway", "key: service-key-matcher-worker")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Deployment/auth-gateway/auth-gateway: reads secret key service-key-matcher-worker,"
+                             " matcher-worker's message-signing key, as FACEGATE_SERVICE_KEY; it runs auth-gateway")
+        self.assertIn("Deployment/auth-gateway/auth-gateway: FACEGATE_SERVICE_KEY comes from Secret facegate-secrets key"
+                      " service-key-matcher-worker, not Secret facegate-secrets key service-key-auth-gateway",
+                      self.run_validator().stdout)
+
+    def test_matcher_shard_with_another_services_key_is_rejected(self) -> None:
+        self.edit("deploy/k8s/sharded/matcher-worker-shard-1.yaml", "key: service-key-matcher-worker",
+                  "key: service-key-ctid-verifier")
+        self.assert_rejected("deploy/k8s/sharded (kubectl kustomize)",
+                             "Deployment/matcher-worker-shard-1/matcher-worker: reads secret key service-key-ctid-verifier,"
+                             " ctid-verifier's message-signing key")
+
+    def test_second_services_key_under_another_name_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/kiosk-orchestrator.yaml", self.PUBLIC_KEYS_ENTRY,
+                  self.PUBLIC_KEYS_ENTRY + self.SERVICE_KEY_ENTRY.format("auth-gateway").replace(
+                      "name: FACEGATE_SERVICE_KEY\n", "name: GATEWAY_SERVICE_KEY\n"))
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Deployment/kiosk-orchestrator/kiosk-orchestrator: reads secret key service-key-auth-gateway,"
+                             " auth-gateway's message-signing key, as GATEWAY_SERVICE_KEY; it runs kiosk-orchestrator")
+
+    def test_service_key_literal_in_a_deployment_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/ctid-verifier.yaml", self.SERVICE_KEY_ENTRY.format("ctid-verifier"),
+                  "            - name: FACEGATE_SERVICE_KEY\n              value: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Deployment/ctid-verifier/ctid-verifier: FACEGATE_SERVICE_KEY comes from a value written into"
+                             " the manifest, not Secret facegate-secrets key service-key-ctid-verifier")
+
+    def test_migrate_job_with_a_service_key_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/migrate-job.yaml", "                  key: migrator-database-url\n          resources:",
+                  "                  key: migrator-database-url\n" + self.SERVICE_KEY_ENTRY.format("auth-gateway") + "          resources:")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Job/facegate-migrate/migrate: reads secret key service-key-auth-gateway,"
+                             " auth-gateway's message-signing key, as FACEGATE_SERVICE_KEY; it runs facegate")
+        self.assertIn("Job/facegate-migrate/migrate: FACEGATE_SERVICE_KEY does not belong to facegate", self.run_validator().stdout)
+
+    def test_whole_secret_mounted_into_a_pod_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/kafka-topics-job.yaml", "      volumes:\n",
+                  "      volumes:\n        - name: keys\n          secret:\n            secretName: facegate-secrets\n")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Job/facegate-kafka-topics: volume keys mounts all of facegate-secrets, every service's"
+                             " message-signing key included")
+
+    def test_service_key_in_the_shared_config_is_rejected(self) -> None:
+        path = self.root / "deploy/k8s/base/config.env"
+        path.write_text(path.read_text() + "FACEGATE_SERVICE_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n")
+        self.assert_rejected("deploy/k8s/base/config.env", "FACEGATE_SERVICE_KEY is a service's secret seed")
+        self.assertIn("ConfigMap/facegate-config-", self.run_validator().stdout)
+
+    def test_public_key_list_without_a_service_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/service-public-keys.env", ",kiosk-orchestrator=CHANGE-ME", "")
+        self.assert_rejected("deploy/k8s/base/service-public-keys.env",
+                             "FACEGATE_SERVICE_PUBLIC_KEYS does not list kiosk-orchestrator, which then refuses to start")
+
+    def test_malformed_public_key_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/service-public-keys.env", "ctid-verifier=CHANGE-ME", "ctid-verifier=c2hvcnQ=")
+        self.assert_rejected("deploy/k8s/base/service-public-keys.env",
+                             "FACEGATE_SERVICE_PUBLIC_KEYS ctid-verifier's key is not base64 of a 32-byte Ed25519 public key")
+
+    def test_one_public_key_for_two_services_is_rejected(self) -> None:
+        key = "O2onvM62pC1io6jQKm8Nc2UyFXcd4kOmOsBIoYtZ2ik="
+        self.edit("deploy/k8s/base/service-public-keys.env", "auth-gateway=CHANGE-ME,matcher-worker=CHANGE-ME",
+                  f"auth-gateway={key},matcher-worker={key}")
+        self.assert_rejected("deploy/k8s/base/service-public-keys.env",
+                             "one key is listed for auth-gateway, matcher-worker")
+
+    def test_services_given_different_public_keys_are_rejected(self) -> None:
+        self.edit("deploy/k8s/base/auth-gateway.yaml", self.PUBLIC_KEYS_ENTRY,
+                  "            - name: FACEGATE_SERVICE_PUBLIC_KEYS\n              value: auth-gateway=O2onvM62pC1io6jQKm8Nc2UyFXcd4kOmOsBIoYtZ2ik=,"
+                  "matcher-worker=CHANGE-ME,ctid-verifier=CHANGE-ME,kiosk-orchestrator=CHANGE-ME\n")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)", "the services are given different FACEGATE_SERVICE_PUBLIC_KEYS")
+
+    def test_example_secret_without_a_service_key_is_rejected(self) -> None:
+        self.edit("deploy/k8s/secret.example.yaml", "  service-key-ctid-verifier: \"base64 of ctid-verifier's 32-byte Ed25519 seed\"\n", "")
+        self.edit("deploy/k8s/secret.example.yaml", "#   service-key-ctid-verifier       FACEGATE_SERVICE_KEY of ctid-verifier only\n", "")
+        self.assert_rejected("deploy/k8s/secret.example.yaml",
+                             "service-key-ctid-verifier is missing: ctid-verifier's message-signing key (FACEGATE_SERVICE_KEY)")
 
     # -- KEDA -------------------------------------------------------------------------------
 
@@ -307,6 +407,59 @@ class ValidatorTests(unittest.TestCase):
     def test_compose_build_context_outside_the_repository_is_rejected(self) -> None:
         self.edit(COMPOSE, "    context: ..\n", "    context: .\n")
         self.assert_rejected(COMPOSE, "services.migrate: build context . is not the repository root")
+
+    # -- message-signing keys (Compose) -----------------------------------------------------
+
+    def test_compose_service_without_its_key_is_rejected(self) -> None:
+        self.edit(COMPOSE, "      FACEGATE_SERVICE_KEY: ${FACEGATE_SERVICE_KEY_CTID_VERIFIER:?set FACEGATE_SERVICE_KEY_CTID_VERIFIER in deploy/.env}\n", "")
+        self.assert_rejected(COMPOSE, "services.ctid-verifier: required FACEGATE_SERVICE_KEY is not set")
+
+    def test_compose_service_without_the_public_keys_is_rejected(self) -> None:
+        path = self.root / COMPOSE
+        text = path.read_text()
+        start = text.index("  matcher-worker:\n")
+        path.write_text(text[:start] + re.sub(r"\n *FACEGATE_SERVICE_PUBLIC_KEYS: [^\n]*", "", text[start:], count=1))
+        self.assert_rejected(COMPOSE, "services.matcher-worker: required FACEGATE_SERVICE_PUBLIC_KEYS is not set")
+
+    def test_compose_service_with_another_services_key_is_rejected(self) -> None:
+        self.edit(COMPOSE, "FACEGATE_SERVICE_KEY: ${FACEGATE_SERVICE_KEY_KIOSK_ORCHESTRATOR:?set FACEGATE_SERVICE_KEY_KIOSK_ORCHESTRATOR",
+                  "FACEGATE_SERVICE_KEY: ${FACEGATE_SERVICE_KEY_AUTH_GATEWAY:?set FACEGATE_SERVICE_KEY_AUTH_GATEWAY")
+        self.assert_rejected(COMPOSE, "services.kiosk-orchestrator: FACEGATE_SERVICE_KEY carries FACEGATE_SERVICE_KEY_AUTH_GATEWAY,"
+                                      " auth-gateway's message-signing key; only auth-gateway gets it")
+        self.assertIn("services.kiosk-orchestrator: FACEGATE_SERVICE_KEY comes from ${FACEGATE_SERVICE_KEY_AUTH_GATEWAY:?",
+                      self.run_validator().stdout)
+
+    def test_compose_second_services_key_under_another_name_is_rejected(self) -> None:
+        self.edit(COMPOSE, "      SERVICE: matcher-worker\n",
+                  "      SERVICE: matcher-worker\n      CTID_KEY: ${FACEGATE_SERVICE_KEY_CTID_VERIFIER}\n")
+        self.assert_rejected(COMPOSE, "services.matcher-worker: CTID_KEY carries FACEGATE_SERVICE_KEY_CTID_VERIFIER,"
+                                      " ctid-verifier's message-signing key; only ctid-verifier gets it")
+
+    def test_compose_migrate_with_a_service_key_is_rejected(self) -> None:
+        self.edit(COMPOSE, "      SERVICE: facegate\n",
+                  "      SERVICE: facegate\n      FACEGATE_SERVICE_KEY: ${FACEGATE_SERVICE_KEY_AUTH_GATEWAY:?set it}\n")
+        self.assert_rejected(COMPOSE, "services.migrate: FACEGATE_SERVICE_KEY carries FACEGATE_SERVICE_KEY_AUTH_GATEWAY,"
+                                      " auth-gateway's message-signing key; only auth-gateway gets it")
+        self.assertIn("services.migrate: FACEGATE_SERVICE_KEY does not belong to facegate", self.run_validator().stdout)
+
+    def test_compose_service_key_written_into_the_file_is_rejected(self) -> None:
+        self.edit(COMPOSE, "FACEGATE_SERVICE_KEY: ${FACEGATE_SERVICE_KEY_MATCHER_WORKER:?set FACEGATE_SERVICE_KEY_MATCHER_WORKER in deploy/.env}",
+                  "FACEGATE_SERVICE_KEY: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
+        self.assert_rejected(COMPOSE, "services.matcher-worker: FACEGATE_SERVICE_KEY comes from a value written into the compose"
+                                      " file, not from matcher-worker's own ${FACEGATE_SERVICE_KEY_MATCHER_WORKER}")
+
+    def test_compose_env_file_is_rejected(self) -> None:
+        self.edit(COMPOSE, "  ctid-verifier:\n    <<: *facegate-image\n", "  ctid-verifier:\n    <<: *facegate-image\n    env_file: .env\n")
+        self.assert_rejected(COMPOSE, "services.ctid-verifier: env_file hands every variable of the file")
+
+    def test_compose_services_given_different_public_keys_are_rejected(self) -> None:
+        self.edit(COMPOSE, "FACEGATE_SERVICE_PUBLIC_KEYS: ${FACEGATE_SERVICE_PUBLIC_KEYS:?set FACEGATE_SERVICE_PUBLIC_KEYS in deploy/.env}",
+                  "FACEGATE_SERVICE_PUBLIC_KEYS: ${FACEGATE_CTID_PUBLIC_KEY:?set FACEGATE_CTID_PUBLIC_KEY in deploy/.env}")
+        self.assert_rejected(COMPOSE, "the services are given different FACEGATE_SERVICE_PUBLIC_KEYS")
+
+    def test_service_key_missing_from_env_example_is_rejected(self) -> None:
+        self.edit("deploy/compose.env.example", "FACEGATE_SERVICE_KEY_MATCHER_WORKER=\n", "")
+        self.assert_rejected("deploy/compose.env.example", f"FACEGATE_SERVICE_KEY_MATCHER_WORKER is required by {COMPOSE}")
 
     # -- Dockerfile -------------------------------------------------------------------------
 
@@ -504,6 +657,26 @@ class DatabaseScriptTests(unittest.TestCase):
         # Every variable the compose file requires is filled.
         required = set(re.findall(r"\$\{(\w+):\?", (REPO / COMPOSE).read_text()))
         self.assertEqual({name for name in required if not values.get(name)}, set())
+
+    def test_generated_env_has_a_message_signing_key_per_service(self) -> None:
+        if not shutil.which("openssl"):
+            self.skipTest("openssl is not installed")
+        result = subprocess.run(["bash", str(self.make_env)], capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        values = dict(line.split("=", 1) for line in result.stdout.splitlines() if line and not line.startswith("#"))
+        services = ["auth-gateway", "matcher-worker", "ctid-verifier", "kiosk-orchestrator"]
+        seeds = {service: values.get("FACEGATE_SERVICE_KEY_" + service.upper().replace("-", "_"), "") for service in services}
+        for service, seed in seeds.items():
+            self.assertEqual(len(base64.b64decode(seed, validate=True)), 32, service)
+        self.assertEqual(len(set(seeds.values())), len(seeds), "each service its own key")
+        listed = [entry.split("=", 1) for entry in values["FACEGATE_SERVICE_PUBLIC_KEYS"].split(",")]
+        self.assertEqual([service for service, _ in listed], services)
+        # Each listed public key is the one of that service's seed (PKCS#8 wrapping of a raw Ed25519 seed).
+        for service, public in listed:
+            der = bytes.fromhex("302e020100300506032b657004220420") + base64.b64decode(seeds[service])
+            derived = subprocess.run(["openssl", "pkey", "-inform", "DER", "-pubout", "-outform", "DER"],
+                                     input=der, capture_output=True, timeout=30, check=True).stdout[-32:]
+            self.assertEqual(base64.b64encode(derived).decode(), public, service)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,10 @@ Checks, without a Docker engine or a Kubernetes cluster:
                                selectors, autoscaler limits, gateway shard count = matcher shards,
                                each workload's database URL from its own role's Secret key,
                                network policies (default deny, admitted ports, egress)
+  message-signing keys         every service gets its own FACEGATE_SERVICE_KEY (compose: its own
+                               .env variable; Kubernetes: its own Secret key) and nobody else's,
+                               the migrate one-shot none; all four get the same
+                               FACEGATE_SERVICE_PUBLIC_KEYS, naming every service
   scripts and env examples     bash syntax, topic table and admin ports equal to the contract,
                                short retention on the topics that carry images
 
@@ -25,6 +29,8 @@ anything is wrong. The contract below mirrors the runtime contract the services 
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 import json
 import os
 import re
@@ -98,6 +104,22 @@ REQUIRED_ENV = {
     "kiosk-orchestrator": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", "FACEGATE_SIGNING_KEY", SEALING_KEY},
     "facegate": {"FACEGATE_DATABASE_URL"},
 }
+
+# Kafka message signing (README.md#security, "Kafka messages are signed"): every service signs
+# what it produces with its own Ed25519 key (FACEGATE_SERVICE_KEY, base64 of the 32-byte seed) and
+# trusts the public keys of FACEGATE_SERVICE_PUBLIC_KEYS (service=base64,...; the same list for
+# all four). Both are required by the four services; the CLI (the migrate one-shot) takes neither.
+SERVICE_KEY = "FACEGATE_SERVICE_KEY"
+SERVICE_PUBLIC_KEYS = "FACEGATE_SERVICE_PUBLIC_KEYS"
+for _service in SERVICES:
+    SERVICE_ENV[_service] |= {SERVICE_KEY, SERVICE_PUBLIC_KEYS}
+    REQUIRED_ENV[_service] |= {SERVICE_KEY, SERVICE_PUBLIC_KEYS}
+# Where each service's own seed comes from: compose interpolates it from this .env variable
+# (the names `facegate keys` prints), Kubernetes maps this key of the Secret facegate-secrets.
+SERVICE_KEY_VARIABLES = {s: "FACEGATE_SERVICE_KEY_" + s.upper().replace("-", "_") for s in SERVICES}
+SERVICE_KEY_SECRET_KEYS = {s: f"service-key-{s}" for s in SERVICES}
+# The value base/service-public-keys.env ships with until an operator fills in the keys.
+PUBLIC_KEY_PLACEHOLDER = "CHANGE-ME"
 # Values with a closed set of choices (checked where the value is literal).
 ENV_CHOICES = {"MATCHER_GALLERY_STORAGE": {"float32", "float16", "int8"}}
 # Every name of the contract; any other FACEGATE_* / MATCHER_* name is a typo.
@@ -295,6 +317,48 @@ def check_matcher_shards(report: FileReport, gateways: dict[str, Any], matchers:
                         " (the gateway would wait for the wrong number of partial answers)")
     if count.isdigit() and indexes != {str(i) for i in range(int(count))}:
         report.fail(f"matcher shards {sorted(indexes)} do not cover 0..{int(count) - 1}")
+
+
+def public_key_list_problems(value: str) -> list[str]:
+    """FACEGATE_SERVICE_PUBLIC_KEYS: comma-separated service=base64 entries, each a 32-byte Ed25519
+    public key (or the shipped placeholder), naming every service (twice while one is rotated), no
+    other name, and no key trusted for two services."""
+    problems: list[str] = []
+    listed: dict[str, list[str]] = {}
+    for entry in value.split(","):
+        service, separator, key = (part.strip() for part in entry.partition("="))
+        if not separator or not service or not key:
+            problems.append(f"entry '{entry.strip()}' is not service=base64-public-key")
+            continue
+        if service not in SERVICES:
+            problems.append(f"entry for '{service}', which is not one of the services {', '.join(SERVICES)}")
+            continue
+        if key != PUBLIC_KEY_PLACEHOLDER:
+            try:
+                raw = base64.b64decode(key, validate=True)
+            except (binascii.Error, ValueError):
+                raw = b""
+            if len(raw) != 32:
+                problems.append(f"{service}'s key is not base64 of a 32-byte Ed25519 public key")
+                continue
+        listed.setdefault(service, []).append(key)
+    for service in SERVICES:
+        if service not in listed:
+            problems.append(f"does not list {service}, which then refuses to start")
+    owners: dict[str, set[str]] = {}
+    for service, keys in listed.items():
+        for key in keys:
+            if key != PUBLIC_KEY_PLACEHOLDER:
+                owners.setdefault(key, set()).add(service)
+    for key, services in sorted(owners.items()):
+        if len(services) > 1:
+            problems.append(f"one key is listed for {', '.join(sorted(services))}: whoever holds its seed signs as each")
+    return problems
+
+
+def variables_referenced(text: str) -> list[str]:
+    """Names a compose value interpolates: ${NAME...} and $NAME ($$ is a literal dollar)."""
+    return re.findall(r"\$\{?([A-Za-z_]\w*)", text.replace("$$", ""))
 
 
 def interpolations_named(text: str) -> str:
@@ -731,6 +795,53 @@ def check_compose_database_roles(report: FileReport, services: dict[str, Any]) -
                 report.fail(f"services.{name}: {variable} is not the URL {role} logs in with")
 
 
+def check_compose_service_keys(report: FileReport, services: dict[str, Any]) -> None:
+    """Each service's FACEGATE_SERVICE_KEY is its own .env variable (FACEGATE_SERVICE_KEY_<SERVICE>);
+    no container is handed another service's seed (under any name), the migrate one-shot and the
+    other containers none; the four services get one and the same FACEGATE_SERVICE_PUBLIC_KEYS."""
+    seed_owners = {variable: service for service, variable in SERVICE_KEY_VARIABLES.items()}
+    public_lists: dict[str, str] = {}
+    for name, service in services.items():
+        if not isinstance(service, dict):
+            continue
+        where = f"services.{name}"
+        environment = env_names(service.get("environment"))
+        selected = environment.get("SERVICE")
+        if service.get("env_file") is not None:
+            report.fail(f"{where}: env_file hands every variable of the file (every service's message-signing key,"
+                        " every password) to the container; pass each variable by name")
+        for key, value in environment.items():
+            for variable in variables_referenced(str(value)):
+                owner = seed_owners.get(variable)
+                if owner is None and variable.startswith(f"{SERVICE_KEY}_"):
+                    report.fail(f"{where}: {key} interpolates {variable}, which names no service's message-signing key"
+                                f" ({', '.join(sorted(seed_owners))})")
+                elif owner is not None and owner != selected:
+                    report.fail(f"{where}: {key} carries {variable}, {owner}'s message-signing key; only {owner} gets it")
+                elif owner is not None and key != SERVICE_KEY:
+                    report.fail(f"{where}: {selected}'s message-signing key {variable} is passed as {key},"
+                                f" not as {SERVICE_KEY}")
+        if selected not in SERVICES:
+            if selected is None and SERVICE_KEY in environment:
+                report.fail(f"{where}: {SERVICE_KEY} is given to a container that runs no FaceGate service")
+            continue
+        own = SERVICE_KEY_VARIABLES[selected]
+        value = environment.get(SERVICE_KEY)
+        if value is not None and variables_referenced(str(value)) != [own]:
+            source = "a value written into the compose file" if "$" not in str(value) else str(value)
+            report.fail(f"{where}: {SERVICE_KEY} comes from {source}, not from {selected}'s own ${{{own}}} in deploy/.env")
+        value = environment.get(SERVICE_PUBLIC_KEYS)
+        if value is None:
+            continue  # reported as a required variable
+        public_lists[where] = interpolations_named(str(value))
+        if "$" not in str(value):
+            for problem in public_key_list_problems(str(value)):
+                report.fail(f"{where}: {SERVICE_PUBLIC_KEYS} {problem}")
+    if len(set(public_lists.values())) > 1:
+        report.fail(f"the services are given different {SERVICE_PUBLIC_KEYS}: {dict(sorted(public_lists.items()))};"
+                    " a service missing from another's list has its messages refused")
+
+
 def check_compose_contract(root: Path, path: Path, report: FileReport, compose: dict[str, Any],
                            image_env: dict[str, str], topics: dict[str, tuple[int, dict[str, str]]]) -> None:
 
@@ -805,6 +916,7 @@ def check_compose_contract(root: Path, path: Path, report: FileReport, compose: 
         report.fail(f"no service runs {missing}")
     check_matcher_shards(report, gateways, matchers)
     check_compose_database_roles(report, services)
+    check_compose_service_keys(report, services)
 
     # Paths are relative to the compose file's folder: mounted files and the build context
     # (the repository root, which the Dockerfile and its ignore file expect).
@@ -914,6 +1026,78 @@ def check_database_secret(report: FileReport, where: str, executable: str, conta
         report.fail(f"{where}: FACEGATE_DATABASE_URL is optional; the {key} key must exist")
 
 
+def check_container_service_keys(report: FileReport, where: str, selected: str | None, container: dict[str, Any],
+                                 env: dict[str, Any], config_maps: dict[str, dict[str, str]],
+                                 public_lists: dict[str, str]) -> None:
+    """A service's FACEGATE_SERVICE_KEY comes from its own Secret key (service-key-<service>), required;
+    no container reads another service's key (the migrate Job and the other containers none);
+    FACEGATE_SERVICE_PUBLIC_KEYS is resolved, where it can be, into public_lists for comparison."""
+    key_owners = {key: service for service, key in SERVICE_KEY_SECRET_KEYS.items()}
+    for variable in container.get("env") or []:
+        ref = (variable.get("valueFrom") or {}).get("secretKeyRef") or {}
+        owner = key_owners.get(ref.get("key")) if ref.get("name") == "facegate-secrets" else None
+        if owner is not None and owner != selected:
+            runs = selected or "no FaceGate service"
+            report.fail(f"{where}: reads secret key {ref.get('key')}, {owner}'s message-signing key, as {variable.get('name')};"
+                        f" it runs {runs}, and only {owner}'s pods get that key")
+    if selected not in SERVICES:
+        if selected is None and SERVICE_KEY in env:
+            report.fail(f"{where}: {SERVICE_KEY} is given to a container that runs no FaceGate service")
+        return
+    key = SERVICE_KEY_SECRET_KEYS[selected]
+    entry = next((v for v in container.get("env") or [] if v.get("name") == SERVICE_KEY), None)
+    if entry is not None or SERVICE_KEY in env:
+        ref = ((entry or {}).get("valueFrom") or {}).get("secretKeyRef") or {}
+        if ref.get("name") != "facegate-secrets" or ref.get("key") != key:
+            report.fail(f"{where}: {SERVICE_KEY} comes from {secret_source(entry)}, not Secret facegate-secrets"
+                        f" key {key} ({selected}'s own message-signing key)")
+        elif ref.get("optional"):
+            report.fail(f"{where}: {SERVICE_KEY} is optional; the {key} key must exist")
+    value = env.get(SERVICE_PUBLIC_KEYS)
+    if isinstance(value, str):
+        # Written into the manifest (or an envFrom ConfigMap, whose data is checked on its own).
+        public_lists[where] = value
+        if not any(v.get("name") == SERVICE_PUBLIC_KEYS and "value" in v for v in container.get("env") or []):
+            return
+        for problem in public_key_list_problems(value):
+            report.fail(f"{where}: {SERVICE_PUBLIC_KEYS} {problem}")
+    elif isinstance(value, dict) and value.get("configMapKeyRef"):
+        ref = value["configMapKeyRef"]
+        if ref.get("optional"):
+            report.fail(f"{where}: {SERVICE_PUBLIC_KEYS} is optional; without it {selected} refuses to start")
+        resolved = config_maps.get(ref.get("name"), {}).get(ref.get("key"))
+        if resolved is None:
+            report.fail(f"{where}: {SERVICE_PUBLIC_KEYS} comes from key {ref.get('key')} of ConfigMap {ref.get('name')},"
+                        " which the layout does not have")
+        else:
+            public_lists[where] = resolved  # its problems are reported with the ConfigMap
+
+
+def check_secret_volumes(report: FileReport, kind: str, name: str, pod: dict[str, Any],
+                         config_maps: dict[str, dict[str, str]]) -> None:
+    """A volume of the Secret facegate-secrets puts its keys into the pod as files: it must list its
+    items, and those only the message-signing key of the service the pod runs."""
+    runs = {container_env(c, config_maps)[0].get("SERVICE")
+            for c in (pod.get("initContainers") or []) + pod.get("containers", [])} - {None}
+    key_owners = {key: service for service, key in SERVICE_KEY_SECRET_KEYS.items()}
+    for volume in pod.get("volumes") or []:
+        sources = [volume["secret"]] if volume.get("secret") else [
+            s["secret"] for s in (volume.get("projected") or {}).get("sources") or [] if s.get("secret")]
+        for source in sources:
+            if source.get("secretName", source.get("name")) != "facegate-secrets":
+                continue
+            items = source.get("items")
+            if not items:
+                report.fail(f"{kind}/{name}: volume {volume.get('name')} mounts all of facegate-secrets, every"
+                            " service's message-signing key included; map keys one by one")
+                continue
+            for item in items:
+                owner = key_owners.get(item.get("key"))
+                if owner is not None and runs != {owner}:
+                    report.fail(f"{kind}/{name}: volume {volume.get('name')} mounts {item.get('key')}, {owner}'s"
+                                f" message-signing key, into a pod running {', '.join(sorted(runs)) or 'no FaceGate service'}")
+
+
 def check_role_password_container(report: FileReport, where: str, container: dict[str, Any]) -> None:
     """set-role-passwords.sh reads each role's URL from the same Secret key the role's workload uses."""
     entries = {v.get("name"): v for v in container.get("env") or []}
@@ -1017,15 +1201,23 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
         for key in config_map.get("data", {}):
             if key.startswith(CONTRACT_PREFIXES) and key not in ALL_SERVICES_ENV:
                 report.fail(f"ConfigMap/{config_map['metadata']['name']}: {key} is not a variable of the runtime contract")
+            elif key == SERVICE_KEY:
+                report.fail(f"ConfigMap/{config_map['metadata']['name']}: {SERVICE_KEY} is a service's secret seed;"
+                            " it belongs in the Secret, one key per service")
+            elif key == SERVICE_PUBLIC_KEYS:
+                for problem in public_key_list_problems(str(config_map["data"][key])):
+                    report.fail(f"ConfigMap/{config_map['metadata']['name']}: {SERVICE_PUBLIC_KEYS} {problem}")
 
     workloads = by_kind.get("Deployment", []) + by_kind.get("Job", [])
     deployments = {d["metadata"]["name"]: d for d in by_kind.get("Deployment", [])}
     services_running: set[str] = set()
     gateways: dict[str, dict[str, Any]] = {}
     matchers: dict[str, dict[str, Any]] = {}
+    public_lists: dict[str, str] = {}
     for workload in workloads:
         kind, name = workload["kind"], workload["metadata"]["name"]
         pod = workload["spec"]["template"]["spec"]
+        check_secret_volumes(report, kind, name, pod, config_maps)
         security = pod.get("securityContext") or {}
         if not security.get("runAsNonRoot"):
             report.fail(f"{kind}/{name}: pod securityContext.runAsNonRoot is not true")
@@ -1064,6 +1256,8 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
                     report.fail(f"{where}: secret key {secret.get('key')} is mapped to {variable['name']},"
                                 f" secret.example.yaml documents it as {documented}")
             selected = env.get("SERVICE")
+            check_container_service_keys(report, where, selected if isinstance(selected, str) else None,
+                                         container, env, config_maps, public_lists)
             if selected is None:
                 continue
             if selected not in EXECUTABLES:
@@ -1103,6 +1297,9 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
             report.fail(f"{kind}/{name}: terminationGracePeriodSeconds {grace} must exceed FACEGATE_SHUTDOWN_SECONDS (20)")
     for missing in sorted(set(EXECUTABLES) - services_running):
         report.fail(f"nothing runs {missing}")
+    if len(set(public_lists.values())) > 1:
+        report.fail(f"the services are given different {SERVICE_PUBLIC_KEYS}: {sorted(public_lists)};"
+                    " a service missing from another's list has its messages refused")
     check_matcher_shards(report, gateways, matchers)
     facegate_images = {c.get("image") for w in workloads
                        for c in (w["spec"]["template"]["spec"].get("initContainers") or []) + w["spec"]["template"]["spec"]["containers"]
@@ -1197,6 +1394,20 @@ def check_secret_database_urls(report: FileReport, documents: list[dict[str, Any
             report.fail(f"{', '.join(keys)} share one password: each role has its own")
 
 
+def check_secret_service_keys(report: FileReport, documents: list[dict[str, Any]],
+                              secret_variables: dict[str, str]) -> None:
+    """The example Secret has each service's message-signing seed under its own key, documented as
+    FACEGATE_SERVICE_KEY."""
+    keys: set[str] = set()
+    for document in documents:
+        keys |= set((document.get("stringData") or {}).keys()) | set((document.get("data") or {}).keys())
+    for service, key in SERVICE_KEY_SECRET_KEYS.items():
+        if key not in keys:
+            report.fail(f"{key} is missing: {service}'s message-signing key ({SERVICE_KEY})")
+        elif secret_variables.get(key) != SERVICE_KEY:
+            report.fail(f"{key} is not documented as {SERVICE_KEY} of {service}")
+
+
 def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
                      topics: dict[str, tuple[int, dict[str, str]]]) -> None:
     keda_schema_path = root / ROOT_FILES["keda_schema"]
@@ -1218,13 +1429,19 @@ def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
         if path.is_dir():
             continue
         if path.suffix not in (".yaml", ".yml"):
-            if path.name == "config.env":
-                report = reporter.file(relative, "contract names only")
+            if path.suffix == ".env":
+                report = reporter.file(relative, "contract names only, no seeds, public key list")
                 for line in path.read_text().splitlines():
                     if line.strip() and not line.startswith("#"):
-                        key = line.split("=", 1)[0]
+                        key, _, value = line.partition("=")
                         if key not in ALL_SERVICES_ENV:
                             report.fail(f"{key} is not a variable of the runtime contract")
+                        elif key == SERVICE_KEY:
+                            report.fail(f"{SERVICE_KEY} is a service's secret seed: it belongs in the Secret"
+                                        " (service-key-<service>), not in a ConfigMap every pod may read")
+                        elif key == SERVICE_PUBLIC_KEYS:
+                            for problem in public_key_list_problems(value):
+                                report.fail(f"{SERVICE_PUBLIC_KEYS} {problem}")
             continue
         if path.name == "kustomization.yaml":
             report = reporter.file(relative, "kustomization: listed files exist")
@@ -1264,6 +1481,7 @@ def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
             # ... and name the one variable each key may be mapped to.
             secret_variables = dict(re.findall(r"^#   ([a-z][a-z-]+)\s{2,}(FACEGATE_\w+)", path.read_text(), re.M))
             check_secret_database_urls(report, [d for d in documents if isinstance(d, dict)])
+            check_secret_service_keys(report, [d for d in documents if isinstance(d, dict)], secret_variables)
 
     kubectl = tool("kubectl")
     for layout in KUSTOMIZE_LAYOUTS:
