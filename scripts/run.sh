@@ -56,6 +56,7 @@ start() {
   for service in AUTH_GATEWAY MATCHER_WORKER CTID_VERIFIER KIOSK_ORCHESTRATOR; do unset+=(-u "FACEGATE_SERVICE_KEY_$service"); done
   [ "$binary" = auth-gateway ] || unset+=(-u FACEGATE_SIGNING_KEY)
   [ "$binary" = kiosk-orchestrator ] || unset+=(-u FACEGATE_KIOSK_SIGNING_KEY)
+  [ "$binary" != matcher-worker ] || unset+=(-u FACEGATE_AUDIT_KEY)
   scripts/supervise.sh "$name" "$PIDS" env "${unset[@]}" FACEGATE_SERVICE_KEY="${!own}" \
     FACEGATE_DATABASE_URL="postgres://$role@$FACEGATE_DATABASE_SERVER/facegate" \
     FACEGATE_ADMIN_PORT="$port" "$@" > >(sed -u "s/^/[$name] /") 2>&1 &

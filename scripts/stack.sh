@@ -265,6 +265,12 @@ write_env() {
     echo "FACEGATE_KIOSK_PUBLIC_KEYS=$(openssl pkey -inform DER -in "$key" -pubout -outform DER 2>/dev/null | tail -c 32 | base64 -w0)" >>"$service_keys"
     rm -f "$key"
   fi
+  # The audit chain's HMAC key: kept for the profile's life, or its chains could no longer be verified.
+  local audit_key="$RUN/$profile/audit-key"
+  if [ ! -f "$audit_key" ]; then
+    umask 077
+    echo "FACEGATE_AUDIT_KEY=$(head -c 32 /dev/urandom | base64 -w0)" >"$audit_key"
+  fi
   # shellcheck disable=SC1090
   . "$keys"
   {
@@ -281,7 +287,7 @@ write_env() {
     echo "export FACEGATE_CTID_PUBLIC_KEY=\${FACEGATE_CTID_PUBLIC_KEY:-$FACEGATE_CTID_PUBLIC_KEY}"
     echo "export FACEGATE_ADMIN_KEY=\${FACEGATE_ADMIN_KEY:-$FACEGATE_GENERATED_ADMIN_KEY}"
     # Launchers hand each service only its own key (FACEGATE_SERVICE_KEY) and everyone the public list.
-    sed 's/^/export /' "$service_keys"
+    sed 's/^/export /' "$service_keys" "$audit_key"
     echo "export FACEGATE_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:$PG_PORT/postgres"
     echo "export FACEGATE_TEST_KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"
     echo "export FACEGATE_TEST_IMAGES=$RUN/testdata"

@@ -30,6 +30,7 @@ public enum Schema {
         Step(version: 7, name: "face model per app", sql: faceModelPerApp),
         Step(version: 8, name: "device binding by DPoP key", sql: deviceBinding),
         Step(version: 9, name: "key expiry and idempotent creates", sql: keyExpiryAndIdempotency),
+        Step(version: 10, name: "keyed audit chain", sql: keyedAuditChain),
     ]
 
     static let core = """
@@ -369,5 +370,11 @@ public enum Schema {
     );
     CREATE INDEX idempotent_requests_created ON idempotent_requests (created_at);
     GRANT SELECT, INSERT, UPDATE, DELETE ON idempotent_requests TO facegate_service;
+    """
+
+    static let keyedAuditChain = """
+    -- The audit chain becomes keyed (HMAC-SHA256 under a key the database never holds); each row names its
+    -- key. Rows from before stay SHA-256 chained and verify as such, but none may follow a keyed row.
+    ALTER TABLE transactions ADD COLUMN hash_key_id text;
     """
 }

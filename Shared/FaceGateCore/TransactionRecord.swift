@@ -49,9 +49,12 @@ public struct TransactionRecord: Codable, Sendable, Equatable {
         return bytes
     }
 
-    /// `row_hash = SHA-256(prev_hash ‖ canonical row)`.
-    public func rowHash(previousHash: [UInt8], chainSeq: Int64) -> [UInt8] {
-        SHA256.hash(previousHash + canonicalBytes(chainSeq: chainSeq))
+    /// `row_hash = HMAC-SHA256(audit key, prev_hash ‖ canonical row)`; rows written before the chain was
+    /// keyed (no key) used `SHA-256(prev_hash ‖ canonical row)`.
+    public func rowHash(previousHash: [UInt8], chainSeq: Int64, key: [UInt8]?) -> [UInt8] {
+        let input = previousHash + canonicalBytes(chainSeq: chainSeq)
+        guard let key else { return SHA256.hash(input) }
+        return HMACSHA256.authenticationCode(key: key, data: input)
     }
 
     /// The hash the first row of every chain links to.
@@ -60,3 +63,36 @@ public struct TransactionRecord: Codable, Sendable, Equatable {
 
 /// The chain that records calls not owned by any app (operator actions such as creating an app).
 public let platformAppId = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
+
+/// A signed statement of an app's audit chain: `count` rows, the last with hash `head` (JWT claims, EdDSA
+/// under the gateway's token key, `typ` `facegate-checkpoint+jwt`). Kept outside the database — by auditors,
+/// on `audit.transactions.v1` — it lets a later verification notice a rewritten head, a deleted tail, or
+/// the deletion of everything since.
+public struct AuditCheckpoint: Codable, Sendable {
+    public static let type = "facegate-checkpoint+jwt"
+    public static let audience = "facegate-audit"
+
+    public var iss: String
+    public var aud: String
+    /// The app.
+    public var sub: String
+    public var iat: Int64
+    /// Checkpoints do not lapse; `exp` is far away only because every token must carry one.
+    public var exp: Int64
+    public var count: Int64
+    /// base64url of the head row's hash (the genesis hash for an empty chain).
+    public var headHash: String
+
+    public init(issuer: String, appId: UUID, count: Int64, head: [UInt8], issuedAt: Date = Date()) {
+        iss = issuer
+        aud = Self.audience
+        sub = appId.uuidString.lowercased()
+        iat = Int64(issuedAt.timeIntervalSince1970)
+        exp = iat + 100 * 365 * 86400
+        self.count = count
+        headHash = Base64URL.encode(head)
+    }
+
+    public var head: [UInt8] { Base64URL.decode(headHash) ?? [] }
+    public var issuedAt: Date { Date(timeIntervalSince1970: TimeInterval(iat)) }
+}

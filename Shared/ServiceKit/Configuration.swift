@@ -39,6 +39,16 @@ public struct Environment: Sendable {
     }
 
     /// Base64 of exactly `count` bytes (keys).
+    /// `true`/`false` (also `1`/`0`, `yes`/`no`).
+    public func bool(_ name: String, default fallback: Bool) throws(ConfigurationError) -> Bool {
+        guard let text = optionalString(name)?.lowercased() else { return fallback }
+        switch text {
+        case "true", "1", "yes": return true
+        case "false", "0", "no": return false
+        default: throw ConfigurationError(variable: name, problem: "must be true or false")
+        }
+    }
+
     public func base64Key(_ name: String, bytes count: Int) throws(ConfigurationError) -> [UInt8] {
         let text = try required(name)
         guard let data = Data(base64Encoded: text), data.count == count else {

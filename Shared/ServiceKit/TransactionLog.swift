@@ -1,31 +1,70 @@
+import Crypto
 import FaceGateCore
 import Foundation
 import KafkaClient
 import PostgresClient
 
-/// The append-only, per-app hash-chained audit trail. PostgreSQL is the record; each committed row
-/// is also published on `audit.transactions.v1` for downstream consumers (best effort, after commit).
+/// The audit chain's HMAC keys, which the database never holds: `FACEGATE_AUDIT_KEY` (base64 of 32 bytes) keys
+/// new rows; `FACEGATE_PREVIOUS_AUDIT_KEYS` (comma list) still verify the rows they keyed. Each row names its
+/// key by id (`hash_key_id`).
+public struct AuditKeys: Sendable {
+    public let current: [UInt8]
+    public let currentId: String
+    private let byId: [String: [UInt8]]
+
+    public init(current: [UInt8], previous: [[UInt8]] = []) {
+        self.current = current
+        currentId = Self.id(of: current)
+        byId = Dictionary((previous + [current]).map { (Self.id(of: $0), $0) }) { _, latest in latest }
+    }
+
+    public init(environment env: Environment) throws(ConfigurationError) {
+        let current = try env.base64Key("FACEGATE_AUDIT_KEY", bytes: 32)
+        var previous: [[UInt8]] = []
+        for item in (env.optionalString("FACEGATE_PREVIOUS_AUDIT_KEYS") ?? "").split(separator: ",") {
+            guard let data = Data(base64Encoded: item.trimmingCharacters(in: .whitespaces)), data.count == 32 else {
+                throw ConfigurationError(variable: "FACEGATE_PREVIOUS_AUDIT_KEYS", problem: "must be a comma list of base64 32-byte keys")
+            }
+            previous.append(Array(data))
+        }
+        self.init(current: current, previous: previous)
+    }
+
+    /// base64url of the first 9 bytes of SHA-256 over a label and the key (it says nothing about the key).
+    public static func id(of key: [UInt8]) -> String {
+        Base64URL.encode(Array(SHA256.hash(Array("facegate audit key id\n".utf8) + key).prefix(9)))
+    }
+
+    public func key(id: String) -> [UInt8]? { byId[id] }
+}
+
+/// The append-only, per-app chained audit trail: each row's hash is an HMAC (keyed with `AuditKeys`) over the
+/// previous row's hash and the row, so whoever can write the database but not read the services' keys cannot
+/// forge a row or re-chain after an edit. PostgreSQL is the record; each committed row is also published on
+/// `audit.transactions.v1` for downstream consumers (best effort, after commit).
 public struct TransactionLog: Sendable {
     private let database: PostgresPool
     private let producer: KafkaProducer?
     private let topic: String
     private let logger: Logger
+    private let keys: AuditKeys
 
-    public init(database: PostgresPool, producer: KafkaProducer?, topic: String, logger: Logger) {
+    public init(database: PostgresPool, producer: KafkaProducer?, topic: String, logger: Logger, keys: AuditKeys) {
         self.database = database
         self.producer = producer
         self.topic = topic
         self.logger = logger
+        self.keys = keys
     }
 
     public func append(_ record: TransactionRecord) async throws {
-        try await database.withTransaction { connection in try await Self.insert(record, in: connection) }
+        try await database.withTransaction { connection in try await insert(record, in: connection) }
         await publish(record)
     }
 
     /// Chains `record` inside the caller's database transaction, so it commits together with the
     /// caller's other writes; call `publish` once that transaction has committed.
-    public static func insert(_ record: TransactionRecord, in connection: PostgresConnection) async throws {
+    public func insert(_ record: TransactionRecord, in connection: PostgresConnection) async throws {
         let app = record.appId
         _ = try await connection.query("""
             INSERT INTO transaction_chain_heads (app_id, last_seq, last_hash)
@@ -35,14 +74,14 @@ public struct TransactionLog: Sendable {
         guard let row = head.first else { throw TransactionLogError.chainHeadMissing }
         let seq = try row.decode("last_seq", as: Int64.self) + 1
         let previous = try row.decode("last_hash", as: [UInt8].self)
-        let hash = record.rowHash(previousHash: previous, chainSeq: seq)
+        let hash = record.rowHash(previousHash: previous, chainSeq: seq, key: keys.current)
         let detail = String(decoding: try FaceGateJSON.encode(record.detail), as: UTF8.self)
         _ = try await connection.query("""
             INSERT INTO transactions (id, app_id, chain_seq, kind, outcome, user_id, device_id, client_ip, score,
-                                      latency_ms, detail, created_at, prev_hash, row_hash)
+                                      latency_ms, detail, created_at, prev_hash, row_hash, hash_key_id)
             VALUES (\(record.id), \(app), \(seq), \(record.kind), \(record.outcome), \(record.userId), \(record.deviceId),
                     \(record.clientIp), \(record.score.map { Double($0) }), \(record.latencyMs), \(detail)::jsonb,
-                    \(record.createdAt), \(previous), \(hash))
+                    \(record.createdAt), \(previous), \(hash), \(keys.currentId))
             """)
         _ = try await connection.query("UPDATE transaction_chain_heads SET last_seq = \(seq), last_hash = \(hash) WHERE app_id = \(app)")
     }
@@ -75,6 +114,14 @@ public struct TransactionLog: Sendable {
         public var ok: Bool
         public var checked: Int
         public var firstBrokenTransactionId: String?
+        /// With a checkpoint: whether the row it counted still holds the hash it signed.
+        public var checkpoint: CheckpointResult?
+
+        public struct CheckpointResult: Sendable, Codable {
+            public var count: Int64
+            public var issuedAt: Date
+            public var ok: Bool
+        }
 
         /// `firstBrokenTransactionId` is written as null when the chain is intact.
         public func encode(to encoder: any Encoder) throws {
@@ -83,19 +130,26 @@ public struct TransactionLog: Sendable {
             try container.encode(ok, forKey: .ok)
             try container.encode(checked, forKey: .checked)
             try container.encode(firstBrokenTransactionId, forKey: .firstBrokenTransactionId)
+            try container.encodeIfPresent(checkpoint, forKey: .checkpoint)
         }
     }
 
     /// Recomputes the app's chain in order. A changed row breaks its own hash; a deleted or reordered
-    /// row breaks the sequence or the link; a deleted tail no longer reaches the recorded head.
-    public func verify(appId: UUID) async throws -> Verification {
+    /// row breaks the sequence or the link; a deleted tail no longer reaches the recorded head. A row keyed
+    /// with an unknown key is broken, and so is an unkeyed (SHA-256) row — unless `acceptUnkeyed` allows the
+    /// rows written before the chain was keyed, and then only before the first keyed row. With a
+    /// checkpoint, the row it counted must still hold the hash it signed: that catches a deleted tail
+    /// whose head was rewritten, and the deletion of everything since.
+    public func verify(appId: UUID, checkpoint: AuditCheckpoint? = nil, acceptUnkeyed: Bool = false) async throws -> Verification {
         var expectedSeq: Int64 = 1
         var previous = TransactionRecord.genesisHash
         var checked = 0
         var broken: UUID?
+        var keyed = false
+        var checkpointHash: [UInt8]?
         try await database.forEachRow("""
             SELECT id, app_id, chain_seq, kind, outcome, user_id, device_id, client_ip, score, latency_ms, detail::text AS detail,
-                   created_at, prev_hash, row_hash
+                   created_at, prev_hash, row_hash, hash_key_id
             FROM transactions WHERE app_id = \(appId) ORDER BY chain_seq
             """) { row in
             guard broken == nil else { return }
@@ -103,11 +157,16 @@ public struct TransactionLog: Sendable {
             let seq = try row.decode("chain_seq", as: Int64.self)
             let storedPrevious = try row.decode("prev_hash", as: [UInt8].self)
             let storedHash = try row.decode("row_hash", as: [UInt8].self)
+            let keyId = try row.decode("hash_key_id", as: String?.self)
             checked += 1
-            if seq != expectedSeq || storedPrevious != previous || record.rowHash(previousHash: previous, chainSeq: seq) != storedHash {
+            let key = keyId.flatMap(keys.key(id:))
+            keyed = keyed || keyId != nil
+            if seq != expectedSeq || storedPrevious != previous || (keyId != nil && key == nil) || (keyId == nil && (keyed || !acceptUnkeyed))
+                || record.rowHash(previousHash: previous, chainSeq: seq, key: key) != storedHash {
                 broken = record.id
                 return
             }
+            if seq == checkpoint?.count { checkpointHash = storedHash }
             previous = storedHash
             expectedSeq += 1
         }
@@ -120,7 +179,13 @@ public struct TransactionLog: Sendable {
                 broken = try tail?.decode("id", as: UUID.self) ?? platformAppId
             }
         }
-        return Verification(appId: appId.wire, ok: broken == nil, checked: checked, firstBrokenTransactionId: broken?.wire)
+        var verification = Verification(appId: appId.wire, ok: broken == nil, checked: checked, firstBrokenTransactionId: broken?.wire)
+        if let checkpoint {
+            let holds = checkpoint.count == 0 || checkpointHash.map { constantTimeEquals($0, checkpoint.head) } ?? false
+            verification.checkpoint = .init(count: checkpoint.count, issuedAt: checkpoint.issuedAt, ok: holds)
+            verification.ok = verification.ok && holds
+        }
+        return verification
     }
 }
 

@@ -45,13 +45,24 @@ import Testing
                           latencyMs: 42, createdAt: Date(timeIntervalSince1970: 1_764_674_709.123), detail: detail)
     }
 
+    static let key = [UInt8](repeating: 7, count: 32)
+
     @Test func anyChangedFieldChangesTheHash() {
-        let base = record().rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1)
+        let base = record().rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1, key: Self.key)
         #expect(base.count == 32)
-        #expect(record(outcome: "NO_MATCH_FACE").rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1) != base)
-        #expect(record().rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 2) != base)
-        #expect(record().rowHash(previousHash: [UInt8](repeating: 1, count: 32), chainSeq: 1) != base)
-        #expect(record(detail: ["a": "b"]).rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1) != base)
+        #expect(record(outcome: "NO_MATCH_FACE").rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1, key: Self.key) != base)
+        #expect(record().rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 2, key: Self.key) != base)
+        #expect(record().rowHash(previousHash: [UInt8](repeating: 1, count: 32), chainSeq: 1, key: Self.key) != base)
+        #expect(record(detail: ["a": "b"]).rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1, key: Self.key) != base)
+    }
+
+    /// Without the key, nobody recomputes a keyed row's hash: not from the plain SHA-256, not with another key.
+    @Test func theKeyedHashNeedsTheKey() {
+        let keyed = record().rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1, key: Self.key)
+        #expect(record().rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1, key: nil) != keyed)
+        #expect(record().rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1, key: [UInt8](repeating: 8, count: 32)) != keyed)
+        #expect(record().rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1, key: nil)
+                == SHA256.hash(TransactionRecord.genesisHash + record().canonicalBytes(chainSeq: 1)))
     }
 
     @Test func lengthPrefixesStopFieldsImitatingEachOther() {
@@ -71,8 +82,8 @@ import Testing
         var read = written
         for nudge in [-0.000_000_4, 0.000_000_4, -0.000_000_9] {
             read.createdAt = Date(timeIntervalSince1970: written.createdAt.timeIntervalSince1970 + nudge)
-            #expect(read.rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1)
-                    == written.rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1))
+            #expect(read.rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1, key: Self.key)
+                    == written.rowHash(previousHash: TransactionRecord.genesisHash, chainSeq: 1, key: Self.key))
         }
     }
 }

@@ -1,6 +1,7 @@
 import FaceGateCore
 import Foundation
 import PostgresClient
+import ServiceKit
 import Testing
 
 /// Transactions, auditors, tenant isolation, and the public API's own documents and error envelopes.
@@ -64,6 +65,88 @@ import Testing
             let broken = try await stack.call("GET", "/v1/audit/verify?appId=\(app.id)", bearer: auditorKey)
             #expect(broken.json["ok"] as? Bool == false)
             #expect(broken.json["firstBrokenTransactionId"] as? String == refusedId)
+        }
+    }
+
+    /// A database-level attacker (the schema owner here) rewrites the trail as well as it can without the
+    /// services' audit key: edits and re-hashes rows, downgrades them to plain SHA-256, removes the tail and
+    /// rewinds the head, deletes an app's whole trail. Verification, with a checkpoint kept outside the
+    /// database, catches each one.
+    @Test func aDatabaseLevelAttackerCannotRewriteTheTrail() async throws {
+        try await TestStack.with(withMatcher: false) { stack in
+            let app = try await stack.createApp()
+            let appId = try #require(UUID(uuidString: app.id))
+            for number in 1...3 { _ = try await stack.createUser(app, employeeNumber: "T\(number)", name: "User \(number)") }
+            let owner = stack.database.pool
+            func verify(_ checkpoint: String? = nil) async throws -> [String: Any] {
+                try await stack.call("GET", "/v1/audit/verify?appId=\(app.id)" + (checkpoint.map { "&checkpoint=\($0)" } ?? ""),
+                                     bearer: stack.adminKey).json
+            }
+            let kept = try await stack.call("GET", "/v1/audit/checkpoint?appId=\(app.id)", bearer: stack.adminKey)
+            #expect(kept.json["count"] as? Int == 3)
+            let checkpoint = try #require(kept.string("checkpoint"))
+            #expect((try await verify(checkpoint)["checkpoint"] as? [String: Any])?["ok"] as? Bool == true)
+            #expect(try await verify(checkpoint)["ok"] as? Bool == true)
+
+            // Rows as the attacker reads them, re-chained after an edit with whatever hash they can compute.
+            func rechain(_ edit: (inout TransactionRecord) -> Void, keyId: String?) async throws {
+                let rows = try await owner.query("""
+                    SELECT id, app_id, chain_seq, kind, outcome, user_id, device_id, client_ip, score, latency_ms, detail::text AS detail, created_at
+                    FROM transactions WHERE app_id = \(appId) ORDER BY chain_seq
+                    """)
+                var previous = TransactionRecord.genesisHash
+                for row in rows.rows {
+                    var record = try TransactionLog.record(from: row)
+                    let seq = try row.decode("chain_seq", as: Int64.self)
+                    if seq == 2 { edit(&record) }
+                    let hash = record.rowHash(previousHash: previous, chainSeq: seq, key: nil)
+                    _ = try await owner.query("""
+                        UPDATE transactions SET outcome = \(record.outcome), prev_hash = \(previous), row_hash = \(hash), hash_key_id = \(keyId)
+                        WHERE id = \(record.id)
+                        """)
+                    previous = hash
+                }
+                _ = try await owner.query("UPDATE transaction_chain_heads SET last_hash = \(previous) WHERE app_id = \(appId)")
+            }
+            let original = try await owner.query("SELECT outcome, row_hash, prev_hash, hash_key_id FROM transactions WHERE app_id = \(appId) ORDER BY chain_seq")
+            #expect(try original.rows.allSatisfy { try $0.decode("hash_key_id", as: String?.self) != nil }, "new rows are keyed")
+            for keyId in [try original.rows[0].decode("hash_key_id", as: String?.self), nil] {
+                try await rechain({ $0.outcome = "FORGED" }, keyId: keyId)
+                let caught = try await verify()
+                #expect(caught["ok"] as? Bool == false, "re-hashed with \(keyId == nil ? "plain SHA-256" : "a guess at the key")")
+            }
+            // Put the genuine rows back, then remove the tail and rewind the head as if it never existed.
+            for (index, row) in original.rows.enumerated() {
+                _ = try await owner.query("""
+                    UPDATE transactions SET outcome = \(try row.decode("outcome", as: String.self)), prev_hash = \(try row.decode("prev_hash", as: [UInt8].self)),
+                           row_hash = \(try row.decode("row_hash", as: [UInt8].self)), hash_key_id = \(try row.decode("hash_key_id", as: String?.self))
+                    WHERE app_id = \(appId) AND chain_seq = \(index + 1)
+                    """)
+            }
+            let head = try original.rows[2].decode("row_hash", as: [UInt8].self)
+            _ = try await owner.query("UPDATE transaction_chain_heads SET last_hash = \(head) WHERE app_id = \(appId)")
+            #expect(try await verify(checkpoint)["ok"] as? Bool == true)
+            _ = try await owner.query("DELETE FROM transactions WHERE app_id = \(appId) AND chain_seq = 3")
+            _ = try await owner.query("""
+                UPDATE transaction_chain_heads SET last_seq = 2, last_hash = \(try original.rows[1].decode("row_hash", as: [UInt8].self)) WHERE app_id = \(appId)
+                """)
+            #expect(try await verify()["ok"] as? Bool == true, "consistent on its own")
+            let tail = try await verify(checkpoint)
+            #expect(tail["ok"] as? Bool == false)
+            #expect((tail["checkpoint"] as? [String: Any])?["ok"] as? Bool == false)
+            // Everything of the app, chain head included.
+            _ = try await owner.query("DELETE FROM transactions WHERE app_id = \(appId)")
+            _ = try await owner.query("DELETE FROM transaction_chain_heads WHERE app_id = \(appId)")
+            #expect(try await verify()["ok"] as? Bool == true, "an empty trail is consistent on its own")
+            #expect(try await verify(checkpoint)["ok"] as? Bool == false)
+
+            // A checkpoint of another app, or one not signed by the platform, is refused.
+            let other = try await stack.createApp()
+            let foreign = try #require(try await stack.call("GET", "/v1/audit/checkpoint?appId=\(other.id)", bearer: stack.adminKey).string("checkpoint"))
+            #expect(try await stack.call("GET", "/v1/audit/verify?appId=\(app.id)&checkpoint=\(foreign)", bearer: stack.adminKey).errorCode == "INVALID_REQUEST")
+            let parts = checkpoint.split(separator: ".")
+            let resigned = parts[0] + "." + parts[1] + "." + String(parts[2].reversed())
+            #expect(try await stack.call("GET", "/v1/audit/verify?appId=\(app.id)&checkpoint=\(resigned)", bearer: stack.adminKey).status == 400)
         }
     }
 

@@ -110,6 +110,7 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
             "MATCHER_RECONCILE_SECONDS": "2",
             "FACEGATE_SERVICE_PUBLIC_KEYS": serviceKeys.publicKeys,
             "FACEGATE_KIOSK_SIGNING_KEY": Data(kioskKey.seed).base64EncodedString(),
+            "FACEGATE_AUDIT_KEY": Data(SecureRandom.bytes(32)).base64EncodedString(),
             "FACEGATE_KIOSK_PUBLIC_KEYS": Data(kioskKey.publicKey.rawRepresentation).base64EncodedString(),
         ]
         environment.merge(extra) { _, new in new }

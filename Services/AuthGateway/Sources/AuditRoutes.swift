@@ -1,16 +1,19 @@
 import FaceGateCore
 import Foundation
 import HTTPServer
+import JWT
+import KafkaClient
 import PostgresClient
 import ServiceKit
 import Synchronization
 
-/// Auditor API: read-only search, CSV export of any size, and hash-chain verification.
+/// Auditor API: read-only search, CSV export of any size, chain verification, and signed checkpoints of a chain head.
 extension GatewayContext {
     func registerAuditRoutes(on router: APIRoutes) {
         router.add("GET", "/v1/audit/transactions") { [self] request in try await searchTransactions(request) }
         router.add("GET", "/v1/audit/transactions.csv") { [self] request in try await exportTransactions(request) }
         router.add("GET", "/v1/audit/verify") { [self] request in try await verifyChain(request) }
+        router.add("GET", "/v1/audit/checkpoint") { [self] request in try await checkpoint(request) }
     }
 
     struct AuditItem: Encodable {
@@ -176,7 +179,59 @@ extension GatewayContext {
             throw APIError(.invalidRequest, "appId is required")
         }
         if let scope, !scope.contains(appId) { throw APIError(.forbidden, "this auditor key does not cover that app") }
-        return .json(try await transactions.verify(appId: appId))
+        let checkpoint = try request.query["checkpoint"].map { token in
+            do {
+                let claims = try JWT.verify(token, as: AuditCheckpoint.self, keys: keySet, type: AuditCheckpoint.type,
+                                            issuer: configuration.issuer, audience: AuditCheckpoint.audience)
+                guard claims.sub == appId.wire, claims.count >= 0 else { throw JWTError.audience }
+                return claims
+            } catch {
+                throw APIError(.invalidRequest, "checkpoint is not one this platform signed for that app")
+            }
+        }
+        return .json(try await transactions.verify(appId: appId, checkpoint: checkpoint, acceptUnkeyed: configuration.acceptUnkeyedAuditRows))
+    }
+
+    /// The app's chain head, signed: keep it (or take it from `audit.transactions.v1`) and pass it to
+    /// `/v1/audit/verify` later.
+    func checkpoint(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let scope = try await requireAuditor(request)
+        guard let text = request.query["appId"], let appId = UUID(uuidString: text) else {
+            throw APIError(.invalidRequest, "appId is required")
+        }
+        if let scope, !scope.contains(appId) { throw APIError(.forbidden, "this auditor key does not cover that app") }
+        return .json(try await signedCheckpoint(appId))
+    }
+
+    struct SignedCheckpoint: Encodable {
+        var appId: String
+        var count: Int64
+        var headHash: String
+        var issuedAt: Date
+        var checkpoint: String
+    }
+
+    func signedCheckpoint(_ appId: UUID) async throws -> SignedCheckpoint {
+        let head = try await database.query("SELECT last_seq, last_hash FROM transaction_chain_heads WHERE app_id = \(appId)").first
+        let claims = AuditCheckpoint(issuer: configuration.issuer, appId: appId, count: try head?.decode("last_seq", as: Int64.self) ?? 0,
+                                     head: try head?.decode("last_hash", as: [UInt8].self) ?? TransactionRecord.genesisHash)
+        return SignedCheckpoint(appId: appId.wire, count: claims.count, headHash: claims.headHash, issuedAt: claims.issuedAt,
+                                checkpoint: try JWT.sign(claims, type: AuditCheckpoint.type, key: signingKey))
+    }
+
+    /// Signs the head of every chain that grew since this instance last did, and publishes it on the audit
+    /// topic (header `facegate-type: audit.checkpoint`), so a copy lives outside the database.
+    func publishCheckpoints(after published: inout [UUID: Int64]) async throws {
+        let rows = try await database.query("SELECT app_id, last_seq FROM transaction_chain_heads")
+        for row in rows.rows {
+            let appId: UUID = try row.decode("app_id")
+            let count: Int64 = try row.decode("last_seq")
+            guard published[appId] != count else { continue }
+            let signed = try await signedCheckpoint(appId)
+            _ = try await producer.send(KafkaRecord(topic: runtime.topics.auditTransactions, key: Array(appId.wire.utf8), value: try FaceGateJSON.encode(signed),
+                                                    headers: [KafkaHeader(key: MessageHeader.messageType, value: Array("audit.checkpoint".utf8))]))
+            published[appId] = signed.count
+        }
     }
 }
 

@@ -45,7 +45,16 @@ public final class AuthGateway: Sendable {
         let sweeper = PeriodicService(name: "expired-records", every: configuration.sweepInterval, logger: runtime.logger) {
             try await context.sweepExpiredRecords()
         }
-        group = ServiceGroup(services: [admin, requester, http, ProducerService(producer: producer), sweeper], logger: runtime.logger,
+        var services: [any Service] = [admin, requester, http, ProducerService(producer: producer), sweeper]
+        if configuration.auditCheckpointInterval > .zero {
+            let published = Mutex<[UUID: Int64]>([:])
+            services.append(PeriodicService(name: "audit-checkpoints", every: configuration.auditCheckpointInterval, logger: runtime.logger) {
+                var current = published.withLock { $0 }
+                try await context.publishCheckpoints(after: &current)
+                published.withLock { $0 = current }
+            })
+        }
+        group = ServiceGroup(services: services, logger: runtime.logger,
                              shutdownTimeout: .seconds(configuration.common.shutdownSeconds), failures: runtime.failures)
     }
 
@@ -88,7 +97,8 @@ final class GatewayContext: Sendable {
         self.keySet = keySet
         self.kioskKeySet = kioskKeySet
         self.jwks = jwks
-        self.transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger)
+        self.transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger,
+                                       keys: configuration.auditKeys)
         self.apps = AppStore(database: runtime.database)
         self.logger = runtime.logger
         faceJobSeconds = runtime.metrics.histogram("facegate_face_job_round_trip_seconds", help: "Gateway → matcher → gateway time")

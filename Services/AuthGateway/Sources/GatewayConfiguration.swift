@@ -16,6 +16,12 @@ public struct GatewayConfiguration: Sendable {
     /// X25519 public key of the ctid-verifier: institution keys are sealed to it at app creation.
     public var ctidPublicKey: [UInt8]
     public var previousSigningKeys: [[UInt8]]
+    /// Keys of the audit chain's HMAC.
+    public var auditKeys: AuditKeys
+    /// Whether chains may begin with rows written before the chain was keyed (an upgraded installation).
+    public var acceptUnkeyedAuditRows: Bool
+    /// How often each app's chain head is signed and published on the audit topic (0: never).
+    public var auditCheckpointInterval: Duration
     /// The kiosk-orchestrator's token keys (raw Ed25519 public keys): kiosk identity tokens only.
     public var kioskPublicKeys: [[UInt8]]
     public var issuer: String
@@ -72,6 +78,9 @@ public struct GatewayConfiguration: Sendable {
                 previousSigningKeys.append(Array(data))
             }
         }
+        auditKeys = try AuditKeys(environment: env)
+        acceptUnkeyedAuditRows = try env.bool("FACEGATE_AUDIT_ACCEPT_UNKEYED", default: false)
+        auditCheckpointInterval = .seconds(try env.int("FACEGATE_AUDIT_CHECKPOINT_SECONDS", default: 3600, range: 0...604_800))
         kioskPublicKeys = []
         for item in (env.optionalString("FACEGATE_KIOSK_PUBLIC_KEYS") ?? "").split(separator: ",") {
             guard let data = Data(base64Encoded: String(item).trimmingCharacters(in: .whitespaces)), data.count == 32 else {

@@ -300,7 +300,14 @@ enum OpenAPIDocument {
         "items": {"type": "array", "items": {"$ref": "#/components/schemas/Transaction"}}, "nextCursor": {"type": "string", "description": "Absent on the last page"}}},
       "ChainVerification": {"type": "object", "required": ["appId", "ok", "checked", "firstBrokenTransactionId"], "properties": {
         "appId": {"type": "string", "format": "uuid"}, "ok": {"type": "boolean"}, "checked": {"type": "integer"},
-        "firstBrokenTransactionId": {"type": ["string", "null"], "format": "uuid"}}},
+        "firstBrokenTransactionId": {"type": ["string", "null"], "format": "uuid"},
+        "checkpoint": {"$ref": "#/components/schemas/CheckpointCheck"}}},
+      "CheckpointCheck": {"type": "object", "required": ["count", "issuedAt", "ok"], "description": "Present when a checkpoint was given: whether the row it counted still holds the hash it signed", "properties": {
+        "count": {"type": "integer"}, "issuedAt": {"type": "string", "format": "date-time"}, "ok": {"type": "boolean"}}},
+      "AuditCheckpoint": {"type": "object", "required": ["appId", "count", "headHash", "issuedAt", "checkpoint"], "properties": {
+        "appId": {"type": "string", "format": "uuid"}, "count": {"type": "integer", "description": "Rows in the app's chain"},
+        "headHash": {"type": "string", "description": "base64url of the last row's hash"}, "issuedAt": {"type": "string", "format": "date-time"},
+        "checkpoint": {"type": "string", "description": "The same, signed: a JWT (EdDSA, typ facegate-checkpoint+jwt, key in the JWKS); keep it outside the database and pass it to verify later"}}},
       "NewKey": {"type": "object", "required": ["name"], "properties": {
         "name": {"type": "string", "minLength": 1, "maxLength": 200},
         "appIds": {"type": "array", "minItems": 1, "maxItems": 1000, "items": {"type": "string", "format": "uuid"}, "description": "The apps the key covers; absent: every app"},
@@ -877,9 +884,20 @@ enum OpenAPIDocument {
     },
     "/v1/audit/verify": {
       "get": {"operationId": "verifyTransactionChain", "tags": ["audit"], "summary": "Verify an app's transaction hash chain", "security": [{"auditorKey": []}],
-        "parameters": [{"name": "appId", "in": "query", "required": true, "schema": {"type": "string", "format": "uuid"}}],
+        "parameters": [{"name": "appId", "in": "query", "required": true, "schema": {"type": "string", "format": "uuid"}},
+          {"name": "checkpoint", "in": "query", "schema": {"type": "string"}, "description": "A checkpoint kept from GET /v1/audit/checkpoint (or the audit topic): also catches a removed tail or a deleted trail"}],
         "responses": {
           "200": {"description": "The verification", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ChainVerification"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest", "description": "INVALID_REQUEST: no appId, or a checkpoint this platform did not sign for that app"},
+          "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden", "description": "FORBIDDEN: the key does not cover that app"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/audit/checkpoint": {
+      "get": {"operationId": "getAuditCheckpoint", "tags": ["audit"], "summary": "The app's chain head (row count and last hash), signed", "security": [{"auditorKey": []}],
+        "parameters": [{"name": "appId", "in": "query", "required": true, "schema": {"type": "string", "format": "uuid"}}],
+        "responses": {
+          "200": {"description": "The checkpoint", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AuditCheckpoint"}}}},
           "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"},
           "403": {"$ref": "#/components/responses/Forbidden", "description": "FORBIDDEN: the key does not cover that app"},
           "default": {"$ref": "#/components/responses/Unexpected"}}}

@@ -23,7 +23,8 @@ final class CTIDJobHandler: Sendable {
     /// Distances this far above the app's threshold are "suspected" rather than "different".
     static let suspectedBand: Float = 0.1
 
-    init(runtime: ServiceRuntime, producer: KafkaProducer, registry: any IdentityRegistry, faces: RequesterService, privateKey: [UInt8]) {
+    init(runtime: ServiceRuntime, producer: KafkaProducer, registry: any IdentityRegistry, faces: RequesterService, privateKey: [UInt8],
+         auditKeys: AuditKeys) {
         database = runtime.database
         self.producer = producer
         self.registry = registry
@@ -31,7 +32,8 @@ final class CTIDJobHandler: Sendable {
         self.privateKey = privateKey
         logger = runtime.logger
         replyTopics = runtime.topics
-        transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger)
+        transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger,
+                                       keys: auditKeys)
     }
 
     func handle(_ message: KafkaMessage) async -> JobDisposition {

@@ -11,9 +11,11 @@ public struct CTIDConfiguration: Sendable {
     /// How long a portrait check may wait for a matcher.
     public var faceJobTimeout: Duration
     public var concurrency: Int
+    public var auditKeys: AuditKeys
 
     public init(environment env: Environment) throws(ConfigurationError) {
         common = try CommonConfiguration(serviceName: "ctid-verifier", defaultAdminPort: 9102, environment: env)
+        auditKeys = try AuditKeys(environment: env)
         sealingKey = try env.base64Key("FACEGATE_SEALING_KEY", bytes: 32)
         privateKey = try env.base64Key("FACEGATE_CTID_PRIVATE_KEY", bytes: 32)
         serialTTLSeconds = try env.int("FACEGATE_CTID_SERIAL_TTL_SECONDS", default: 600, range: 30...86400)
@@ -35,7 +37,8 @@ public final class CTIDVerifier: Sendable {
         let producer = try runtime.makeProducer()
         let faces = RequesterService(runtime: runtime, producer: producer, service: "ctid-verifier", timeout: configuration.faceJobTimeout)
         let registry = try registry ?? PostgresIdentityRegistry(database: runtime.database, sealingKey: configuration.sealingKey)
-        let handler = CTIDJobHandler(runtime: runtime, producer: producer, registry: registry, faces: faces, privateKey: configuration.privateKey)
+        let handler = CTIDJobHandler(runtime: runtime, producer: producer, registry: registry, faces: faces, privateKey: configuration.privateKey,
+                                     auditKeys: configuration.auditKeys)
         jobs = try JobConsumer(name: "ctid-jobs", runtime: runtime, topic: runtime.topics.ctidJobs,
                                // Prefixed like the topics, so deployments sharing a broker never share the group.
                                groupId: runtime.topics.prefix + "ctid-verifier",

@@ -44,7 +44,8 @@ public enum FaceGateCLI {
     auditors (FACEGATE_URL, FACEGATE_AUDITOR_KEY or FACEGATE_ADMIN_KEY)
       audit query [key=value...]                appId kind outcome userId deviceId from to limit cursor
       audit export [key=value...]               CSV on stdout
-      audit verify APP_ID
+      audit checkpoint APP_ID                   the chain head, signed: keep the output
+      audit verify APP_ID [--checkpoint FILE]   recompute the chain; with a kept checkpoint, also catch a removed tail
     """
 
     public static func run(_ arguments: [String], environment: Environment = Environment()) async -> Int32 {
@@ -200,8 +201,19 @@ public enum FaceGateCLI {
             try await auditor(environment).print("GET", "/v1/audit/transactions" + (try queryString(rest.dropFirst())))
         case ("audit", "export"):
             try await auditor(environment).stream("GET", "/v1/audit/transactions.csv" + (try queryString(rest.dropFirst())))
+        case ("audit", "checkpoint"):
+            try await auditor(environment).print("GET", "/v1/audit/checkpoint?appId=\(try argument(rest, 1, "APP_ID"))")
         case ("audit", "verify"):
-            try await auditor(environment).print("GET", "/v1/audit/verify?appId=\(try argument(rest, 1, "APP_ID"))")
+            var query = "appId=\(try argument(rest, 1, "APP_ID"))"
+            if let index = rest.firstIndex(of: "--checkpoint") {
+                guard index + 1 < rest.count else { throw CLIError("--checkpoint needs a FILE (the output of audit checkpoint)", exitCode: 2) }
+                guard let data = FileManager.default.contents(atPath: rest[index + 1]) else { throw CLIError("cannot read \(rest[index + 1])", exitCode: 1) }
+                // The saved output of `audit checkpoint`, or the bare token.
+                let saved = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+                let token = (saved?["checkpoint"] as? String ?? String(decoding: data, as: UTF8.self)).trimmingCharacters(in: .whitespacesAndNewlines)
+                query += "&checkpoint=" + token
+            }
+            try await auditor(environment).print("GET", "/v1/audit/verify?" + query)
         default:
             throw CLIError(usage, exitCode: 2)
         }

@@ -37,7 +37,8 @@ final class KioskFlow: Sendable {
         sealer = try Sealer(key: configuration.sealingKey)
         let key = try Ed25519PrivateKey(seed: configuration.signingKey)
         signingKey = JWTSigningKey(kid: KioskTokenKey.kidPrefix + JWTSigningKey.keyId(key.publicKey), privateKey: key)
-        transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger)
+        transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger,
+                                       keys: configuration.auditKeys)
         eventsTopic = runtime.topics.kioskEvents
         logger = runtime.logger
         replyTopics = runtime.topics
@@ -402,7 +403,7 @@ final class KioskFlow: Sendable {
                        customer_id = coalesce(customer_id, \(customerId)), updated_at = now()
                 WHERE id = \(id)
                 """)
-            if let transaction { try await TransactionLog.insert(transaction, in: connection) }
+            if let transaction { try await transactions.insert(transaction, in: connection) }
             return stored
         }
         session.state = state

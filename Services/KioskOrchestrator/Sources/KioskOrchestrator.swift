@@ -7,6 +7,7 @@ import ServiceKit
 public struct KioskConfiguration: Sendable {
     public var common: CommonConfiguration
     public var sessionTTLSeconds: Int
+    public var auditKeys: AuditKeys
     public var sealingKey: [UInt8]
     /// Identity tokens for approved or recognised customers are signed with the gateway's key.
     public var signingKey: [UInt8]
@@ -25,6 +26,7 @@ public struct KioskConfiguration: Sendable {
 
     public init(environment env: Environment) throws(ConfigurationError) {
         common = try CommonConfiguration(serviceName: "kiosk-orchestrator", defaultAdminPort: 9103, environment: env)
+        auditKeys = try AuditKeys(environment: env)
         sessionTTLSeconds = try env.int("FACEGATE_KIOSK_SESSION_TTL_SECONDS", default: 1800, range: 60...86400)
         sealingKey = try env.base64Key("FACEGATE_SEALING_KEY", bytes: 32)
         signingKey = try env.base64Key("FACEGATE_KIOSK_SIGNING_KEY", bytes: 32)
