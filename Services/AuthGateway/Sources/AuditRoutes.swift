@@ -173,12 +173,18 @@ extension GatewayContext {
                             body: .stream(stream))
     }
 
-    func verifyChain(_ request: HTTPRequest) async throws -> HTTPResponse {
+    /// The `appId` query parameter of a per-app auditor call, checked against the caller's scope.
+    private func auditedApp(_ request: HTTPRequest) async throws -> UUID {
         let scope = try await requireAuditor(request)
         guard let text = request.query["appId"], let appId = UUID(uuidString: text) else {
             throw APIError(.invalidRequest, "appId is required")
         }
         if let scope, !scope.contains(appId) { throw APIError(.forbidden, "this auditor key does not cover that app") }
+        return appId
+    }
+
+    func verifyChain(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let appId = try await auditedApp(request)
         let checkpoint = try request.query["checkpoint"].map { token in
             do {
                 let claims = try JWT.verify(token, as: AuditCheckpoint.self, keys: keySet, type: AuditCheckpoint.type,
@@ -195,12 +201,7 @@ extension GatewayContext {
     /// The app's chain head, signed: keep it (or take it from `audit.transactions.v1`) and pass it to
     /// `/v1/audit/verify` later.
     func checkpoint(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let scope = try await requireAuditor(request)
-        guard let text = request.query["appId"], let appId = UUID(uuidString: text) else {
-            throw APIError(.invalidRequest, "appId is required")
-        }
-        if let scope, !scope.contains(appId) { throw APIError(.forbidden, "this auditor key does not cover that app") }
-        return .json(try await signedCheckpoint(appId))
+        .json(try await signedCheckpoint(try await auditedApp(request)))
     }
 
     struct SignedCheckpoint: Encodable {
