@@ -31,6 +31,7 @@ public enum Schema {
         Step(version: 8, name: "device binding by DPoP key", sql: deviceBinding),
         Step(version: 9, name: "key expiry and idempotent creates", sql: keyExpiryAndIdempotency),
         Step(version: 10, name: "keyed audit chain", sql: keyedAuditChain),
+        Step(version: 11, name: "per-service grants", sql: perServiceGrants),
     ]
 
     static let core = """
@@ -376,5 +377,38 @@ public enum Schema {
     -- The audit chain becomes keyed (HMAC-SHA256 under a key the database never holds); each row names its
     -- key. Rows from before stay SHA-256 chained and verify as such, but none may follow a keyed row.
     ALTER TABLE transactions ADD COLUMN hash_key_id text;
+    """
+
+    static let perServiceGrants = """
+    -- Each service's login gets what its own code uses, and nothing more; facegate_service keeps only the schema
+    -- and the gallery sequence. (Referential cascades run as the table owner, so deleting a user needs no grant
+    -- on the tables that follow it.)
+    REVOKE SELECT, INSERT, UPDATE, DELETE, TRUNCATE ON ALL TABLES IN SCHEMA public FROM facegate_service;
+    -- auth-gateway: the public API.
+    GRANT SELECT, INSERT, UPDATE ON apps, api_keys, device_credentials TO facegate_gateway;
+    GRANT SELECT, INSERT, DELETE ON users, used_token_ids, ctid_serials, used_liveness_frames TO facegate_gateway;
+    GRANT SELECT, DELETE ON face_templates, kiosk_sessions TO facegate_gateway;
+    GRANT SELECT, INSERT ON gallery_tombstones, devices TO facegate_gateway;
+    GRANT SELECT ON kiosk_events TO facegate_gateway;
+    GRANT SELECT, INSERT, UPDATE ON usage_counters TO facegate_gateway;
+    GRANT SELECT, INSERT, UPDATE, DELETE ON attempt_counters, login_confirmations, one_time_challenges, idempotent_requests
+        TO facegate_gateway;
+    -- matcher-worker: reads the galleries, writes templates (enrollment) and its redelivery record.
+    GRANT SELECT ON apps, users, gallery_tombstones TO facegate_matcher;
+    GRANT SELECT, INSERT ON face_templates, processed_messages TO facegate_matcher;
+    -- ctid-verifier: spends serials, keeps the registry.
+    GRANT SELECT ON apps TO facegate_ctid;
+    GRANT SELECT, UPDATE ON ctid_serials TO facegate_ctid;
+    GRANT SELECT, INSERT, UPDATE ON ctid_registry TO facegate_ctid;
+    GRANT SELECT, INSERT ON processed_messages TO facegate_ctid;
+    -- kiosk-orchestrator: sessions and their events, new customers.
+    GRANT SELECT ON apps, face_templates TO facegate_kiosk;
+    GRANT SELECT, INSERT, DELETE ON users TO facegate_kiosk;
+    GRANT SELECT, INSERT, UPDATE, DELETE ON kiosk_sessions TO facegate_kiosk;
+    GRANT SELECT, INSERT ON kiosk_events TO facegate_kiosk;
+    -- The requesters' reply partitions, and the audit trail: appended and read, never changed.
+    GRANT SELECT, INSERT, UPDATE, DELETE ON reply_partition_leases TO facegate_gateway, facegate_ctid, facegate_kiosk;
+    GRANT SELECT, INSERT ON transactions TO facegate_gateway, facegate_ctid, facegate_kiosk;
+    GRANT SELECT, INSERT, UPDATE ON transaction_chain_heads TO facegate_gateway, facegate_ctid, facegate_kiosk;
     """
 }

@@ -140,18 +140,25 @@ extension GatewayContext {
     /// a flagged or locked credential is recovered.
     private func storeCredential(_ credential: NewCredential, app: UUID, user: UUID, device: String) async throws -> UUID {
         let credentialId = UUID()
-        let stored = try await database.withTransaction { connection in
-            let owner = try await connection.query("SELECT 1 FROM users WHERE id = \(user) AND app_id = \(app) FOR SHARE")
-            guard owner.first != nil else { return false }
-            _ = try await connection.query("""
-                UPDATE device_credentials SET revoked_at = now()
-                WHERE app_id = \(app) AND user_id = \(user) AND device_id = \(device) AND revoked_at IS NULL
-                """)
-            _ = try await connection.query("""
-                INSERT INTO device_credentials (id, app_id, user_id, device_id, public_key, policy, attestation)
-                VALUES (\(credentialId), \(app), \(user), \(device), \(credential.publicKey.spkiDER), \(credential.policy.rawValue), \(credential.attestation))
-                """)
-            return true
+        // The user's row is not locked here (that would need UPDATE on users): the foreign key takes its lock, so
+        // a user deleted meanwhile makes the insert fail, or the deletion takes the new credential with it.
+        let stored: Bool
+        do {
+            stored = try await database.withTransaction { connection in
+                let owner = try await connection.query("SELECT 1 FROM users WHERE id = \(user) AND app_id = \(app)")
+                guard owner.first != nil else { return false }
+                _ = try await connection.query("""
+                    UPDATE device_credentials SET revoked_at = now()
+                    WHERE app_id = \(app) AND user_id = \(user) AND device_id = \(device) AND revoked_at IS NULL
+                    """)
+                _ = try await connection.query("""
+                    INSERT INTO device_credentials (id, app_id, user_id, device_id, public_key, policy, attestation)
+                    VALUES (\(credentialId), \(app), \(user), \(device), \(credential.publicKey.spkiDER), \(credential.policy.rawValue), \(credential.attestation))
+                    """)
+                return true
+            }
+        } catch let error as PostgresError where error.isForeignKeyViolation {
+            stored = false
         }
         guard stored else { throw APIError(.notFound, "the user no longer exists in this app") }
         return credentialId
