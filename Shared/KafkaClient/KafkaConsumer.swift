@@ -173,6 +173,39 @@ public final class KafkaConsumer: Sendable {
         return (low, high)
     }
 
+    /// The group's committed offset of each partition (nil where nothing is committed yet), asked of the
+    /// broker. Blocks the calling thread.
+    public func committedOffsets(
+        for partitions: [KafkaTopicPartition], timeoutMilliseconds: Int = 10_000
+    ) throws(KafkaError) -> [Int64?] {
+        try ensureOpen()
+        guard !partitions.isEmpty else { return [] }
+        guard let list = rd_kafka_topic_partition_list_new(Int32(partitions.count)) else { throw KafkaError.invalidArgument("allocation") }
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        for partition in partitions { rd_kafka_topic_partition_list_add(list, partition.topic, partition.partition) }
+        let err = rd_kafka_committed(client.handle, list, Int32(clamping: timeoutMilliseconds))
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err) }
+        return (0..<Int(list.pointee.cnt)).map { index in
+            let offset = list.pointee.elems[index].offset
+            return offset >= 0 ? offset : nil
+        }
+    }
+
+    /// How far the group is behind on each partition assigned here: the high watermark minus the committed
+    /// offset (the low watermark where nothing is committed). Asked of the broker on a thread of its own.
+    public func lag() async throws(KafkaError) -> [(partition: KafkaTopicPartition, messages: Int64)] {
+        let partitions = assignment
+        return try await runOnDedicatedThread(name: "kafka-lag") { () throws(KafkaError) -> [(partition: KafkaTopicPartition, messages: Int64)] in
+            let committed = try self.committedOffsets(for: partitions)
+            var lags: [(partition: KafkaTopicPartition, messages: Int64)] = []
+            for (partition, offset) in zip(partitions, committed) {
+                let marks = try self.watermarkOffsets(for: partition)
+                lags.append((partition, max(0, marks.high - (offset ?? marks.low))))
+            }
+            return lags
+        }
+    }
+
     /// Commits stored offsets, leaves the group, stops every stream. Idempotent; blocks the caller
     /// while a poll in progress finishes and the group is left. The C handle is destroyed when the
     /// last reference goes away.

@@ -30,6 +30,8 @@ public final class JobConsumer: Service {
     private let handler: @Sendable (KafkaMessage) async -> JobDisposition
     private let messages: MessageAuthenticator
     private let loop = Mutex<Task<Void, Never>?>(nil)
+    private let lagWatch = Mutex<Task<Void, Never>?>(nil)
+    private let lag: Gauge
     private let tracker = OffsetTracker()
     private let processed: Counter
     private let duration: Histogram
@@ -55,6 +57,7 @@ public final class JobConsumer: Service {
         messages = runtime.messages
         processed = runtime.metrics.counter("facegate_jobs_total", help: "Jobs handled, by topic and disposition")
         duration = runtime.metrics.histogram("facegate_job_seconds", help: "Job handling time, by topic")
+        lag = runtime.metrics.gauge("facegate_consumer_lag", help: "Messages not yet handled on the partitions this member holds, by topic and partition")
         failures = runtime.failures
         runtime.readiness.add("consumer:\(name)") { [weak self] in self?.running.load(ordering: .relaxed) ?? false }
     }
@@ -69,6 +72,26 @@ public final class JobConsumer: Service {
             if !stopping.load(ordering: .relaxed) { failures.report(name, "the job loop ended") }
         }
         loop.withLock { $0 = task }
+        lagWatch.withLock { $0 = Task { [self] in await watchLag(every: .seconds(15)) } }
+    }
+
+    /// Publishes the group's lag on this member's partitions (what an autoscaler scales on); partitions
+    /// that moved to another member drop to 0 here, their new holder reports them.
+    private func watchLag(every interval: Duration) async {
+        var reported: Set<String> = []
+        while !Task.isCancelled {
+            if let lags = try? await consumer.lag() {
+                var current: Set<String> = []
+                for (partition, messages) in lags {
+                    let key = String(partition.partition)
+                    current.insert(key)
+                    lag.set(Double(messages), ["topic": partition.topic, "partition": key])
+                }
+                for gone in reported.subtracting(current) { lag.set(0, ["topic": topic, "partition": gone]) }
+                reported = current
+            }
+            try? await Task.sleep(for: interval)
+        }
     }
 
     /// Waits until the group has given this member partitions (tests; joins take seconds).
@@ -148,6 +171,7 @@ public final class JobConsumer: Service {
 
     public func shutdown() async {
         stopping.store(true, ordering: .relaxed)
+        lagWatch.withLock { $0 }?.cancel()
         consumer.close()
         let task = loop.withLock { $0 }
         await task?.value

@@ -146,7 +146,10 @@ import Testing
             #expect(!String(decoding: keys.body, as: UTF8.self).contains("fgo_"))
             #expect(items.first { $0["operatorKeyId"] as? String == scopedId }?["appIds"] as? [String] == [appA.id])
             #expect(try await stack.call("DELETE", "/v1/operator-keys/\(scopedId)", bearer: global).status == 204)
-            #expect(try await stack.call("GET", "/v1/apps/\(appA.id)", bearer: scopedKey).errorCode == "UNAUTHORIZED")
+            let refused = try await stack.call("GET", "/v1/apps/\(appA.id)", bearer: scopedKey)
+            #expect(refused.errorCode == "UNAUTHORIZED")
+            // A failed authentication is in the trail too (platform chain, no key named).
+            let refusal = try #require((refused.json["error"] as? [String: Any])?["transactionId"] as? String)
             #expect(try await stack.call("DELETE", "/v1/operator-keys/\(UUID().uuidString)", bearer: global).status == 404)
             let revoked = try await stack.call("GET", "/v1/operator-keys", bearer: global).json["items"] as? [[String: Any]] ?? []
             #expect(revoked.first { $0["operatorKeyId"] as? String == scopedId }?["revokedAt"] is String)
@@ -162,6 +165,14 @@ import Testing
             #expect(try await stack.call("DELETE", "/v1/auditors/\(auditorId)", bearer: stack.adminKey).status == 204)
             #expect(try await stack.call("GET", "/v1/audit/transactions?appId=\(appA.id)", bearer: auditorKey).status == 401)
 
+            // An auditor key given no apps reads none (default deny); allApps reads them all.
+            let blind = try #require(try await create("/v1/auditors", ["name": "no apps"]).string("auditorKey"))
+            #expect(try await stack.call("GET", "/v1/audit/transactions?appId=\(appA.id)", bearer: blind).status == 403)
+            #expect((try await stack.call("GET", "/v1/audit/transactions", bearer: blind).json["items"] as? [Any])?.isEmpty == true)
+            let everywhere = try #require(try await create("/v1/auditors", ["name": "all apps", "allApps": true]).string("auditorKey"))
+            #expect(try await stack.call("GET", "/v1/audit/verify?appId=\(appB.id)", bearer: everywhere).status == 200)
+            #expect(try await create("/v1/auditors", ["name": "both", "allApps": true, "appIds": [appA.id]]).status == 400)
+
             // Expired by now.
             try await Task.sleep(for: .seconds(2.2))
             #expect(try await stack.call("GET", "/v1/apps", bearer: expiring).status == 401)
@@ -173,6 +184,8 @@ import Testing
             #expect(kinds.filter { $0 == "operator-key.create" }.count == 3)
             #expect(kinds.contains("operator-key.revoke"))
             #expect(kinds.contains("auditor-key.create") && kinds.contains("auditor-key.revoke"))
+            let refusals = (platform.json["items"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "auth.refused" }
+            #expect(refusals.contains { $0["transactionId"] as? String == refusal && $0["outcome"] as? String == "UNAUTHORIZED" })
 
             // Idempotent creates: the same key and body answer the first answer again, secrets included.
             let once = ["Idempotency-Key": "app-\(UUID())"]

@@ -13,6 +13,25 @@ import Testing
         }
     }
 
+    /// Lag is what the group has not committed yet: everything at first, less once offsets are committed.
+    @Test(.timeLimit(.minutes(2)))
+    func lagCountsWhatTheGroupHasNotCommitted() async throws {
+        let configuration = try TestBroker.configuration()
+        let topic = try await TestBroker.makeTopics("lag", partitions: [1], configuration: configuration)[0]
+        let producer = try KafkaProducer(configuration: configuration)
+        defer { producer.close() }
+        for index in 0..<5 { _ = try await producer.send(KafkaRecord(topic: topic, partition: 0, key: nil, value: "m\(index)".bytes)) }
+        let consumer = try KafkaConsumer(configuration: configuration, groupId: TestBroker.uniqueName("lag"))
+        defer { consumer.close() }
+        try consumer.subscribe([topic])
+        try await consumer.waitForAssignment(timeout: .seconds(60))
+        #expect(try await consumer.lag().map(\.messages) == [5])
+        let read = try await TestBroker.collect(2, from: consumer)
+        try consumer.storeOffset(read[1])
+        try consumer.commit()
+        #expect(try await consumer.lag().map(\.messages) == [3])
+    }
+
     @Test(.timeLimit(.minutes(2)))
     func membersSplitPartitionsAndUnstoredMessagesMoveToTheSurvivor() async throws {
         let configuration = try TestBroker.configuration()

@@ -143,6 +143,14 @@ struct AttemptGuard: Sendable {
 }
 
 extension ErrorCode {
+    /// The caller's credentials (operator, auditor or app-server key, access token) were missing or wrong.
+    var refusesCredentials: Bool {
+        switch self {
+        case .unauthorized, .accessTokenInvalid, .accessTokenExpired: true
+        default: false
+        }
+    }
+
     /// A refusal on the merits of the attempt: it stays counted against its subjects.
     var isFailedAttempt: Bool {
         switch self {

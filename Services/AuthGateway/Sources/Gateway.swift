@@ -107,7 +107,9 @@ final class GatewayContext: Sendable {
     }
 
     func registerRoutes(on router: Router) {
-        let router = APIRoutes(router: router, idempotency: idempotentRequests)
+        let router = APIRoutes(router: router, idempotency: idempotentRequests) { [self] request, error in
+            await recordRefusedCredentials(request, error)
+        }
         registerOperatorRoutes(on: router)
         registerAppServerRoutes(on: router)
         registerFaceLoginRoutes(on: router)
@@ -122,6 +124,21 @@ final class GatewayContext: Sendable {
         registerKioskLoginRoutes(on: router)
         registerKeyRoutes(on: router)
         registerFaceVerifyRoutes(on: router)
+    }
+
+    /// A failed authentication, on the platform chain (`auth.refused`, the code as outcome, the route): no
+    /// credential, app or user is named, since none was proven.
+    func recordRefusedCredentials(_ request: HTTPRequest, _ error: APIError) async -> UUID? {
+        let record = TransactionRecord(id: UUID(), appId: platformAppId, kind: "auth.refused", outcome: error.code.rawValue, userId: nil,
+                                       deviceId: nil, clientIp: clientAddress(request), score: nil, latencyMs: 0,
+                                       detail: ["route": request.method + " " + request.path])
+        do {
+            try await transactions.append(record)
+            return record.id
+        } catch {
+            logger.warning("refused authentication not recorded", ["error": "\(error)"])
+            return nil
+        }
     }
 
     /// Deletes single-use records that can no longer be used: spent or expired token ids (the token's own
@@ -150,12 +167,15 @@ final class GatewayContext: Sendable {
 }
 
 /// Registers handlers that may throw `APIError`, turning it into the wire's error envelope.
-/// A route marked `idempotent` honours `Idempotency-Key` (creating POSTs).
+/// A route marked `idempotent` honours `Idempotency-Key` (creating POSTs). A call refused for its credentials
+/// before any transaction was written for it is recorded by `refusal` (the trail shows failed authentications too).
 struct APIRoutes {
     let router: Router
     let idempotency: IdempotentRequests
+    let refusal: @Sendable (HTTPRequest, APIError) async -> UUID?
 
     func add(_ method: String, _ pattern: String, maxBodyBytes: Int? = nil, idempotent: Bool = false, _ handler: @escaping HTTPHandler) {
+        let refusal = refusal
         let wire: HTTPHandler = { request in
             // The caller's trace (W3C traceparent), or a new one: every job this call sends carries it.
             let trace = request.headers["traceparent"].flatMap(TraceContext.init(traceparent:)) ?? .random()
@@ -163,7 +183,7 @@ struct APIRoutes {
                 do {
                     return try await handler(request)
                 } catch let error as APIError {
-                    throw error.http(transactionId: nil)
+                    throw error.http(transactionId: error.code.refusesCredentials ? await refusal(request, error) : nil)
                 }
             }
         }

@@ -35,6 +35,8 @@ extension GatewayContext {
     struct CreateKeyBody: Decodable {
         var name: String
         var appIds: [UUID]?
+        /// Auditor keys: every app. Without it and without `appIds` an auditor key covers no app (default deny).
+        var allApps: Bool?
         /// Seconds from now (API.md), or an absolute time.
         var expiresIn: Int?
         var expiresAt: Date?
@@ -50,18 +52,21 @@ extension GatewayContext {
         let expiresAt = body.expiresAt ?? body.expiresIn.map { Date(timeIntervalSinceNow: TimeInterval($0)) }
         if let expiresAt, expiresAt <= Date() { throw APIError(.invalidRequest, "expiresAt must be in the future") }
         if let appIds = body.appIds {
-            guard (1...1000).contains(appIds.count) else { throw APIError(.invalidRequest, "appIds must name 1–1000 apps, or be left out for every app") }
+            guard (1...1000).contains(appIds.count) else { throw APIError(.invalidRequest, "appIds must name 1–1000 apps") }
             for appId in appIds where try await apps.find(appId) == nil { throw APIError(.invalidRequest, "no app \(appId.wire)") }
         }
+        // An operator key without apps is for every app; an auditor key reads only what it is given.
+        if body.allApps == true, body.appIds != nil { throw APIError(.invalidRequest, "send appIds or allApps, not both") }
+        let appIds = role == .auditor && body.allApps != true ? body.appIds ?? [] : body.appIds
         let secret = newSecret(prefix: role.prefix)
         let keyId = UUID()
         return try await recorded(request, kind: "\(role.rawValue)-key.create", appId: platformAppId) { draft in
             _ = try await database.query("""
                 INSERT INTO api_keys (id, role, name, key_hash, app_ids, expires_at) VALUES (\(keyId), \(role.column), \(name),
-                \(SHA256.hash(Array(secret.utf8))), \(body.appIds.map(Self.arrayLiteral))::uuid[], \(expiresAt))
+                \(SHA256.hash(Array(secret.utf8))), \(appIds.map(Self.arrayLiteral))::uuid[], \(expiresAt))
                 """)
             draft.detail = ["keyId": keyId.wire, "name": name]
-            let appIds = body.appIds?.map(\.wire)
+            let appIds = appIds?.map(\.wire)
             if role == .auditor {
                 struct Created: Encodable { var auditorId: String; var auditorKey: String; var name: String; var appIds: [String]?; var expiresAt: Date? }
                 return .json(Created(auditorId: keyId.wire, auditorKey: secret, name: name, appIds: appIds, expiresAt: expiresAt), status: 201)

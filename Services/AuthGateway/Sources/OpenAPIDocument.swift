@@ -310,7 +310,8 @@ enum OpenAPIDocument {
         "checkpoint": {"type": "string", "description": "The same, signed: a JWT (EdDSA, typ facegate-checkpoint+jwt, key in the JWKS); keep it outside the database and pass it to verify later"}}},
       "NewKey": {"type": "object", "required": ["name"], "properties": {
         "name": {"type": "string", "minLength": 1, "maxLength": 200},
-        "appIds": {"type": "array", "minItems": 1, "maxItems": 1000, "items": {"type": "string", "format": "uuid"}, "description": "The apps the key covers; absent: every app"},
+        "appIds": {"type": "array", "minItems": 1, "maxItems": 1000, "items": {"type": "string", "format": "uuid"}, "description": "The apps the key covers; absent: every app for an operator key, no app for an auditor key (unless allApps)"},
+        "allApps": {"type": "boolean", "description": "Auditor keys: read every app (instead of appIds)"},
         "expiresIn": {"type": "integer", "minimum": 1, "maximum": 315360000, "description": "Seconds from now (or expiresAt, not both); both absent: never expires"},
         "expiresAt": {"type": "string", "format": "date-time", "description": "In the future; both absent: never expires"}}},
       "CreatedOperatorKey": {"type": "object", "required": ["operatorKeyId", "operatorKey"], "properties": {

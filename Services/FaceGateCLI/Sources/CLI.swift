@@ -38,7 +38,7 @@ public enum FaceGateCLI {
       device reset APP_ID DEVICE_ID
     keys (FACEGATE_ADMIN_KEY covering every app)
       operator-key create NAME [APP_ID...] [--expires T]   no APP_ID: every app; T: RFC 3339 time
-      auditor create NAME [APP_ID...] [--expires T]
+      auditor create NAME (APP_ID... | --all-apps) [--expires T]
       operator-key list | auditor list          never the secrets
       operator-key revoke KEY_ID | auditor revoke AUDITOR_ID
     auditors (FACEGATE_URL, FACEGATE_AUDITOR_KEY or FACEGATE_ADMIN_KEY)
@@ -188,6 +188,10 @@ public enum FaceGateCLI {
                 }
                 body["expiresAt"] = arguments[index + 1]
                 arguments.removeSubrange(index...index + 1)
+            }
+            if let index = arguments.firstIndex(of: "--all-apps") {
+                body["allApps"] = true
+                arguments.remove(at: index)
             }
             body["name"] = try argument(arguments, 0, "NAME")
             if arguments.count > 1 { body["appIds"] = Array(arguments.dropFirst()) }
