@@ -28,6 +28,11 @@ for service in auth-gateway matcher-worker ctid-verifier kiosk-orchestrator; do
   public="$(openssl pkey -inform DER -in "${der}" -pubout -outform DER | tail -c 32 | base64 -w0)"
   service_public_keys="${service_public_keys}${service_public_keys:+,}${service}=${public}"
 done
+
+# The kiosk-orchestrator's token key: the seed to the kiosk-orchestrator, the public key to the gateway.
+openssl genpkey -algorithm ed25519 -outform DER -out "${der}" 2> /dev/null
+kiosk_seed="$(tail -c 32 "${der}" | base64 -w0)"
+kiosk_public="$(openssl pkey -inform DER -in "${der}" -pubout -outform DER | tail -c 32 | base64 -w0)"
 rm -f "${der}"
 
 while IFS= read -r line; do
@@ -36,6 +41,9 @@ while IFS= read -r line; do
     POSTGRES_PASSWORD=|DB_PASSWORD_*=)
                                  echo "${line}$(random_hex 24)" ;;
     FACEGATE_SIGNING_KEY=)       echo "FACEGATE_SIGNING_KEY=$(random_base64)" ;;
+    FACEGATE_KIOSK_SIGNING_KEY=) echo "FACEGATE_KIOSK_SIGNING_KEY=${kiosk_seed}" ;;
+    FACEGATE_KIOSK_PUBLIC_KEYS=) echo "FACEGATE_KIOSK_PUBLIC_KEYS=${kiosk_public}" ;;
+    FACEGATE_AUDIT_KEY=)         echo "FACEGATE_AUDIT_KEY=$(random_base64)" ;;
     FACEGATE_SEALING_KEY=)       echo "FACEGATE_SEALING_KEY=$(random_base64)" ;;
     FACEGATE_CTID_PRIVATE_KEY=)  echo "FACEGATE_CTID_PRIVATE_KEY=${ctid_private}" ;;
     FACEGATE_CTID_PUBLIC_KEY=)   echo "FACEGATE_CTID_PUBLIC_KEY=${ctid_public}" ;;

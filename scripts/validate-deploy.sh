@@ -3,7 +3,8 @@
 # called by `make test`; no Docker engine or cluster needed.
 #   1. installs the pinned tools of deploy/validate/requirements.txt into .run/deploy-venv
 #      (once; again when the requirements change) — the only step that needs PyPI;
-#   2. validates every file, one line per file (deploy/validate/validate_deploy.py);
+#   2. validates every file, one line per file (deploy/validate/validate_deploy.py), the optional
+#      Kustomize components (deploy/k8s/kafka-tls) rendered onto both Kubernetes layouts;
 #   3. runs Tests/deploy: broken copies of the files must fail validation, the container
 #      entrypoint / health check behave as documented, and the topic script creates the
 #      contract's topics on the broker named by FACEGATE_TEST_KAFKA_BROKERS (required).

@@ -237,6 +237,175 @@ class ValidatorTests(unittest.TestCase):
         self.assert_rejected("deploy/k8s/secret.example.yaml",
                              "service-key-ctid-verifier is missing: ctid-verifier's message-signing key (FACEGATE_SERVICE_KEY)")
 
+    # -- token keys and the audit key (Kubernetes) -------------------------------------------
+
+    KIOSK_KEY_ENTRY = ("            - name: FACEGATE_KIOSK_SIGNING_KEY\n              valueFrom:\n                secretKeyRef:\n"
+                       "                  name: facegate-secrets\n                  key: kiosk-signing-key\n")
+    KIOSK_PUBLIC_ENTRY = ("            - name: FACEGATE_KIOSK_PUBLIC_KEYS\n              valueFrom:\n                configMapKeyRef:\n"
+                          "                  name: facegate-kiosk-public-keys\n                  key: FACEGATE_KIOSK_PUBLIC_KEYS\n")
+    AUDIT_KEY_ENTRY = ("            - name: FACEGATE_AUDIT_KEY\n              valueFrom:\n                secretKeyRef:\n"
+                       "                  name: facegate-secrets\n                  key: audit-key\n")
+    PREVIOUS_AUDIT_ENTRY = ("            - name: FACEGATE_PREVIOUS_AUDIT_KEYS\n              valueFrom:\n                secretKeyRef:\n"
+                            "                  name: facegate-secrets\n                  key: previous-audit-keys\n"
+                            "                  optional: true\n")
+
+    def test_kiosk_with_the_gateways_signing_key_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/kiosk-orchestrator.yaml", self.KIOSK_KEY_ENTRY,
+                  self.KIOSK_KEY_ENTRY.replace("FACEGATE_KIOSK_SIGNING_KEY", "FACEGATE_SIGNING_KEY").replace("kiosk-signing-key", "signing-key"))
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Deployment/kiosk-orchestrator/kiosk-orchestrator: FACEGATE_SIGNING_KEY does not belong to kiosk-orchestrator")
+        output = self.run_validator().stdout
+        self.assertIn("Deployment/kiosk-orchestrator/kiosk-orchestrator: required FACEGATE_KIOSK_SIGNING_KEY is not set", output)
+        self.assertIn("Deployment/kiosk-orchestrator/kiosk-orchestrator: reads secret key signing-key (FACEGATE_SIGNING_KEY,"
+                      " the gateway's token key) as FACEGATE_SIGNING_KEY; it runs kiosk-orchestrator, and only auth-gateway gets it", output)
+
+    def test_kiosk_reading_the_gateways_key_under_its_own_name_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/kiosk-orchestrator.yaml", "key: kiosk-signing-key", "key: signing-key")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Deployment/kiosk-orchestrator/kiosk-orchestrator: reads secret key signing-key (FACEGATE_SIGNING_KEY,"
+                             " the gateway's token key) as FACEGATE_KIOSK_SIGNING_KEY; it runs kiosk-orchestrator, and only auth-gateway gets it")
+
+    def test_gateway_with_the_kiosk_signing_key_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/auth-gateway.yaml", self.KIOSK_PUBLIC_ENTRY, self.KIOSK_PUBLIC_ENTRY + self.KIOSK_KEY_ENTRY)
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Deployment/auth-gateway/auth-gateway: FACEGATE_KIOSK_SIGNING_KEY does not belong to auth-gateway")
+
+    def test_kiosk_public_keys_given_to_another_service_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/ctid-verifier.yaml", self.AUDIT_KEY_ENTRY, self.AUDIT_KEY_ENTRY + self.KIOSK_PUBLIC_ENTRY)
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Deployment/ctid-verifier/ctid-verifier: FACEGATE_KIOSK_PUBLIC_KEYS does not belong to ctid-verifier")
+
+    def test_gateway_without_the_kiosk_public_keys_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/auth-gateway.yaml", self.KIOSK_PUBLIC_ENTRY, "")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Deployment/auth-gateway/auth-gateway: required FACEGATE_KIOSK_PUBLIC_KEYS is not set")
+
+    def test_malformed_kiosk_public_key_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/kiosk-public-keys.env", "FACEGATE_KIOSK_PUBLIC_KEYS=CHANGE-ME",
+                  "FACEGATE_KIOSK_PUBLIC_KEYS=O2onvM62pC1io6jQKm8Nc2UyFXcd4kOmOsBIoYtZ2ik=,c2hvcnQ=")
+        self.assert_rejected("deploy/k8s/base/kiosk-public-keys.env",
+                             "FACEGATE_KIOSK_PUBLIC_KEYS entry 'c2hvcnQ=' is not base64 of a 32-byte Ed25519 public key")
+
+    def test_audit_writer_without_the_audit_key_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/ctid-verifier.yaml", self.AUDIT_KEY_ENTRY, "")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Deployment/ctid-verifier/ctid-verifier: required FACEGATE_AUDIT_KEY is not set")
+
+    def test_audit_key_given_to_a_matcher_shard_is_rejected(self) -> None:
+        self.edit("deploy/k8s/sharded/matcher-worker-shard-0.yaml", "            - name: FACEGATE_SEALING_KEY\n",
+                  self.AUDIT_KEY_ENTRY + "            - name: FACEGATE_SEALING_KEY\n")
+        self.assert_rejected("deploy/k8s/sharded (kubectl kustomize)",
+                             "Deployment/matcher-worker-shard-0/matcher-worker: FACEGATE_AUDIT_KEY does not belong to matcher-worker")
+        self.assertIn("Deployment/matcher-worker-shard-0/matcher-worker: reads secret key audit-key (FACEGATE_AUDIT_KEY, the audit"
+                      " chain key) as FACEGATE_AUDIT_KEY; it runs matcher-worker, and only auth-gateway, ctid-verifier,"
+                      " kiosk-orchestrator get it", self.run_validator().stdout)
+
+    def test_audit_key_under_another_name_in_the_migrate_job_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/migrate-job.yaml", "                  key: migrator-database-url\n          resources:",
+                  "                  key: migrator-database-url\n"
+                  + self.AUDIT_KEY_ENTRY.replace("name: FACEGATE_AUDIT_KEY", "name: CHAIN_KEY") + "          resources:")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Job/facegate-migrate/migrate: reads secret key audit-key (FACEGATE_AUDIT_KEY, the audit chain key)"
+                             " as CHAIN_KEY; it runs facegate, and only auth-gateway, ctid-verifier, kiosk-orchestrator get it")
+
+    def test_audit_key_mounted_into_the_matcher_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/matcher-worker.yaml", "      volumes:\n",
+                  "      volumes:\n        - name: chain\n          secret:\n            secretName: facegate-secrets\n"
+                  "            items:\n              - key: audit-key\n                path: audit-key\n")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Deployment/matcher-worker: volume chain mounts audit-key (FACEGATE_AUDIT_KEY) into a pod running"
+                             " matcher-worker; only auth-gateway, ctid-verifier, kiosk-orchestrator get it")
+
+    def test_audit_writers_with_different_keys_are_rejected(self) -> None:
+        self.edit("deploy/k8s/base/kiosk-orchestrator.yaml", self.AUDIT_KEY_ENTRY,
+                  self.AUDIT_KEY_ENTRY.replace("name: facegate-secrets", "name: kiosk-audit"))
+        self.assert_rejected("deploy/k8s (kubectl kustomize)", "the audit writers are given different FACEGATE_AUDIT_KEY")
+
+    def test_previous_audit_keys_on_one_writer_missing_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/kiosk-orchestrator.yaml", self.PREVIOUS_AUDIT_ENTRY, "")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "missing on Deployment/kiosk-orchestrator/kiosk-orchestrator): set it on all three alike")
+
+    def test_audit_key_written_into_a_deployment_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/auth-gateway.yaml", self.AUDIT_KEY_ENTRY,
+                  "            - name: FACEGATE_AUDIT_KEY\n              value: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Deployment/auth-gateway/auth-gateway: FACEGATE_AUDIT_KEY (the audit chain key) comes from a value"
+                             " written into the manifest; a secret is read from a Secret (secretKeyRef)")
+
+    def test_audit_key_in_the_shared_config_is_rejected(self) -> None:
+        path = self.root / "deploy/k8s/base/config.env"
+        path.write_text(path.read_text() + "FACEGATE_AUDIT_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n")
+        self.assert_rejected("deploy/k8s/base/config.env",
+                             "FACEGATE_AUDIT_KEY is a secret (the audit chain key): it belongs in the Secret facegate-secrets")
+
+    def test_required_audit_key_made_optional_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/ctid-verifier.yaml", self.AUDIT_KEY_ENTRY,
+                  self.AUDIT_KEY_ENTRY + "                  optional: true\n")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)",
+                             "Deployment/ctid-verifier/ctid-verifier: FACEGATE_AUDIT_KEY is optional; ctid-verifier refuses to start"
+                             " without it")
+
+    def test_example_secret_without_the_audit_key_is_rejected(self) -> None:
+        self.edit("deploy/k8s/secret.example.yaml", '  audit-key: "base64 of 32 random bytes"\n', "")
+        self.assert_rejected("deploy/k8s/secret.example.yaml", "audit-key is missing: FACEGATE_AUDIT_KEY (the audit chain key)")
+
+    # -- Kafka TLS/SASL (the component deploy/k8s/kafka-tls) --------------------------------
+
+    TLS = "deploy/k8s/kafka-tls/kustomization.yaml"
+    TLS_LAYOUT = "deploy/k8s + deploy/k8s/kafka-tls (kubectl kustomize)"
+    TLS_SHARDED = "deploy/k8s/sharded + deploy/k8s/kafka-tls (kubectl kustomize)"
+
+    def test_kafka_password_written_into_the_component_is_rejected(self) -> None:
+        self.edit(self.TLS, "                    valueFrom:\n                      secretKeyRef:\n"
+                  "                        name: facegate-secrets\n                        key: kafka-password-auth-gateway\n",
+                  "                    value: hunter2\n")
+        self.assert_rejected(self.TLS_LAYOUT,
+                             "Deployment/auth-gateway/auth-gateway: FACEGATE_KAFKA_SASL_PASSWORD (a Kafka SASL password) comes from"
+                             " a value written into the manifest")
+
+    def test_kafka_password_of_another_service_is_rejected(self) -> None:
+        self.edit(self.TLS, "key: kafka-password-ctid-verifier", "key: kafka-password-auth-gateway")
+        self.assert_rejected(self.TLS_LAYOUT,
+                             "Deployment/ctid-verifier/ctid-verifier: reads secret key kafka-password-auth-gateway, auth-gateway's"
+                             " Kafka SASL password, as FACEGATE_KAFKA_SASL_PASSWORD; it runs ctid-verifier")
+
+    def test_unknown_kafka_security_protocol_is_rejected(self) -> None:
+        self.edit(self.TLS, "value: sasl_ssl", "value: sasl_tls")
+        self.assert_rejected(self.TLS_LAYOUT,
+                             "Deployment/auth-gateway/auth-gateway: FACEGATE_KAFKA_SECURITY_PROTOCOL=sasl_tls is not one of"
+                             " plaintext|sasl_plaintext|sasl_ssl|ssl")
+
+    def test_sasl_without_a_password_is_rejected(self) -> None:
+        self.edit(self.TLS, "                  - name: FACEGATE_KAFKA_SASL_PASSWORD\n                    valueFrom:\n"
+                  "                      secretKeyRef:\n                        name: facegate-secrets\n"
+                  "                        key: kafka-password-matcher-worker\n", "")
+        self.assert_rejected(self.TLS_SHARDED,
+                             "Deployment/matcher-worker-shard-1/matcher-worker: FACEGATE_KAFKA_SECURITY_PROTOCOL=sasl_ssl needs"
+                             " FACEGATE_KAFKA_SASL_PASSWORD")
+
+    def test_kafka_ca_outside_any_mount_is_rejected(self) -> None:
+        self.edit(self.TLS, "value: /etc/facegate/kafka/ca.crt", "value: /etc/kafka/ca.crt")
+        self.assert_rejected(self.TLS_LAYOUT,
+                             "Deployment/auth-gateway/auth-gateway: FACEGATE_KAFKA_SSL_CA_LOCATION=/etc/kafka/ca.crt is not inside"
+                             " a mounted volume")
+
+    def test_autoscaler_without_kafka_credentials_is_rejected(self) -> None:
+        self.edit(self.TLS, "      - op: add\n        path: /spec/triggers/0/authenticationRef\n        value:\n"
+                  "          name: facegate-kafka\n", "")
+        self.assert_rejected(self.TLS_SHARDED,
+                             "ScaledObject/matcher-worker-shard-0: the services use sasl_ssl, but the trigger has no authenticationRef")
+
+    def test_topics_job_without_client_properties_is_rejected(self) -> None:
+        self.edit(self.TLS, "                  - name: COMMAND_CONFIG\n                    value: /etc/facegate/kafka-admin/client.properties\n", "")
+        self.assert_rejected(self.TLS_LAYOUT,
+                             "Job/facegate-kafka-topics/kafka-topics: the services use sasl_ssl, but the topics script has no"
+                             " COMMAND_CONFIG")
+
+    def test_misspelled_trigger_authentication_parameter_is_rejected(self) -> None:
+        self.edit("deploy/k8s/kafka-tls/keda-trigger-authentication.yaml", "parameter: username", "parameter: user")
+        self.assert_rejected("deploy/k8s/kafka-tls/keda-trigger-authentication.yaml", "'user' is not one of")
+
     # -- KEDA -------------------------------------------------------------------------------
 
     def test_autoscaler_beyond_partitions_is_rejected(self) -> None:
@@ -461,6 +630,152 @@ class ValidatorTests(unittest.TestCase):
         self.edit("deploy/compose.env.example", "FACEGATE_SERVICE_KEY_MATCHER_WORKER=\n", "")
         self.assert_rejected("deploy/compose.env.example", f"FACEGATE_SERVICE_KEY_MATCHER_WORKER is required by {COMPOSE}")
 
+    # -- token keys and the audit key (Compose) ----------------------------------------------
+
+    def test_compose_kiosk_with_the_gateways_signing_key_is_rejected(self) -> None:
+        self.edit(COMPOSE, "FACEGATE_KIOSK_SIGNING_KEY: ${FACEGATE_KIOSK_SIGNING_KEY:?set FACEGATE_KIOSK_SIGNING_KEY in deploy/.env}",
+                  "FACEGATE_SIGNING_KEY: ${FACEGATE_SIGNING_KEY:?set FACEGATE_SIGNING_KEY in deploy/.env}")
+        self.assert_rejected(COMPOSE, "services.kiosk-orchestrator: FACEGATE_SIGNING_KEY does not belong to kiosk-orchestrator")
+        output = self.run_validator().stdout
+        self.assertIn("services.kiosk-orchestrator: required FACEGATE_KIOSK_SIGNING_KEY is not set", output)
+        self.assertIn("services.kiosk-orchestrator: FACEGATE_SIGNING_KEY carries ${FACEGATE_SIGNING_KEY}, the gateway's token key;"
+                      " it runs kiosk-orchestrator, and only auth-gateway gets it", output)
+
+    def test_compose_gateway_key_passed_as_the_kiosk_key_is_rejected(self) -> None:
+        self.edit(COMPOSE, "FACEGATE_KIOSK_SIGNING_KEY: ${FACEGATE_KIOSK_SIGNING_KEY:?set FACEGATE_KIOSK_SIGNING_KEY in deploy/.env}",
+                  "FACEGATE_KIOSK_SIGNING_KEY: ${FACEGATE_SIGNING_KEY:?set FACEGATE_SIGNING_KEY in deploy/.env}")
+        self.assert_rejected(COMPOSE, "services.kiosk-orchestrator: FACEGATE_KIOSK_SIGNING_KEY carries ${FACEGATE_SIGNING_KEY},"
+                                      " the gateway's token key; it runs kiosk-orchestrator, and only auth-gateway gets it")
+
+    def test_compose_kiosk_public_keys_given_to_the_kiosk_is_rejected(self) -> None:
+        self.edit(COMPOSE, "      SERVICE: kiosk-orchestrator\n",
+                  "      SERVICE: kiosk-orchestrator\n      FACEGATE_KIOSK_PUBLIC_KEYS: ${FACEGATE_KIOSK_PUBLIC_KEYS}\n")
+        self.assert_rejected(COMPOSE, "services.kiosk-orchestrator: FACEGATE_KIOSK_PUBLIC_KEYS does not belong to kiosk-orchestrator")
+
+    def test_compose_gateway_without_the_kiosk_public_keys_is_rejected(self) -> None:
+        path = self.root / COMPOSE
+        path.write_text(re.sub(r"\n *FACEGATE_KIOSK_PUBLIC_KEYS: [^\n]*", "", path.read_text()))
+        self.assert_rejected(COMPOSE, "services.auth-gateway: required FACEGATE_KIOSK_PUBLIC_KEYS is not set")
+
+    def test_compose_audit_key_given_to_the_matcher_is_rejected(self) -> None:
+        self.edit(COMPOSE, "      SERVICE: matcher-worker\n",
+                  "      SERVICE: matcher-worker\n      FACEGATE_AUDIT_KEY: ${FACEGATE_AUDIT_KEY:?set FACEGATE_AUDIT_KEY in deploy/.env}\n")
+        self.assert_rejected(COMPOSE, "services.matcher-worker: FACEGATE_AUDIT_KEY does not belong to matcher-worker")
+        self.assertIn("services.matcher-worker: FACEGATE_AUDIT_KEY carries ${FACEGATE_AUDIT_KEY}, the audit chain key; it runs"
+                      " matcher-worker, and only auth-gateway, ctid-verifier, kiosk-orchestrator get it", self.run_validator().stdout)
+
+    def test_compose_audit_key_given_to_migrate_under_another_name_is_rejected(self) -> None:
+        self.edit(COMPOSE, "      SERVICE: facegate\n", "      SERVICE: facegate\n      CHAIN_KEY: ${FACEGATE_AUDIT_KEY}\n")
+        self.assert_rejected(COMPOSE, "services.migrate: CHAIN_KEY carries ${FACEGATE_AUDIT_KEY}, the audit chain key; it runs"
+                                      " facegate, and only auth-gateway, ctid-verifier, kiosk-orchestrator get it")
+
+    def test_compose_audit_writer_without_the_audit_key_is_rejected(self) -> None:
+        path = self.root / COMPOSE
+        text = path.read_text()
+        start = text.index("  kiosk-orchestrator:\n")
+        path.write_text(text[:start] + re.sub(r"\n *FACEGATE_AUDIT_KEY: [^\n]*", "", text[start:], count=1))
+        self.assert_rejected(COMPOSE, "services.kiosk-orchestrator: required FACEGATE_AUDIT_KEY is not set")
+
+    def test_compose_audit_writers_with_different_keys_are_rejected(self) -> None:
+        path = self.root / COMPOSE
+        text = path.read_text()
+        start = text.index("  ctid-verifier:\n")
+        path.write_text(text[:start] + text[start:].replace("FACEGATE_AUDIT_KEY: ${FACEGATE_AUDIT_KEY:?",
+                                                            "FACEGATE_AUDIT_KEY: ${FACEGATE_CTID_AUDIT_KEY:?", 1))
+        self.assert_rejected(COMPOSE, "the audit writers are given different FACEGATE_AUDIT_KEY")
+
+    def test_compose_audit_key_written_into_the_file_is_rejected(self) -> None:
+        path = self.root / COMPOSE
+        text = path.read_text()
+        start = text.index("  kiosk-orchestrator:\n")
+        path.write_text(text[:start] + re.sub(r"FACEGATE_AUDIT_KEY: [^\n]*", "FACEGATE_AUDIT_KEY: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+                                              text[start:], count=1))
+        self.assert_rejected(COMPOSE, "services.kiosk-orchestrator: FACEGATE_AUDIT_KEY (the audit chain key) is written into the"
+                                      " compose file; take it from deploy/.env")
+
+    def test_compose_previous_audit_keys_on_one_writer_only_is_rejected(self) -> None:
+        path = self.root / COMPOSE
+        text = path.read_text()
+        start = text.index("  ctid-verifier:\n")
+        path.write_text(text[:start] + re.sub(r"\n *FACEGATE_PREVIOUS_AUDIT_KEYS: [^\n]*", "", text[start:], count=1))
+        self.assert_rejected(COMPOSE, "FACEGATE_PREVIOUS_AUDIT_KEYS differs between the audit writers")
+
+    def test_audit_key_missing_from_env_example_is_rejected(self) -> None:
+        self.edit("deploy/compose.env.example", "FACEGATE_AUDIT_KEY=\n", "")
+        self.assert_rejected("deploy/compose.env.example", f"FACEGATE_AUDIT_KEY is required by {COMPOSE}")
+
+    # -- Kafka TLS/SASL (Compose, the commented example) ------------------------------------
+
+    def enable_compose_kafka_tls(self) -> None:
+        """Uncomment the example as its comments tell an operator to: the marked lines of the compose file
+        and the SASL passwords of the env example, with the two mounted files present."""
+        path = self.root / COMPOSE
+        pattern = r"(?m)^(\s*)# ((?:FACEGATE_KAFKA_\w+|COMMAND_CONFIG): .*|volumes:|  - \./kafka-.*|- \./kafka-.*)$"
+        text, count = re.subn(pattern, r"\1\2", path.read_text())
+        self.assertGreaterEqual(count, 4 * 7 + 3, "test setup: the commented example changed shape")
+        path.write_text(text)
+        example = self.root / "deploy/compose.env.example"
+        text, count = re.subn(r"(?m)^# (FACEGATE_KAFKA_SASL_PASSWORD_\w+=)$", r"\1", example.read_text())
+        self.assertEqual(count, 4, "test setup: the env example's SASL passwords changed shape")
+        example.write_text(text)
+        (self.root / "deploy/kafka-ca.crt").write_text("-----BEGIN CERTIFICATE-----\n")
+        (self.root / "deploy/kafka-client.properties").write_text("security.protocol=SASL_SSL\n")
+
+    def test_compose_kafka_tls_example_passes_when_enabled(self) -> None:
+        self.enable_compose_kafka_tls()
+        compose = (self.root / COMPOSE).read_text()
+        self.assertIn("      FACEGATE_KAFKA_SASL_PASSWORD: ${FACEGATE_KAFKA_SASL_PASSWORD_CTID_VERIFIER:?", compose)
+        self.assertIn("      COMMAND_CONFIG: /opt/facegate/kafka/client.properties", compose)
+        result = self.run_validator()
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+
+    def test_compose_kafka_password_written_into_the_file_is_rejected(self) -> None:
+        self.enable_compose_kafka_tls()
+        self.edit(COMPOSE, "FACEGATE_KAFKA_SASL_PASSWORD: ${FACEGATE_KAFKA_SASL_PASSWORD_MATCHER_WORKER:?set"
+                           " FACEGATE_KAFKA_SASL_PASSWORD_MATCHER_WORKER in deploy/.env}", "FACEGATE_KAFKA_SASL_PASSWORD: hunter2")
+        self.assert_rejected(COMPOSE, "services.matcher-worker: FACEGATE_KAFKA_SASL_PASSWORD (a Kafka SASL password) is written"
+                                      " into the compose file")
+
+    def test_compose_kafka_password_of_another_service_is_rejected(self) -> None:
+        self.enable_compose_kafka_tls()
+        self.edit(COMPOSE, "${FACEGATE_KAFKA_SASL_PASSWORD_KIOSK_ORCHESTRATOR:?set FACEGATE_KAFKA_SASL_PASSWORD_KIOSK_ORCHESTRATOR",
+                  "${FACEGATE_KAFKA_SASL_PASSWORD_AUTH_GATEWAY:?set FACEGATE_KAFKA_SASL_PASSWORD_AUTH_GATEWAY")
+        self.assert_rejected(COMPOSE, "services.kiosk-orchestrator: FACEGATE_KAFKA_SASL_PASSWORD carries"
+                                      " FACEGATE_KAFKA_SASL_PASSWORD_AUTH_GATEWAY, auth-gateway's Kafka SASL password;"
+                                      " only auth-gateway gets it")
+
+    def test_compose_sasl_settings_without_sasl_are_rejected(self) -> None:
+        self.enable_compose_kafka_tls()
+        path = self.root / COMPOSE
+        text = path.read_text()
+        start = text.index("  ctid-verifier:\n")
+        path.write_text(text[:start] + text[start:].replace("FACEGATE_KAFKA_SECURITY_PROTOCOL: sasl_ssl",
+                                                            "FACEGATE_KAFKA_SECURITY_PROTOCOL: ssl", 1))
+        self.assert_rejected(COMPOSE, "services.ctid-verifier: FACEGATE_KAFKA_SASL_MECHANISM, FACEGATE_KAFKA_SASL_PASSWORD,"
+                                      " FACEGATE_KAFKA_SASL_USERNAME set, but FACEGATE_KAFKA_SECURITY_PROTOCOL is ssl")
+
+    def test_compose_sasl_plain_in_clear_text_is_rejected(self) -> None:
+        self.enable_compose_kafka_tls()
+        path = self.root / COMPOSE
+        text = path.read_text()
+        start = text.index("  kiosk-orchestrator:\n")
+        text = text[:start] + text[start:].replace("FACEGATE_KAFKA_SECURITY_PROTOCOL: sasl_ssl",
+                                                   "FACEGATE_KAFKA_SECURITY_PROTOCOL: sasl_plaintext", 1)
+        path.write_text(text[:start] + text[start:].replace("FACEGATE_KAFKA_SASL_MECHANISM: SCRAM-SHA-512",
+                                                            "FACEGATE_KAFKA_SASL_MECHANISM: PLAIN", 1))
+        self.assert_rejected(COMPOSE, "services.kiosk-orchestrator: FACEGATE_KAFKA_SECURITY_PROTOCOL=sasl_plaintext with SASL PLAIN"
+                                      " sends the password in clear text")
+
+    def test_compose_kafka_ca_not_mounted_is_rejected(self) -> None:
+        self.enable_compose_kafka_tls()
+        path = self.root / COMPOSE
+        text = path.read_text()
+        start = text.index("  auth-gateway:\n")
+        path.write_text(text[:start] + text[start:].replace("      - ./kafka-ca.crt:/etc/facegate/kafka/ca.crt:ro\n",
+                                                            "      - ./kafka-ca.crt:/etc/kafka/ca.crt:ro\n", 1))
+        self.assert_rejected(COMPOSE, "services.auth-gateway: FACEGATE_KAFKA_SSL_CA_LOCATION=/etc/facegate/kafka/ca.crt is not"
+                                      " inside a mounted volume")
+
     # -- Dockerfile -------------------------------------------------------------------------
 
     def test_dockerfile_running_as_root_is_rejected(self) -> None:
@@ -655,7 +970,9 @@ class DatabaseScriptTests(unittest.TestCase):
             self.assertRegex(value, r"^[0-9a-f]{48}$", name)  # URL-safe: interpolated into URLs
         self.assertEqual(len(set(passwords.values())), len(passwords), "each role its own password")
         # Every variable the compose file requires is filled.
-        required = set(re.findall(r"\$\{(\w+):\?", (REPO / COMPOSE).read_text()))
+        # (The commented Kafka TLS/SASL example requires nothing until it is uncommented.)
+        live = "\n".join(line for line in (REPO / COMPOSE).read_text().splitlines() if not line.lstrip().startswith("#"))
+        required = set(re.findall(r"\$\{(\w+):\?", live))
         self.assertEqual({name for name in required if not values.get(name)}, set())
 
     def test_generated_env_has_a_message_signing_key_per_service(self) -> None:
@@ -677,6 +994,24 @@ class DatabaseScriptTests(unittest.TestCase):
             derived = subprocess.run(["openssl", "pkey", "-inform", "DER", "-pubout", "-outform", "DER"],
                                      input=der, capture_output=True, timeout=30, check=True).stdout[-32:]
             self.assertEqual(base64.b64encode(derived).decode(), public, service)
+
+    def test_generated_env_has_the_kiosk_token_key_pair_and_an_audit_key(self) -> None:
+        if not shutil.which("openssl"):
+            self.skipTest("openssl is not installed")
+        result = subprocess.run(["bash", str(self.make_env)], capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        values = dict(line.split("=", 1) for line in result.stdout.splitlines() if line and not line.startswith("#"))
+        seed = base64.b64decode(values["FACEGATE_KIOSK_SIGNING_KEY"], validate=True)
+        self.assertEqual(len(seed), 32)
+        der = bytes.fromhex("302e020100300506032b657004220420") + seed
+        derived = subprocess.run(["openssl", "pkey", "-inform", "DER", "-pubout", "-outform", "DER"],
+                                 input=der, capture_output=True, timeout=30, check=True).stdout[-32:]
+        self.assertEqual(values["FACEGATE_KIOSK_PUBLIC_KEYS"], base64.b64encode(derived).decode())
+        self.assertEqual(len(base64.b64decode(values["FACEGATE_AUDIT_KEY"], validate=True)), 32)
+        # Drawn on their own: no key is another one's copy.
+        drawn = [values[k] for k in ("FACEGATE_SIGNING_KEY", "FACEGATE_KIOSK_SIGNING_KEY", "FACEGATE_AUDIT_KEY", "FACEGATE_SEALING_KEY")]
+        self.assertEqual(len(set(drawn)), len(drawn))
+        self.assertEqual(values["FACEGATE_PREVIOUS_AUDIT_KEYS"], "", "no previous audit key before a rotation")
 
 
 if __name__ == "__main__":

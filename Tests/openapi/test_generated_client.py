@@ -422,7 +422,7 @@ class GeneratedClientTests(unittest.TestCase):
         self.assertEqual(revoked.status_code, 204, revoked.content)
         self.expect_error(api("apps", "list_apps").sync_detailed(client=scoped_client), 401, "UNAUTHORIZED")
 
-        auditor = api(keys, "create_auditor_key").sync_detailed(client=operator(), body=model("NewKey")(name="openapi auditor"))
+        auditor = api(keys, "create_auditor_key").sync_detailed(client=operator(), body=model("NewKey")(name="openapi auditor", all_apps=True))
         self.assertEqual(auditor.status_code, 201, auditor.content)
         auditors = api(keys, "list_auditor_keys").sync_detailed(client=operator())
         self.assertIn(auditor.parsed.auditor_id, [key.auditor_id for key in auditors.parsed.items])

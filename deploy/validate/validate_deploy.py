@@ -19,6 +19,16 @@ Checks, without a Docker engine or a Kubernetes cluster:
                                .env variable; Kubernetes: its own Secret key) and nobody else's,
                                the migrate one-shot none; all four get the same
                                FACEGATE_SERVICE_PUBLIC_KEYS, naming every service
+  token and audit keys         FACEGATE_SIGNING_KEY and FACEGATE_KIOSK_PUBLIC_KEYS reach the gateway
+                               only, FACEGATE_KIOSK_SIGNING_KEY the kiosk-orchestrator only;
+                               FACEGATE_AUDIT_KEY reaches exactly the three audit writers, from one
+                               source, never the matcher or the migrate one-shot (under any name)
+  secrets                      every secret variable from a Secret (Kubernetes) or a deploy/.env
+                               variable (compose), never written into a file, never in a ConfigMap
+  Kafka TLS/SASL               the broker security variables: known values, SASL with a mechanism,
+                               user and password (a secret), certificate files mounted, the topics
+                               Job and the autoscaler configured alike; optional Kustomize
+                               components (deploy/k8s/kafka-tls) rendered onto both layouts
   scripts and env examples     bash syntax, topic table and admin ports equal to the contract,
                                short retention on the topics that carry images
 
@@ -73,6 +83,8 @@ CTID_PUBLIC_KEY = "FACEGATE_CTID_PUBLIC_KEY"
 SERVICE_ENV = {
     # auth-gateway never gets the sealing key nor the CTID private key: it handles no sealed data
     # and only seals institution keys *to* the ctid-verifier's public key (least privilege).
+    # The gateway's token key (FACEGATE_SIGNING_KEY) is its own: access, face and device identity tokens. It
+    # knows only the public half of the kiosk-orchestrator's token key (FACEGATE_KIOSK_PUBLIC_KEYS).
     "auth-gateway": {
         "FACEGATE_HTTP_HOST", "FACEGATE_HTTP_PORT", "FACEGATE_HTTP_THREADS", "FACEGATE_HTTP_MAX_CONNECTIONS",
         "FACEGATE_HTTP_PER_IP_LIMIT", "FACEGATE_ADMIN_KEY", "FACEGATE_SIGNING_KEY",
@@ -81,29 +93,67 @@ SERVICE_ENV = {
         "FACEGATE_REQUEST_TIMEOUT_SECONDS", "FACEGATE_MAX_BODY_BYTES", "FACEGATE_MATCHER_SHARDS",
         "FACEGATE_THROTTLE_AFTER", "FACEGATE_THROTTLE_SECONDS", "FACEGATE_LOCK_AFTER",
         "FACEGATE_SECRET_GRACE_SECONDS", "FACEGATE_SWEEP_SECONDS", "FACEGATE_CONSOLE_DIR",
+        "FACEGATE_ADDRESS_THROTTLE_AFTER", "FACEGATE_TRUSTED_PROXIES", "FACEGATE_PUBLIC_URL",
+        "FACEGATE_DPOP_MAX_AGE_SECONDS", "FACEGATE_BINDING_TICKET_TTL_SECONDS", "FACEGATE_MAX_FACES_PER_USER",
+        "FACEGATE_CTID_SERIAL_TTL_SECONDS", "FACEGATE_KIOSK_PUBLIC_KEYS",
+        # How often it signs every app's audit chain head and publishes it (0: never); and, for an
+        # installation upgraded from an unkeyed audit trail, whether chains may start with unkeyed rows.
+        "FACEGATE_AUDIT_CHECKPOINT_SECONDS", "FACEGATE_AUDIT_ACCEPT_UNKEYED",
     },
     "matcher-worker": {
         SEALING_KEY, "FACEGATE_MODEL_DIR", "FACEGATE_MAX_PIXELS", "MATCHER_ENGINES", "MATCHER_SHARD_INDEX",
-        "MATCHER_SHARD_COUNT", "MATCHER_GALLERY_STORAGE", "MATCHER_RECONCILE_SECONDS",
+        "MATCHER_SHARD_COUNT", "MATCHER_GALLERY_STORAGE", "MATCHER_RECONCILE_SECONDS", "MATCHER_MODELS",
         "MATCHER_DEFAULT_THRESHOLD", "MATCHER_AMBIGUITY_MARGIN", "MATCHER_MIN_FACE_WIDTH", "MATCHER_MIN_SHARPNESS",
     },
     "ctid-verifier": {SEALING_KEY, CTID_PRIVATE_KEY, "FACEGATE_CTID_SERIAL_TTL_SECONDS"},
-    # It signs kiosk customers' identity tokens and seals selfies and portraits between steps.
+    # It signs kiosk customers' identity tokens with a key of its own (never the gateway's) and seals
+    # selfies and portraits between steps.
     "kiosk-orchestrator": {
-        "FACEGATE_KIOSK_SESSION_TTL_SECONDS", "FACEGATE_SIGNING_KEY", SEALING_KEY, "FACEGATE_ISSUER",
+        "FACEGATE_KIOSK_SESSION_TTL_SECONDS", "FACEGATE_KIOSK_SIGNING_KEY", SEALING_KEY, "FACEGATE_ISSUER",
         "FACEGATE_IDENTITY_TOKEN_TTL_SECONDS", "FACEGATE_REQUEST_TIMEOUT_SECONDS", "FACEGATE_MATCHER_SHARDS",
-        "FACEGATE_TESSDATA_PREFIX",
+        "FACEGATE_TESSDATA_PREFIX", "FACEGATE_KIOSK_RETENTION_SECONDS",
     },
     # The CLI; in the deployment it only runs `migrate`, which needs no key at all.
     "facegate": {"FACEGATE_URL", "FACEGATE_AUDITOR_KEY"},
 }
 REQUIRED_ENV = {
-    "auth-gateway": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", "FACEGATE_SIGNING_KEY", CTID_PUBLIC_KEY},
+    # FACEGATE_KIOSK_PUBLIC_KEYS is optional to the gateway itself, but a deployment runs a
+    # kiosk-orchestrator, whose identity tokens the gateway refuses without it.
+    "auth-gateway": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", "FACEGATE_SIGNING_KEY", CTID_PUBLIC_KEY,
+                     "FACEGATE_KIOSK_PUBLIC_KEYS"},
     "matcher-worker": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", SEALING_KEY, "FACEGATE_MODEL_DIR"},
     "ctid-verifier": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", SEALING_KEY, CTID_PRIVATE_KEY},
-    "kiosk-orchestrator": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", "FACEGATE_SIGNING_KEY", SEALING_KEY},
+    "kiosk-orchestrator": {"FACEGATE_DATABASE_URL", "FACEGATE_KAFKA_BROKERS", "FACEGATE_KIOSK_SIGNING_KEY", SEALING_KEY},
     "facegate": {"FACEGATE_DATABASE_URL"},
 }
+
+# Token keys (README.md#security, "Token keys are per service").
+SIGNING_KEY = "FACEGATE_SIGNING_KEY"
+KIOSK_SIGNING_KEY = "FACEGATE_KIOSK_SIGNING_KEY"
+KIOSK_PUBLIC_KEYS = "FACEGATE_KIOSK_PUBLIC_KEYS"
+
+# The keyed audit trail: the gateway, ctid-verifier and kiosk-orchestrator append to the same per-app
+# chains, so all three hold the same FACEGATE_AUDIT_KEY (and the same FACEGATE_PREVIOUS_AUDIT_KEYS after a
+# rotation); the matcher writes no audit rows and the migrations need no key.
+AUDIT_KEY = "FACEGATE_AUDIT_KEY"
+PREVIOUS_AUDIT_KEYS = "FACEGATE_PREVIOUS_AUDIT_KEYS"
+AUDIT_WRITERS = ("auth-gateway", "ctid-verifier", "kiosk-orchestrator")
+for _service in AUDIT_WRITERS:
+    SERVICE_ENV[_service] |= {AUDIT_KEY, PREVIOUS_AUDIT_KEYS}
+    REQUIRED_ENV[_service] |= {AUDIT_KEY}
+
+# Broker TLS and SASL (README.md#configuration): read by the four services, handed to librdkafka.
+KAFKA_SECURITY_PROTOCOL = "FACEGATE_KAFKA_SECURITY_PROTOCOL"
+KAFKA_SASL_MECHANISM = "FACEGATE_KAFKA_SASL_MECHANISM"
+KAFKA_SASL_USERNAME = "FACEGATE_KAFKA_SASL_USERNAME"
+KAFKA_SASL_PASSWORD = "FACEGATE_KAFKA_SASL_PASSWORD"
+KAFKA_SSL_FILES = ("FACEGATE_KAFKA_SSL_CA_LOCATION", "FACEGATE_KAFKA_SSL_CERTIFICATE_LOCATION",
+                   "FACEGATE_KAFKA_SSL_KEY_LOCATION")
+KAFKA_SECURITY_ENV = {KAFKA_SECURITY_PROTOCOL, KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD,
+                      *KAFKA_SSL_FILES}
+KAFKA_PROTOCOLS = {"plaintext", "ssl", "sasl_plaintext", "sasl_ssl"}
+# The services pass a user name and password only: mechanisms that need more (GSSAPI, OAUTHBEARER) cannot work.
+KAFKA_SASL_MECHANISMS = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 
 # Kafka message signing (README.md#security, "Kafka messages are signed"): every service signs
 # what it produces with its own Ed25519 key (FACEGATE_SERVICE_KEY, base64 of the 32-byte seed) and
@@ -112,7 +162,7 @@ REQUIRED_ENV = {
 SERVICE_KEY = "FACEGATE_SERVICE_KEY"
 SERVICE_PUBLIC_KEYS = "FACEGATE_SERVICE_PUBLIC_KEYS"
 for _service in SERVICES:
-    SERVICE_ENV[_service] |= {SERVICE_KEY, SERVICE_PUBLIC_KEYS}
+    SERVICE_ENV[_service] |= {SERVICE_KEY, SERVICE_PUBLIC_KEYS} | KAFKA_SECURITY_ENV
     REQUIRED_ENV[_service] |= {SERVICE_KEY, SERVICE_PUBLIC_KEYS}
 # Where each service's own seed comes from: compose interpolates it from this .env variable
 # (the names `facegate keys` prints), Kubernetes maps this key of the Secret facegate-secrets.
@@ -120,12 +170,37 @@ SERVICE_KEY_VARIABLES = {s: "FACEGATE_SERVICE_KEY_" + s.upper().replace("-", "_"
 SERVICE_KEY_SECRET_KEYS = {s: f"service-key-{s}" for s in SERVICES}
 # The value base/service-public-keys.env ships with until an operator fills in the keys.
 PUBLIC_KEY_PLACEHOLDER = "CHANGE-ME"
+# The Kafka SASL password of each service: its own user on the broker (compose: this .env variable;
+# Kubernetes: this key of facegate-secrets), so the broker's ACLs can tell the services apart.
+KAFKA_PASSWORD_VARIABLES = {s: f"{KAFKA_SASL_PASSWORD}_" + s.upper().replace("-", "_") for s in SERVICES}
+KAFKA_PASSWORD_SECRET_KEYS = {s: f"kafka-password-{s}" for s in SERVICES}
+# Secret keys that belong to one service: (owner, what the key is).
+OWNED_SECRET_KEYS = {
+    **{key: (service, "message-signing key") for service, key in SERVICE_KEY_SECRET_KEYS.items()},
+    **{key: (service, "Kafka SASL password") for service, key in KAFKA_PASSWORD_SECRET_KEYS.items()},
+}
 # Values with a closed set of choices (checked where the value is literal).
-ENV_CHOICES = {"MATCHER_GALLERY_STORAGE": {"float32", "float16", "int8"}}
+ENV_CHOICES = {"MATCHER_GALLERY_STORAGE": {"float32", "float16", "int8"},
+               KAFKA_SECURITY_PROTOCOL: KAFKA_PROTOCOLS, KAFKA_SASL_MECHANISM: KAFKA_SASL_MECHANISMS}
 # Every name of the contract; any other FACEGATE_* / MATCHER_* name is a typo.
 CONTRACT_ENV = COMMON_ENV.union(*SERVICE_ENV.values())
 CONTRACT_PREFIXES = ("FACEGATE_", "MATCHER_")
 ALL_SERVICES_ENV = COMMON_ENV.union(*(SERVICE_ENV[s] for s in EXECUTABLES))
+
+# Secrets: only ever from the Secret facegate-secrets (Kubernetes, secretKeyRef) or a deploy/.env
+# variable (compose, ${NAME}); never written into a manifest, the compose file or a ConfigMap. The
+# database URLs and the message-signing keys have checks of their own (roles, one key per service).
+SECRET_ENV = {SIGNING_KEY, "FACEGATE_PREVIOUS_SIGNING_KEYS", "FACEGATE_ADMIN_KEY", KIOSK_SIGNING_KEY, SEALING_KEY,
+              CTID_PRIVATE_KEY, AUDIT_KEY, PREVIOUS_AUDIT_KEYS, KAFKA_SASL_PASSWORD}
+# Who may hold each secret, under any name: the executables whose contract reads it.
+SECRET_READERS = {name: tuple(e for e in EXECUTABLES if name in SERVICE_ENV[e]) for name in SECRET_ENV | {SERVICE_KEY}}
+# What each secret is, for messages.
+SECRET_WHAT = {SIGNING_KEY: "the gateway's token key", "FACEGATE_PREVIOUS_SIGNING_KEYS": "the gateway's retired token keys",
+               "FACEGATE_ADMIN_KEY": "the bootstrap operator key", KIOSK_SIGNING_KEY: "the kiosk-orchestrator's token key",
+               SEALING_KEY: "the sealing key", CTID_PRIVATE_KEY: "the CTID private key", AUDIT_KEY: "the audit chain key",
+               PREVIOUS_AUDIT_KEYS: "the retired audit chain keys", KAFKA_SASL_PASSWORD: "a Kafka SASL password"}
+# Public-key lists whose entries are each base64 of a 32-byte key, or the shipped placeholder.
+KEY_LIST_ENV = {KIOSK_PUBLIC_KEYS}
 
 # Database roles (Schema.serviceLogins and README.md#security): the schema owner runs the
 # migrations; each service logs in as its own role, never as the owner or a superuser.
@@ -175,9 +250,13 @@ ROOT_FILES = {
     "topics": "deploy/k8s/base/files/create-topics.sh",
     "secret_example": "deploy/k8s/secret.example.yaml",
     "keda_schema": "deploy/schemas/keda-scaledobject.schema.json",
+    "keda_auth_schema": "deploy/schemas/keda-triggerauthentication.schema.json",
     "package": "Package.swift",
 }
 KUSTOMIZE_LAYOUTS = ["deploy/k8s", "deploy/k8s/sharded"]
+# Optional Kustomize components (kind: Component): each is rendered onto every layout and checked
+# like the layout itself, so an example that is not applied by default is validated all the same.
+KUSTOMIZE_COMPONENTS = ["deploy/k8s/kafka-tls"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -295,6 +374,8 @@ def check_env_for_service(report: FileReport, where: str, service: str, names: I
         report.fail(f"{where}: required {name} is not set")
     for name, choices in ENV_CHOICES.items():
         value = values.get(name) if values is not None else None
+        if name == KAFKA_SECURITY_PROTOCOL and isinstance(value, str):
+            value = value.lower()  # the services accept any case
         if isinstance(value, str) and "$" not in value and value not in choices:
             report.fail(f"{where}: {name}={value} is not one of {'|'.join(sorted(choices))}")
 
@@ -353,6 +434,84 @@ def public_key_list_problems(value: str) -> list[str]:
     for key, services in sorted(owners.items()):
         if len(services) > 1:
             problems.append(f"one key is listed for {', '.join(sorted(services))}: whoever holds its seed signs as each")
+    return problems
+
+
+def only_readers(readers: Iterable[str]) -> str:
+    readers = list(readers)
+    return f"only {', '.join(readers)} {'gets' if len(readers) == 1 else 'get'} it"
+
+
+def key_list_problems(name: str, value: str) -> list[str]:
+    """A comma list of public keys (FACEGATE_KIOSK_PUBLIC_KEYS): each base64 of 32 bytes or the shipped
+    placeholder, at least one, none twice."""
+    problems: list[str] = []
+    keys = [key.strip() for key in value.split(",")]
+    if not any(keys):
+        return [f"{name} lists no key"]
+    for key in keys:
+        if key == PUBLIC_KEY_PLACEHOLDER:
+            continue
+        try:
+            raw = base64.b64decode(key, validate=True)
+        except (binascii.Error, ValueError):
+            raw = b""
+        if len(raw) != 32:
+            problems.append(f"{name} entry '{key}' is not base64 of a 32-byte Ed25519 public key")
+    if len([k for k in keys if k != PUBLIC_KEY_PLACEHOLDER]) != len({k for k in keys if k != PUBLIC_KEY_PLACEHOLDER}):
+        problems.append(f"{name} lists a key twice")
+    return problems
+
+
+def env_file_problems(key: str, value: str) -> list[str]:
+    """A line of a ConfigMap's data or a Kubernetes .env file: never a secret, and public-key lists well formed."""
+    if key == SERVICE_KEY:
+        return [f"{SERVICE_KEY} is a service's secret seed: it belongs in the Secret"
+                " (service-key-<service>), not in a ConfigMap every pod may read"]
+    if key in SECRET_ENV:
+        return [f"{key} is a secret ({SECRET_WHAT[key]}): it belongs in the Secret facegate-secrets,"
+                " not in a ConfigMap every pod may read"]
+    if key == SERVICE_PUBLIC_KEYS:
+        return [f"{SERVICE_PUBLIC_KEYS} {problem}" for problem in public_key_list_problems(value)]
+    if key in KEY_LIST_ENV:
+        return key_list_problems(key, value)
+    return []
+
+
+def kafka_security_problems(env: dict[str, Any], mounts: list[str]) -> list[str]:
+    """The broker connection settings of one service, as far as they are literal: SASL needs a mechanism,
+    a user and a password; TLS files only with TLS, certificate and key together, each inside a
+    mounted path (mounts: the container's mount paths, or None when unknown)."""
+    problems: list[str] = []
+    literal = {k: v for k, v in env.items() if isinstance(v, str) and "$" not in v}
+    protocol = literal.get(KAFKA_SECURITY_PROTOCOL, "plaintext" if KAFKA_SECURITY_PROTOCOL not in env else None)
+    if protocol is None:
+        return problems  # taken from elsewhere: nothing to compare
+    protocol = protocol.lower()
+    sasl = protocol.startswith("sasl_")
+    tls = protocol in ("ssl", "sasl_ssl")
+    sasl_set = sorted(n for n in (KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD) if n in env)
+    if sasl:
+        for name in (KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD):
+            if name not in env:
+                problems.append(f"{KAFKA_SECURITY_PROTOCOL}={protocol} needs {name}")
+        if protocol == "sasl_plaintext" and literal.get(KAFKA_SASL_MECHANISM) == "PLAIN":
+            problems.append(f"{KAFKA_SECURITY_PROTOCOL}=sasl_plaintext with SASL PLAIN sends the password in clear"
+                            " text; use sasl_ssl or a SCRAM mechanism")
+    elif sasl_set and protocol in KAFKA_PROTOCOLS:
+        problems.append(f"{', '.join(sasl_set)} set, but {KAFKA_SECURITY_PROTOCOL} is {protocol}:"
+                        " librdkafka would not authenticate (use sasl_ssl or sasl_plaintext)")
+    files = [n for n in KAFKA_SSL_FILES if n in env]
+    if files and not tls and protocol in KAFKA_PROTOCOLS:
+        problems.append(f"{', '.join(files)} set, but {KAFKA_SECURITY_PROTOCOL} is {protocol}: no TLS is spoken")
+    if ("FACEGATE_KAFKA_SSL_CERTIFICATE_LOCATION" in env) != ("FACEGATE_KAFKA_SSL_KEY_LOCATION" in env):
+        problems.append("FACEGATE_KAFKA_SSL_CERTIFICATE_LOCATION and FACEGATE_KAFKA_SSL_KEY_LOCATION go together"
+                        " (a client certificate and its key)")
+    if mounts is not None:
+        for name in files:
+            location = literal.get(name)
+            if location is not None and not any(location == m or location.startswith(m.rstrip("/") + "/") for m in mounts):
+                problems.append(f"{name}={location} is not inside a mounted volume: the file would not exist")
     return problems
 
 
@@ -842,6 +1001,84 @@ def check_compose_service_keys(report: FileReport, services: dict[str, Any]) -> 
                     " a service missing from another's list has its messages refused")
 
 
+def check_compose_secrets(report: FileReport, services: dict[str, Any]) -> None:
+    """Secrets come from deploy/.env, each only to the services that read it and only under its own
+    name; the audit writers share one audit key; each service has its own Kafka password variable;
+    the broker settings of every service are coherent."""
+    password_owners = {variable: service for service, variable in KAFKA_PASSWORD_VARIABLES.items()}
+    audit_sources: dict[str, dict[str, str]] = {AUDIT_KEY: {}, PREVIOUS_AUDIT_KEYS: {}}
+    for name, service in services.items():
+        if not isinstance(service, dict):
+            continue
+        where = f"services.{name}"
+        environment = env_names(service.get("environment"))
+        selected = environment.get("SERVICE")
+        selected = selected if isinstance(selected, str) else None
+        runs = selected or "no FaceGate service"
+        for key, value in environment.items():
+            for variable in variables_referenced(str(value)):
+                if variable in SECRET_ENV:
+                    readers = SECRET_READERS[variable]
+                    if selected not in readers:
+                        report.fail(f"{where}: {key} carries ${{{variable}}}, {SECRET_WHAT[variable]}; it runs {runs},"
+                                    f" and {only_readers(readers)}")
+                    elif key != variable:
+                        report.fail(f"{where}: {key} carries ${{{variable}}}, {SECRET_WHAT[variable]}; deploy/.env's"
+                                    f" {variable} is passed only as {variable}")
+                owner = password_owners.get(variable)
+                if owner is not None and owner != selected:
+                    report.fail(f"{where}: {key} carries {variable}, {owner}'s Kafka SASL password; only {owner} gets it")
+        if selected not in EXECUTABLES:
+            continue
+        for key in sorted(SECRET_ENV & set(environment)):
+            value = str(environment[key])
+            if not re.fullmatch(r"\$\{\w+[^}]*\}", value.strip()):
+                report.fail(f"{where}: {key} ({SECRET_WHAT[key]}) is written into the compose file; take it from"
+                            f" deploy/.env as ${{NAME}}")
+        password = environment.get(KAFKA_SASL_PASSWORD)
+        if password is not None and selected in SERVICES:
+            named = variables_referenced(str(password))
+            if named and named[0].startswith(f"{KAFKA_SASL_PASSWORD}_") and named[0] != KAFKA_PASSWORD_VARIABLES[selected]:
+                if named[0] not in password_owners:
+                    report.fail(f"{where}: {KAFKA_SASL_PASSWORD} comes from {named[0]}, which names no service"
+                                f" ({', '.join(sorted(password_owners))})")
+        for key in KEY_LIST_ENV & set(environment):
+            value = str(environment[key])
+            if "$" not in value:
+                for problem in key_list_problems(key, value):
+                    report.fail(f"{where}: {problem}")
+        if selected in AUDIT_WRITERS:
+            for key in audit_sources:
+                if key in environment:
+                    audit_sources[key][where] = interpolations_named(str(environment[key]))
+        if selected in SERVICES:
+            targets = []
+            for volume in service.get("volumes") or []:
+                if isinstance(volume, str):
+                    parts = volume.split(":")
+                    targets.append(parts[1] if len(parts) > 1 else parts[0])
+                elif isinstance(volume, dict) and volume.get("target"):
+                    targets.append(str(volume["target"]))
+            for problem in kafka_security_problems(environment, targets):
+                report.fail(f"{where}: {problem}")
+    check_audit_sources(report, audit_sources, {f"services.{n}" for n, s in services.items() if isinstance(s, dict)
+                                                and env_names(s.get("environment")).get("SERVICE") in AUDIT_WRITERS})
+
+
+def check_audit_sources(report: FileReport, sources: dict[str, dict[str, str]], writers: set[str]) -> None:
+    """The three audit writers append to the same chains: one FACEGATE_AUDIT_KEY for all, and
+    FACEGATE_PREVIOUS_AUDIT_KEYS on all three from one source, or on none."""
+    current = sources[AUDIT_KEY]
+    if len(set(current.values())) > 1:
+        report.fail(f"the audit writers are given different {AUDIT_KEY}: {dict(sorted(current.items()))};"
+                    " they append to the same chains, which one key must verify")
+    previous = sources[PREVIOUS_AUDIT_KEYS]
+    if previous and (len(set(previous.values())) > 1 or set(previous) != writers):
+        missing = sorted(writers - set(previous))
+        report.fail(f"{PREVIOUS_AUDIT_KEYS} differs between the audit writers ({dict(sorted(previous.items()))}"
+                    + (f"; missing on {', '.join(missing)}" if missing else "") + "): set it on all three alike")
+
+
 def check_compose_contract(root: Path, path: Path, report: FileReport, compose: dict[str, Any],
                            image_env: dict[str, str], topics: dict[str, tuple[int, dict[str, str]]]) -> None:
 
@@ -917,6 +1154,7 @@ def check_compose_contract(root: Path, path: Path, report: FileReport, compose: 
     check_matcher_shards(report, gateways, matchers)
     check_compose_database_roles(report, services)
     check_compose_service_keys(report, services)
+    check_compose_secrets(report, services)
 
     # Paths are relative to the compose file's folder: mounted files and the build context
     # (the repository root, which the Dockerfile and its ignore file expect).
@@ -934,8 +1172,13 @@ def check_compose_contract(root: Path, path: Path, report: FileReport, compose: 
                 report.fail(f"services.{name}: dockerfile {build.get('dockerfile')} does not exist in the build context")
 
 
+def uncommented(text: str) -> str:
+    """The YAML text without its comment lines (a commented example requires no variable)."""
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+
+
 def check_compose_env_example(root: Path, path: Path, reporter: Reporter) -> None:
-    required_vars: set[str] = set(re.findall(r"\$\{(\w+):\?", path.read_text()))
+    required_vars: set[str] = set(re.findall(r"\$\{(\w+):\?", uncommented(path.read_text())))
     example = root / ROOT_FILES["compose_env"]
     report = reporter.file(ROOT_FILES["compose_env"], "keys known, every required compose variable present")
     if not example.exists():
@@ -946,7 +1189,7 @@ def check_compose_env_example(root: Path, path: Path, reporter: Reporter) -> Non
         if line.strip() and not line.lstrip().startswith("#"):
             key = line.split("=", 1)[0].strip()
             keys.add(key)
-    interpolated = set(re.findall(r"\$\{(\w+)", path.read_text()))
+    interpolated = set(re.findall(r"\$\{(\w+)", uncommented(path.read_text())))
     for key in sorted(keys - interpolated):
         report.fail(f"{key} is not used by {ROOT_FILES['compose']}")
     for key in sorted(required_vars - keys):
@@ -956,14 +1199,21 @@ def check_compose_env_example(root: Path, path: Path, reporter: Reporter) -> Non
 # --------------------------------------------------------------------------------------------
 # Kubernetes.
 
-def kubernetes_errors(document: dict[str, Any], keda_schema: dict[str, Any]) -> list[str]:
+# Custom resources (KEDA) are checked against this repository's schemas, by kind.
+CRD_SCHEMAS = {"ScaledObject": "keda_schema", "TriggerAuthentication": "keda_auth_schema"}
+
+
+def kubernetes_errors(document: dict[str, Any], crd_schemas: dict[str, dict[str, Any]]) -> list[str]:
     from kubernetes_validate.utils import SchemaNotFoundError, ValidationError, latest_version, validate
 
     if not isinstance(document, dict) or "kind" not in document or "apiVersion" not in document:
         return ["not a Kubernetes object (no kind/apiVersion)"]
     name = f"{document['kind']}/{(document.get('metadata') or {}).get('name', '?')}"
-    if document["kind"] == "ScaledObject":
-        return [f"{name}: {e}" for e in schema_errors(keda_schema, document)]
+    if document["kind"] in CRD_SCHEMAS:
+        schema = crd_schemas.get(document["kind"])
+        if not schema:
+            return [f"{name}: not checked, the schema {ROOT_FILES[CRD_SCHEMAS[document['kind']]]} is unusable"]
+        return [f"{name}: {e}" for e in schema_errors(schema, document)]
     errors = []
     for version in KUBERNETES_VERSIONS:
         version = version or latest_version()
@@ -1032,13 +1282,12 @@ def check_container_service_keys(report: FileReport, where: str, selected: str |
     """A service's FACEGATE_SERVICE_KEY comes from its own Secret key (service-key-<service>), required;
     no container reads another service's key (the migrate Job and the other containers none);
     FACEGATE_SERVICE_PUBLIC_KEYS is resolved, where it can be, into public_lists for comparison."""
-    key_owners = {key: service for service, key in SERVICE_KEY_SECRET_KEYS.items()}
     for variable in container.get("env") or []:
         ref = (variable.get("valueFrom") or {}).get("secretKeyRef") or {}
-        owner = key_owners.get(ref.get("key")) if ref.get("name") == "facegate-secrets" else None
+        owner, what = OWNED_SECRET_KEYS.get(ref.get("key"), (None, "")) if ref.get("name") == "facegate-secrets" else (None, "")
         if owner is not None and owner != selected:
             runs = selected or "no FaceGate service"
-            report.fail(f"{where}: reads secret key {ref.get('key')}, {owner}'s message-signing key, as {variable.get('name')};"
+            report.fail(f"{where}: reads secret key {ref.get('key')}, {owner}'s {what}, as {variable.get('name')};"
                         f" it runs {runs}, and only {owner}'s pods get that key")
     if selected not in SERVICES:
         if selected is None and SERVICE_KEY in env:
@@ -1073,13 +1322,45 @@ def check_container_service_keys(report: FileReport, where: str, selected: str |
             public_lists[where] = resolved  # its problems are reported with the ConfigMap
 
 
+def check_container_secrets(report: FileReport, where: str, selected: str | None, container: dict[str, Any],
+                            env: dict[str, Any], secret_variables: dict[str, str]) -> None:
+    """Every secret variable comes from a Secret (secretKeyRef), required ones not optional; no container
+    reads a secret key documented for a variable its service does not read, under any name."""
+    entries = {v.get("name"): v for v in container.get("env") or []}
+    runs = selected or "no FaceGate service"
+    for variable in container.get("env") or []:
+        ref = (variable.get("valueFrom") or {}).get("secretKeyRef") or {}
+        documented = secret_variables.get(ref.get("key")) if ref.get("name") == "facegate-secrets" else None
+        if documented in SECRET_READERS and ref.get("key") not in OWNED_SECRET_KEYS and selected not in SECRET_READERS[documented]:
+            report.fail(f"{where}: reads secret key {ref.get('key')} ({documented}, {SECRET_WHAT.get(documented, 'a secret')})"
+                        f" as {variable.get('name')}; it runs {runs}, and {only_readers(SECRET_READERS[documented])}")
+    if selected not in EXECUTABLES:
+        return
+    for name in sorted(SECRET_ENV & set(env)):
+        entry = entries.get(name)
+        ref = ((entry or {}).get("valueFrom") or {}).get("secretKeyRef") or {}
+        if not ref:
+            report.fail(f"{where}: {name} ({SECRET_WHAT[name]}) comes from {secret_source(entry) if entry else 'a ConfigMap (envFrom)'};"
+                        " a secret is read from a Secret (secretKeyRef), never written into a manifest or a ConfigMap")
+        elif ref.get("optional") and name in REQUIRED_ENV.get(selected, set()):
+            report.fail(f"{where}: {name} is optional; {selected} refuses to start without it, so the {ref.get('key')} key must exist")
+    for name in sorted(KEY_LIST_ENV & set(env)):
+        value = env[name]
+        if isinstance(value, str) and name in entries and "value" in entries[name]:
+            for problem in key_list_problems(name, value):
+                report.fail(f"{where}: {problem}")
+        elif isinstance(value, dict) and value.get("secretKeyRef") is None and value.get("configMapKeyRef", {}).get("optional"):
+            report.fail(f"{where}: {name} is optional; without it the gateway refuses every kiosk identity token")
+
+
 def check_secret_volumes(report: FileReport, kind: str, name: str, pod: dict[str, Any],
-                         config_maps: dict[str, dict[str, str]]) -> None:
+                         config_maps: dict[str, dict[str, str]], secret_variables: dict[str, str] | None = None) -> None:
     """A volume of the Secret facegate-secrets puts its keys into the pod as files: it must list its
-    items, and those only the message-signing key of the service the pod runs."""
+    items, and those only keys of the service the pod runs (its own message-signing key or Kafka
+    password) or keys documented for a variable that service reads."""
     runs = {container_env(c, config_maps)[0].get("SERVICE")
             for c in (pod.get("initContainers") or []) + pod.get("containers", [])} - {None}
-    key_owners = {key: service for service, key in SERVICE_KEY_SECRET_KEYS.items()}
+    key_owners = {key: service for key, (service, _) in OWNED_SECRET_KEYS.items()}
     for volume in pod.get("volumes") or []:
         sources = [volume["secret"]] if volume.get("secret") else [
             s["secret"] for s in (volume.get("projected") or {}).get("sources") or [] if s.get("secret")]
@@ -1093,9 +1374,14 @@ def check_secret_volumes(report: FileReport, kind: str, name: str, pod: dict[str
                 continue
             for item in items:
                 owner = key_owners.get(item.get("key"))
+                documented = (secret_variables or {}).get(item.get("key"))
                 if owner is not None and runs != {owner}:
                     report.fail(f"{kind}/{name}: volume {volume.get('name')} mounts {item.get('key')}, {owner}'s"
-                                f" message-signing key, into a pod running {', '.join(sorted(runs)) or 'no FaceGate service'}")
+                                f" {OWNED_SECRET_KEYS[item.get('key')][1]}, into a pod running {', '.join(sorted(runs)) or 'no FaceGate service'}")
+                elif owner is None and documented in SECRET_READERS and (not runs or not runs <= set(SECRET_READERS[documented])):
+                    report.fail(f"{kind}/{name}: volume {volume.get('name')} mounts {item.get('key')} ({documented}) into a pod"
+                                f" running {', '.join(sorted(runs)) or 'no FaceGate service'};"
+                                f" {only_readers(SECRET_READERS[documented])}")
 
 
 def check_role_password_container(report: FileReport, where: str, container: dict[str, Any]) -> None:
@@ -1171,11 +1457,59 @@ def check_network_policies(report: FileReport, by_kind: dict[str, list[dict[str,
                 report.fail(f"{kind}/{name}: no NetworkPolicy lets it reach {what} (port {port}); the default deny cuts it off")
 
 
+def check_kafka_clients(report: FileReport, by_kind: dict[str, list[dict[str, Any]]],
+                        config_maps: dict[str, dict[str, str]], protocols: dict[str, str]) -> None:
+    """When the services speak TLS or SASL to the broker, so must the other Kafka clients of the layout:
+    the topics Job (a client properties file, COMMAND_CONFIG) and the matcher autoscaler (KEDA's
+    sasl/tls trigger settings and a TriggerAuthentication for the credentials)."""
+    secured = {where: p for where, p in protocols.items() if p != "plaintext"}
+    if not secured:
+        return
+    if len(set(protocols.values())) > 1:
+        report.fail(f"the services reach the broker differently: {dict(sorted(protocols.items()))}")
+    protocol = next(iter(secured.values()))
+    for job in by_kind.get("Job", []):
+        for container in job["spec"]["template"]["spec"]["containers"]:
+            if "create-topics.sh" not in str(container.get("command")):
+                continue
+            env, _ = container_env(container, config_maps)
+            if "COMMAND_CONFIG" not in env:
+                report.fail(f"Job/{job['metadata']['name']}/{container['name']}: the services use {protocol}, but the topics"
+                            " script has no COMMAND_CONFIG (client properties for the Kafka tools)")
+            else:
+                location = str(env["COMMAND_CONFIG"])
+                mounts = [str(m.get("mountPath", "")) for m in container.get("volumeMounts") or []]
+                if not any(location.startswith(m.rstrip("/") + "/") for m in mounts):
+                    report.fail(f"Job/{job['metadata']['name']}/{container['name']}: COMMAND_CONFIG={location} is not inside a mounted volume")
+    authentications = {a["metadata"]["name"]: a for a in by_kind.get("TriggerAuthentication", [])}
+    for scaled in by_kind.get("ScaledObject", []):
+        name = scaled["metadata"]["name"]
+        for trigger in scaled["spec"].get("triggers", []):
+            metadata = trigger.get("metadata") or {}
+            wanted_tls = "enable" if protocol in ("ssl", "sasl_ssl") else None
+            if wanted_tls and metadata.get("tls") != wanted_tls:
+                report.fail(f"ScaledObject/{name}: the services use {protocol}, but the trigger does not set tls: enable")
+            if protocol.startswith("sasl_") and metadata.get("sasl") in (None, "none"):
+                report.fail(f"ScaledObject/{name}: the services use {protocol}, but the trigger sets no sasl mechanism")
+            reference = (trigger.get("authenticationRef") or {}).get("name")
+            if protocol.startswith("sasl_") and reference is None:
+                report.fail(f"ScaledObject/{name}: the services use {protocol}, but the trigger has no authenticationRef"
+                            " (KEDA would read the consumer lag without credentials)")
+            elif reference is not None and reference not in authentications:
+                report.fail(f"ScaledObject/{name}: authenticationRef {reference} is not a TriggerAuthentication of this layout")
+            elif reference is not None:
+                spec = authentications[reference].get("spec") or {}
+                parameters = {e.get("parameter") for e in (spec.get("secretTargetRef") or []) + (spec.get("env") or [])}
+                for needed in (("username", "password") if protocol.startswith("sasl_") else ()):
+                    if needed not in parameters:
+                        report.fail(f"TriggerAuthentication/{reference}: no {needed} for ScaledObject/{name}")
+
+
 def check_rendered_layout(report: FileReport, documents: list[dict[str, Any]], image_env: dict[str, str],
                           secret_keys: set[str], topics: dict[str, tuple[int, dict[str, str]]],
-                          keda_schema: dict[str, Any], secret_variables: dict[str, str] | None = None) -> None:
+                          crd_schemas: dict[str, dict[str, Any]], secret_variables: dict[str, str] | None = None) -> None:
     for document in documents:
-        for error in kubernetes_errors(document, keda_schema):
+        for error in kubernetes_errors(document, crd_schemas):
             report.fail(error)
     if report.problems:
         report.fail("contract checks skipped until the objects match their schemas")
@@ -1201,12 +1535,9 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
         for key in config_map.get("data", {}):
             if key.startswith(CONTRACT_PREFIXES) and key not in ALL_SERVICES_ENV:
                 report.fail(f"ConfigMap/{config_map['metadata']['name']}: {key} is not a variable of the runtime contract")
-            elif key == SERVICE_KEY:
-                report.fail(f"ConfigMap/{config_map['metadata']['name']}: {SERVICE_KEY} is a service's secret seed;"
-                            " it belongs in the Secret, one key per service")
-            elif key == SERVICE_PUBLIC_KEYS:
-                for problem in public_key_list_problems(str(config_map["data"][key])):
-                    report.fail(f"ConfigMap/{config_map['metadata']['name']}: {SERVICE_PUBLIC_KEYS} {problem}")
+            else:
+                for problem in env_file_problems(key, str(config_map["data"][key])):
+                    report.fail(f"ConfigMap/{config_map['metadata']['name']}: {problem}")
 
     workloads = by_kind.get("Deployment", []) + by_kind.get("Job", [])
     deployments = {d["metadata"]["name"]: d for d in by_kind.get("Deployment", [])}
@@ -1214,10 +1545,13 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
     gateways: dict[str, dict[str, Any]] = {}
     matchers: dict[str, dict[str, Any]] = {}
     public_lists: dict[str, str] = {}
+    audit_sources: dict[str, dict[str, str]] = {AUDIT_KEY: {}, PREVIOUS_AUDIT_KEYS: {}}
+    audit_writers: set[str] = set()
+    kafka_protocols: dict[str, str] = {}
     for workload in workloads:
         kind, name = workload["kind"], workload["metadata"]["name"]
         pod = workload["spec"]["template"]["spec"]
-        check_secret_volumes(report, kind, name, pod, config_maps)
+        check_secret_volumes(report, kind, name, pod, config_maps, secret_variables)
         security = pod.get("securityContext") or {}
         if not security.get("runAsNonRoot"):
             report.fail(f"{kind}/{name}: pod securityContext.runAsNonRoot is not true")
@@ -1258,6 +1592,8 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
             selected = env.get("SERVICE")
             check_container_service_keys(report, where, selected if isinstance(selected, str) else None,
                                          container, env, config_maps, public_lists)
+            check_container_secrets(report, where, selected if isinstance(selected, str) else None,
+                                    container, env, secret_variables)
             if selected is None:
                 continue
             if selected not in EXECUTABLES:
@@ -1266,6 +1602,19 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
             services_running.add(selected)
             check_env_for_service(report, where, selected, env, set(image_env))
             check_database_secret(report, where, selected, container, env)
+            if selected in AUDIT_WRITERS:
+                audit_writers.add(where)
+                for key in audit_sources:
+                    ref = ((env.get(key) or {}) if isinstance(env.get(key), dict) else {}).get("secretKeyRef")
+                    if key in env:
+                        audit_sources[key][where] = (f"Secret {ref.get('name')} key {ref.get('key')}" if ref
+                                                     else str(env[key]))
+            if selected in SERVICES:
+                mounts = [str(m.get("mountPath", "")) for m in container.get("volumeMounts") or []]
+                for problem in kafka_security_problems(env, mounts):
+                    report.fail(f"{where}: {problem}")
+                protocol = env.get(KAFKA_SECURITY_PROTOCOL, "plaintext")
+                kafka_protocols[where] = protocol.lower() if isinstance(protocol, str) else "?"
             if selected == "auth-gateway":
                 gateways[where] = env
             elif selected == "matcher-worker":
@@ -1297,6 +1646,8 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
             report.fail(f"{kind}/{name}: terminationGracePeriodSeconds {grace} must exceed FACEGATE_SHUTDOWN_SECONDS (20)")
     for missing in sorted(set(EXECUTABLES) - services_running):
         report.fail(f"nothing runs {missing}")
+    check_audit_sources(report, audit_sources, audit_writers)
+    check_kafka_clients(report, by_kind, config_maps, kafka_protocols)
     if len(set(public_lists.values())) > 1:
         report.fail(f"the services are given different {SERVICE_PUBLIC_KEYS}: {sorted(public_lists)};"
                     " a service missing from another's list has its messages refused")
@@ -1408,17 +1759,51 @@ def check_secret_service_keys(report: FileReport, documents: list[dict[str, Any]
             report.fail(f"{key} is not documented as {SERVICE_KEY} of {service}")
 
 
+def check_secret_token_keys(report: FileReport, documents: list[dict[str, Any]],
+                            secret_variables: dict[str, str]) -> None:
+    """The example Secret has the token and audit keys, each documented as its one variable."""
+    keys: set[str] = set()
+    for document in documents:
+        keys |= set((document.get("stringData") or {}).keys()) | set((document.get("data") or {}).keys())
+    for key, variable in SECRET_TOKEN_KEYS.items():
+        if key not in keys:
+            report.fail(f"{key} is missing: {variable} ({SECRET_WHAT[variable]})")
+        elif secret_variables.get(key) != variable:
+            report.fail(f"{key} is not documented as {variable}")
+    for service, key in KAFKA_PASSWORD_SECRET_KEYS.items():
+        if key in secret_variables and secret_variables[key] != KAFKA_SASL_PASSWORD:
+            report.fail(f"{key} is not documented as {KAFKA_SASL_PASSWORD} of {service}")
+
+
+# Keys the example Secret must have, with the variable each is documented as.
+SECRET_TOKEN_KEYS = {"signing-key": SIGNING_KEY, "kiosk-signing-key": KIOSK_SIGNING_KEY, "audit-key": AUDIT_KEY}
+
+
+def render_layout(kubectl: str, root: Path, layout: str, components: list[str]) -> subprocess.CompletedProcess[str]:
+    """kubectl kustomize of a layout, with optional components added in a scratch kustomization
+    (kustomize takes neither absolute paths nor components on the command line)."""
+    if not components:
+        return subprocess.run([kubectl, "kustomize", str(root / layout)], capture_output=True, text=True)
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="facegate-kustomize-") as scratch:
+        lines = ["apiVersion: kustomize.config.k8s.io/v1beta1", "kind: Kustomization", "resources:",
+                 f"  - {os.path.relpath(root / layout, scratch)}", "components:"]
+        lines += [f"  - {os.path.relpath(root / c, scratch)}" for c in components]
+        (Path(scratch) / "kustomization.yaml").write_text("\n".join(lines) + "\n")
+        return subprocess.run([kubectl, "kustomize", scratch], capture_output=True, text=True)
+
+
 def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
                      topics: dict[str, tuple[int, dict[str, str]]]) -> None:
-    keda_schema_path = root / ROOT_FILES["keda_schema"]
-    report = reporter.file(ROOT_FILES["keda_schema"], "valid JSON Schema")
-    keda_schema: dict[str, Any] = {}
-    try:
-        keda_schema = json.loads(keda_schema_path.read_text())
-        jsonschema.validators.validator_for(keda_schema).check_schema(keda_schema)
-    except (OSError, ValueError, jsonschema.SchemaError) as error:
-        report.fail(str(error).splitlines()[0])
-        keda_schema = {}
+    crd_schemas: dict[str, dict[str, Any]] = {}
+    for kind, file_key in CRD_SCHEMAS.items():
+        report = reporter.file(ROOT_FILES[file_key], "valid JSON Schema")
+        try:
+            schema = json.loads((root / ROOT_FILES[file_key]).read_text())
+            jsonschema.validators.validator_for(schema).check_schema(schema)
+            crd_schemas[kind] = schema
+        except (OSError, ValueError, jsonschema.SchemaError) as error:
+            report.fail(str(error).splitlines()[0])
 
     secret_keys: set[str] = set()
     secret_variables: dict[str, str] = {}
@@ -1430,18 +1815,15 @@ def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
             continue
         if path.suffix not in (".yaml", ".yml"):
             if path.suffix == ".env":
-                report = reporter.file(relative, "contract names only, no seeds, public key list")
+                report = reporter.file(relative, "contract names only, no secrets, public key lists")
                 for line in path.read_text().splitlines():
                     if line.strip() and not line.startswith("#"):
                         key, _, value = line.partition("=")
                         if key not in ALL_SERVICES_ENV:
                             report.fail(f"{key} is not a variable of the runtime contract")
-                        elif key == SERVICE_KEY:
-                            report.fail(f"{SERVICE_KEY} is a service's secret seed: it belongs in the Secret"
-                                        " (service-key-<service>), not in a ConfigMap every pod may read")
-                        elif key == SERVICE_PUBLIC_KEYS:
-                            for problem in public_key_list_problems(value):
-                                report.fail(f"{SERVICE_PUBLIC_KEYS} {problem}")
+                        else:
+                            for problem in env_file_problems(key, value):
+                                report.fail(problem)
             continue
         if path.name == "kustomization.yaml":
             report = reporter.file(relative, "kustomization: listed files exist")
@@ -1453,12 +1835,17 @@ def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
             if not isinstance(kustomization, dict):
                 report.fail("not a mapping")
                 continue
-            for entry in kustomization.get("resources", []):
-                if not (path.parent / entry).exists():
-                    report.fail(f"resource {entry} does not exist")
+            for field_name in ("resources", "components"):
+                for entry in kustomization.get(field_name) or []:
+                    if not (path.parent / entry).exists():
+                        report.fail(f"{field_name[:-1]} {entry} does not exist")
+            for patch in kustomization.get("patches") or []:
+                if isinstance(patch, dict) and patch.get("path") and not (path.parent / patch["path"]).exists():
+                    report.fail(f"patch {patch['path']} does not exist")
             continue
-        report = reporter.file(relative, "Kubernetes schemas (strict)" if "ScaledObject" not in path.read_text()
-                               else "Kubernetes schemas (strict), ScaledObject schema")
+        text = path.read_text()
+        kinds = [k for k in CRD_SCHEMAS if f"kind: {k}" in text]
+        report = reporter.file(relative, "Kubernetes schemas (strict)" + "".join(f", {k} schema" for k in kinds))
         try:
             documents = load_yaml_documents(path)
         except yaml.YAMLError as error:
@@ -1468,33 +1855,31 @@ def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
             if not isinstance(document, dict):
                 report.fail("a YAML document is not a mapping")
                 continue
-            if document.get("kind") == "ScaledObject" and not keda_schema:
-                report.fail("ScaledObject not checked: the KEDA schema is unusable")
-                continue
-            for error in kubernetes_errors(document, keda_schema):
+            for error in kubernetes_errors(document, crd_schemas):
                 report.fail(error)
         if path == secret_path:
             for document in filter(lambda d: isinstance(d, dict), documents):
                 secret_keys |= set((document.get("stringData") or {}).keys()) | set((document.get("data") or {}).keys())
             # Optional keys are documented in the comment table ("#   key   who reads it").
-            secret_keys |= set(re.findall(r"^#   ([a-z][a-z-]+)\s{2,}FACEGATE_", path.read_text(), re.M))
+            secret_keys |= set(re.findall(r"^#   ([a-z][a-z-]+)\s{2,}FACEGATE_", text, re.M))
             # ... and name the one variable each key may be mapped to.
-            secret_variables = dict(re.findall(r"^#   ([a-z][a-z-]+)\s{2,}(FACEGATE_\w+)", path.read_text(), re.M))
+            secret_variables = dict(re.findall(r"^#   ([a-z][a-z-]+)\s{2,}(FACEGATE_\w+)", text, re.M))
             check_secret_database_urls(report, [d for d in documents if isinstance(d, dict)])
             check_secret_service_keys(report, [d for d in documents if isinstance(d, dict)], secret_variables)
+            check_secret_token_keys(report, [d for d in documents if isinstance(d, dict)], secret_variables)
 
     kubectl = tool("kubectl")
-    for layout in KUSTOMIZE_LAYOUTS:
-        report = reporter.file(f"{layout} (kubectl kustomize)", "rendered layout: schemas, contract, probes, selectors, autoscaling")
-        result = subprocess.run([kubectl, "kustomize", str(root / layout)], capture_output=True, text=True)
+    renders = [(layout, []) for layout in KUSTOMIZE_LAYOUTS]
+    renders += [(layout, [component]) for component in KUSTOMIZE_COMPONENTS for layout in KUSTOMIZE_LAYOUTS]
+    for layout, components in renders:
+        title = " + ".join([layout] + components)
+        report = reporter.file(f"{title} (kubectl kustomize)", "rendered layout: schemas, contract, probes, selectors, autoscaling")
+        result = render_layout(kubectl, root, layout, components)
         if result.returncode != 0:
             report.fail(f"kubectl kustomize: {result.stderr.strip()}")
             continue
         documents = [d for d in yaml.load_all(result.stdout, Loader=YAML_LOADER) if d]
-        if not keda_schema:
-            report.fail("the KEDA schema is unusable")
-            continue
-        check_rendered_layout(report, documents, image_env, secret_keys, topics, keda_schema, secret_variables)
+        check_rendered_layout(report, documents, image_env, secret_keys, topics, crd_schemas, secret_variables)
 
 
 # --------------------------------------------------------------------------------------------
