@@ -29,9 +29,18 @@ public enum KafkaAdmin {
         }
     }
 
-    /// The topic's partition count from broker metadata. Blocks the calling thread.
+    /// The topic's partition count from broker metadata, asked on a thread of its own (never the caller's:
+    /// the lookup blocks for up to `timeoutMilliseconds` while the broker is away).
     public static func partitionCount(
         topic: String, configuration: KafkaConfiguration, timeoutMilliseconds: Int = 10_000
+    ) async throws(KafkaError) -> Int {
+        try await runOnDedicatedThread(name: "kafka-metadata") { () throws(KafkaError) in
+            try blockingPartitionCount(topic: topic, configuration: configuration, timeoutMilliseconds: timeoutMilliseconds)
+        }
+    }
+
+    static func blockingPartitionCount(
+        topic: String, configuration: KafkaConfiguration, timeoutMilliseconds: Int
     ) throws(KafkaError) -> Int {
         // A consumer-type handle never asks the broker to auto-create the topic it looks up.
         let client = try RDKafkaClient(

@@ -191,9 +191,7 @@ public final class KafkaRequester: Sendable {
     private func claimPartition() async throws -> Int32 {
         let topic = replyTopic
         let configuration = self.configuration
-        let count = try await runOnDedicatedThread(name: "kafka-metadata") { () throws(KafkaError) in
-            try KafkaAdmin.partitionCount(topic: topic, configuration: configuration)
-        }
+        let count = try await KafkaAdmin.partitionCount(topic: topic, configuration: configuration)
         return try await lease.claim(topic: replyTopic, partitionCount: count, owner: owner)
     }
 

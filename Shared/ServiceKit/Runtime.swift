@@ -2,6 +2,7 @@ import FaceGateCore
 import Foundation
 import KafkaClient
 import PostgresClient
+import Synchronization
 
 /// What every service process shares: its configuration, logger, metrics, readiness checks, a
 /// PostgreSQL pool, the Kafka settings and topic names.
@@ -39,8 +40,13 @@ public final class ServiceRuntime: Sendable {
         readiness.add("postgres") { await database.isHealthy() }
         let kafkaConfiguration = kafka
         let probeTopic = topics.faceJobs
+        // A metadata lookup opens a broker connection: probes closer together than 5 s share one answer.
+        let lastKafkaProbe = Mutex<(at: ContinuousClock.Instant, ok: Bool)?>(nil)
         readiness.add("kafka") {
-            (try? KafkaAdmin.partitionCount(topic: probeTopic, configuration: kafkaConfiguration)) != nil
+            if let last = lastKafkaProbe.withLock({ $0 }), ContinuousClock.now - last.at < .seconds(5) { return last.ok }
+            let ok = (try? await KafkaAdmin.partitionCount(topic: probeTopic, configuration: kafkaConfiguration)) != nil
+            lastKafkaProbe.withLock { $0 = (ContinuousClock.now, ok) }
+            return ok
         }
     }
 

@@ -30,7 +30,7 @@ import Testing
                 let jobs = try KafkaConsumer(configuration: KafkaConfiguration(brokers: try TestEnvironment.value("FACEGATE_TEST_KAFKA_BROKERS"),
                                                                                 clientId: "forger-reader"), groupId: nil)
                 defer { jobs.close() }
-                let partitions = try KafkaAdmin.partitionCount(topic: faceJobs, configuration: KafkaConfiguration(
+                let partitions = try await KafkaAdmin.partitionCount(topic: faceJobs, configuration: KafkaConfiguration(
                     brokers: try TestEnvironment.value("FACEGATE_TEST_KAFKA_BROKERS"), clientId: "forger-admin"))
                 try jobs.assign((0..<partitions).map { (KafkaTopicPartition(topic: faceJobs, partition: Int32($0)), KafkaOffset.beginning) })
                 let ctid = try signer("ctid-verifier")
@@ -111,7 +111,7 @@ import Testing
         let deadline = ContinuousClock.now + .seconds(20)
         var partitions = 0
         while partitions == 0 && ContinuousClock.now < deadline {
-            partitions = (try? KafkaAdmin.partitionCount(topic: topic, configuration: configuration)) ?? 0
+            partitions = (try? await KafkaAdmin.partitionCount(topic: topic, configuration: configuration)) ?? 0
             if partitions == 0 { try await Task.sleep(for: .milliseconds(200)) }
         }
         try consumer.assign((0..<partitions).map { (KafkaTopicPartition(topic: topic, partition: Int32($0)), KafkaOffset.beginning) })

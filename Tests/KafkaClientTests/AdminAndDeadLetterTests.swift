@@ -11,13 +11,13 @@ import Testing
             KafkaTopicSpec(name: compacted, partitions: 3, config: ["cleanup.policy": "compact"]),
             KafkaTopicSpec(name: plain, partitions: 2),
         ]
-        #expect(throws: KafkaError.self) { _ = try KafkaAdmin.partitionCount(topic: plain, configuration: configuration) }
+        await #expect(throws: KafkaError.self) { _ = try await KafkaAdmin.partitionCount(topic: plain, configuration: configuration) }
 
         try await KafkaAdmin.ensureTopics(specs, configuration: configuration)
         try await KafkaAdmin.ensureTopics(specs, configuration: configuration)
 
-        #expect(try KafkaAdmin.partitionCount(topic: compacted, configuration: configuration) == 3)
-        #expect(try KafkaAdmin.partitionCount(topic: plain, configuration: configuration) == 2)
+        #expect(try await KafkaAdmin.partitionCount(topic: compacted, configuration: configuration) == 3)
+        #expect(try await KafkaAdmin.partitionCount(topic: plain, configuration: configuration) == 2)
     }
 
     @Test func aBadPropertyIsReportedByName() throws {

@@ -79,7 +79,7 @@ final class GallerySync: Service {
                 // Follow changes from before the load starts: anything committed during the load is seen twice, harmlessly.
                 let changes = try KafkaConsumer(configuration: runtime.kafka, groupId: nil, autoOffsetReset: .end)
                 let topic = runtime.topics.galleryChanges
-                let partitions = try KafkaAdmin.partitionCount(topic: topic, configuration: runtime.kafka)
+                let partitions = try await KafkaAdmin.partitionCount(topic: topic, configuration: runtime.kafka)
                 try changes.assign((0..<partitions).map { (KafkaTopicPartition(topic: topic, partition: Int32($0)), KafkaOffset.end) })
                 consumer.withLock { $0 = changes }
                 let started = ContinuousClock.now
