@@ -32,6 +32,7 @@ public enum Schema {
         Step(version: 9, name: "key expiry and idempotent creates", sql: keyExpiryAndIdempotency),
         Step(version: 10, name: "keyed audit chain", sql: keyedAuditChain),
         Step(version: 11, name: "per-service grants", sql: perServiceGrants),
+        Step(version: 12, name: "secret rotation time", sql: secretRotationTime),
     ]
 
     static let core = """
@@ -410,5 +411,10 @@ public enum Schema {
     GRANT SELECT, INSERT, UPDATE, DELETE ON reply_partition_leases TO facegate_gateway, facegate_ctid, facegate_kiosk;
     GRANT SELECT, INSERT ON transactions TO facegate_gateway, facegate_ctid, facegate_kiosk;
     GRANT SELECT, INSERT, UPDATE ON transaction_chain_heads TO facegate_gateway, facegate_ctid, facegate_kiosk;
+    """
+
+    static let secretRotationTime = """
+    -- Access tokens issued before an app's latest secret rotation are refused.
+    ALTER TABLE apps ADD COLUMN secret_rotated_at timestamptz;
     """
 }

@@ -187,6 +187,19 @@ import Testing
             let refusals = (platform.json["items"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "auth.refused" }
             #expect(refusals.contains { $0["transactionId"] as? String == refusal && $0["outcome"] as? String == "UNAUTHORIZED" })
 
+            // Rotating an app's secret kills the access tokens issued before; the previous secret mints new ones
+            // during its grace period.
+            let before = try await stack.accessToken(appB)
+            try await Task.sleep(for: .seconds(1.1))
+            let rotated = try await stack.call("POST", "/v1/apps/\(appB.id)/secret", bearer: stack.adminKey)
+            let newSecret = try #require(rotated.string("appSecret"))
+            func serial(_ token: String) async throws -> TestStack.Reply {
+                try await stack.call("POST", "/v1/ctid/serial-numbers", bearer: token, json: ["authMode": "0x42"])
+            }
+            #expect(try await serial(before).errorCode == "ACCESS_TOKEN_EXPIRED")
+            #expect(try await serial(try await stack.accessToken(.init(id: appB.id, secret: newSecret))).status == 200)
+            #expect(try await serial(try await stack.accessToken(appB)).status == 200)
+
             // Idempotent creates: the same key and body answer the first answer again, secrets included.
             let once = ["Idempotency-Key": "app-\(UUID())"]
             let made = try await stack.call("POST", "/v1/apps", bearer: stack.adminKey, json: ["name": "once"], headers: once)

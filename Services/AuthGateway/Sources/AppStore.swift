@@ -66,6 +66,8 @@ struct AppRecord: Sendable {
     var secretHash: [UInt8]
     var previousSecretHash: [UInt8]?
     var previousSecretValidUntil: Date?
+    /// Access tokens issued before this are dead: a rotation is how a leaked secret is shut out.
+    var secretRotatedAt: Date?
     var modules: Modules
     var faceModel: FaceModel
     /// In the face model's units.
@@ -105,7 +107,7 @@ struct AppStore: Sendable {
 
     func find(_ id: UUID) async throws -> AppRecord? {
         let rows = try await database.query("""
-            SELECT id, name, secret_hash, previous_secret_hash, previous_secret_valid_until, modules::text AS modules,
+            SELECT id, name, secret_hash, previous_secret_hash, previous_secret_valid_until, secret_rotated_at, modules::text AS modules,
                    face_model, match_threshold, liveness::text AS liveness, device_binding, device_binding_policy, kiosk_approval::text AS kiosk_approval, quotas::text AS quotas, created_at
             FROM apps WHERE id = \(id)
             """)
@@ -116,6 +118,7 @@ struct AppStore: Sendable {
         return AppRecord(
             id: try row.decode("id"), name: try row.decode("name"), secretHash: try row.decode("secret_hash"),
             previousSecretHash: try row.decode("previous_secret_hash"), previousSecretValidUntil: try row.decode("previous_secret_valid_until"),
+            secretRotatedAt: try row.decode("secret_rotated_at"),
             modules: try json("modules", Modules.self), faceModel: FaceModel(rawValue: try row.decode("face_model")) ?? .dlibResNetV1,
             matchThreshold: try row.decode("match_threshold"),
             liveness: try json("liveness", LivenessPolicy.self),

@@ -368,7 +368,7 @@ enum OpenAPIDocument {
     },
     "/v1/apps/{appId}/secret": {
       "parameters": [{"$ref": "#/components/parameters/appId"}],
-      "post": {"operationId": "rotateAppSecret", "tags": ["apps"], "summary": "Rotate the app secret; the previous one stays valid for the grace period", "security": [{"operatorKey": []}],
+      "post": {"operationId": "rotateAppSecret", "tags": ["apps"], "summary": "Rotate the app secret; the previous one stays valid for the grace period, access tokens issued before are refused", "security": [{"operatorKey": []}],
         "responses": {
           "201": {"description": "The new secret", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RotatedSecret"}}}},
           "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},

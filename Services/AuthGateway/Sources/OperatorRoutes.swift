@@ -165,7 +165,7 @@ extension GatewayContext {
             _ = try await database.query("""
                 UPDATE apps SET previous_secret_hash = secret_hash,
                        previous_secret_valid_until = now() + make_interval(secs => \(configuration.secretGraceSeconds)),
-                       secret_hash = \(SHA256.hash(Array(secret.utf8))), updated_at = now()
+                       secret_hash = \(SHA256.hash(Array(secret.utf8))), secret_rotated_at = now(), updated_at = now()
                 WHERE id = \(app.id)
                 """)
             struct Rotated: Encodable { var appId: String; var appSecret: String; var previousSecretValidForSeconds: Int }
