@@ -1,3 +1,5 @@
+import Foundation
+
 /// The face models a deployment runs. Each app has one; each template records the one that made it, and
 /// vectors of different models are never compared (they live in different galleries and a sealed
 /// reference template opens only under the model that sealed it).
@@ -30,6 +32,40 @@ public enum FaceModel: String, Codable, Sendable, CaseIterable {
         case .dlibResNetV1: 0.5
         case .sface2021dec: 1.0
         }
+    }
+
+    /// Per-comparison false-match rate → threshold (the model's units), from the calibration on public photos
+    /// (Benchmarks/RESULTS.md, "Identification accuracy on public photos", 2026-12-03): a normal model of the
+    /// lower tail of 738,136 (dlib) and ~800,000 (SFace) impostor distances, d(p) = mean + sd·Φ⁻¹(p) with dlib
+    /// 0.807 / 0.0831 and SFace 1.384 / 0.0854. Below 1e-6 these are extrapolations; the data cannot show
+    /// differences between demographic groups (NIST IR 8280), so check them on the deployment's own users.
+    public var falseMatchCalibration: [(rate: Double, threshold: Float)] {
+        switch self {
+        case .dlibResNetV1: [(1e-3, 0.550), (1e-4, 0.498), (1e-5, 0.453), (1e-6, 0.412), (1e-7, 0.375), (1e-8, 0.341)]
+        case .sface2021dec: [(1e-3, 1.120), (1e-4, 1.066), (1e-5, 1.020), (1e-6, 0.978), (1e-7, 0.940), (1e-8, 0.905)]
+        }
+    }
+
+    /// The threshold of a target false-match rate (1e-8 … 1e-3), interpolated in log10 of the rate.
+    public func threshold(forFalseMatchRate rate: Double) -> Float? {
+        let table = falseMatchCalibration
+        guard rate.isFinite, rate <= table[0].rate, rate >= table[table.count - 1].rate else { return nil }
+        for (high, low) in zip(table, table.dropFirst()) where rate >= low.rate {
+            let position = Float((log10(high.rate) - log10(rate)) / (log10(high.rate) - log10(low.rate)))
+            return high.threshold + (low.threshold - high.threshold) * position
+        }
+        return nil
+    }
+
+    /// The false-match rate a threshold stands for, by the same table; nil outside it.
+    public func falseMatchRate(atThreshold threshold: Float) -> Double? {
+        let table = falseMatchCalibration
+        guard threshold <= table[0].threshold, threshold >= table[table.count - 1].threshold else { return nil }
+        for (high, low) in zip(table, table.dropFirst()) where threshold >= low.threshold {
+            let position = Double((high.threshold - threshold) / (high.threshold - low.threshold))
+            return pow(10, log10(high.rate) + (log10(low.rate) - log10(high.rate)) * position)
+        }
+        return nil
     }
 
     /// The thresholds an app may set (the model's units).

@@ -182,3 +182,29 @@ import Testing
         #expect(FaceOutcome.timeout.errorCode == .serviceUnavailable)
     }
 }
+
+@Suite struct OperatingPointTests {
+    /// A target false-match rate becomes the model's threshold by its calibration table, and back.
+    @Test func falseMatchRatesMapToThresholdsAndBack() throws {
+        #expect(FaceModel.sface2021dec.threshold(forFalseMatchRate: 1e-5) == 1.020)
+        #expect(FaceModel.dlibResNetV1.threshold(forFalseMatchRate: 1e-6) == 0.412)
+        let between = try #require(FaceModel.sface2021dec.threshold(forFalseMatchRate: 3e-6))
+        #expect(between > 0.978 && between < 1.020)
+        #expect(FaceModel.sface2021dec.threshold(forFalseMatchRate: 1e-2) == nil)
+        #expect(FaceModel.sface2021dec.threshold(forFalseMatchRate: 1e-9) == nil)
+        for model in FaceModel.allCases {
+            // Stricter targets, lower thresholds; every table threshold lies in the range an app may set.
+            let thresholds = model.falseMatchCalibration.map(\.threshold)
+            #expect(thresholds == thresholds.sorted(by: >))
+            #expect(thresholds.allSatisfy { model.thresholdRange.contains($0) })
+            for rate in [1e-3, 2e-4, 1e-5, 7e-7, 1e-8] {
+                let threshold = try #require(model.threshold(forFalseMatchRate: rate))
+                let back = try #require(model.falseMatchRate(atThreshold: threshold))
+                #expect(abs(log10(back) - log10(rate)) < 1e-3)
+            }
+        }
+        // The defaults, as rates: SFace's 1.0 is about 3 in a million per comparison.
+        let sface = try #require(FaceModel.sface2021dec.falseMatchRate(atThreshold: FaceModel.sface2021dec.defaultThreshold))
+        #expect(sface > 1e-6 && sface < 1e-5)
+    }
+}

@@ -131,6 +131,16 @@ import Testing
             #expect(try await create("/v1/operator-keys", ["name": "escalate"], key: scopedKey).status == 403)
             #expect(try await create("/v1/apps/\(appA.id)/users", ["employeeNumber": "S1", "name": "Scoped"], key: scopedKey).status == 201)
 
+            // An operating point as a false-match rate: the threshold comes from the model's calibration.
+            let strict = try await create("/v1/apps", ["name": "strict", "falseMatchRate": 1e-6])
+            #expect(strict.status == 201)
+            #expect(abs((strict.json["matchThreshold"] as? Double ?? 0) - 0.978) < 1e-4)
+            #expect(abs(log10(strict.json["estimatedFalseMatchRate"] as? Double ?? 1) + 6) < 1e-3)
+            #expect(try await create("/v1/apps", ["name": "both", "falseMatchRate": 1e-6, "matchThreshold": 1.0]).status == 400)
+            #expect(try await create("/v1/apps", ["name": "loose", "falseMatchRate": 0.5]).status == 400)
+            let patched = try await stack.call("PATCH", "/v1/apps/\(appA.id)", bearer: stack.adminKey, json: ["falseMatchRate": 1e-4])
+            #expect(abs((patched.json["matchThreshold"] as? Double ?? 0) - 1.066) < 1e-4)
+
             // A global key, an expiring key, bad requests.
             let global = try #require(try await create("/v1/operator-keys", ["name": "platform"]).string("operatorKey"))
             #expect(try await create("/v1/apps", ["name": "by global key"], key: global).status == 201)

@@ -86,6 +86,8 @@ struct AppRecord: Sendable {
         var modules: Modules
         var faceModel: FaceModel
         var matchThreshold: Float
+        /// The per-comparison false-match rate the threshold stands for by the model's calibration (absent beyond it).
+        var estimatedFalseMatchRate: Double?
         var liveness: LivenessPolicy
         var deviceBinding: DeviceBinding
         var deviceBindingPolicy: DeviceBindingPolicy
@@ -95,7 +97,8 @@ struct AppRecord: Sendable {
     }
 
     var publicView: Public {
-        Public(appId: id.wire, name: name, modules: modules, faceModel: faceModel, matchThreshold: matchThreshold, liveness: liveness,
+        Public(appId: id.wire, name: name, modules: modules, faceModel: faceModel, matchThreshold: matchThreshold,
+               estimatedFalseMatchRate: faceModel.falseMatchRate(atThreshold: matchThreshold), liveness: liveness,
                deviceBinding: deviceBinding, deviceBindingPolicy: deviceBindingPolicy, kioskApproval: kioskApproval, quotas: quotas,
                createdAt: createdAt)
     }

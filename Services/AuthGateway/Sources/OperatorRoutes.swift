@@ -41,6 +41,7 @@ extension GatewayContext {
         var modules: ModulesPatch?
         var faceModel: FaceModel?
         var matchThreshold: Float?
+        var falseMatchRate: Double?
         var liveness: LivenessPolicy?
         var deviceBinding: DeviceBinding?
         var deviceBindingPolicy: DeviceBindingPolicy?
@@ -56,6 +57,7 @@ extension GatewayContext {
         var modules: Modules
         var faceModel: FaceModel
         var matchThreshold: Float
+        var estimatedFalseMatchRate: Double?
         var liveness: LivenessPolicy
         var deviceBinding: DeviceBinding
         var deviceBindingPolicy: DeviceBindingPolicy
@@ -69,8 +71,8 @@ extension GatewayContext {
         let name = body.name.trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...200).contains(name.count) else { throw APIError(.invalidRequest, "name must be 1–200 characters") }
         let faceModel = body.faceModel ?? FaceModel.defaultForNewApps
-        let threshold = body.matchThreshold ?? faceModel.defaultThreshold
-        try Self.checkThreshold(threshold, model: faceModel)
+        let threshold = try Self.threshold(body.matchThreshold, falseMatchRate: body.falseMatchRate, model: faceModel,
+                                           otherwise: faceModel.defaultThreshold)
         let appId = UUID()
         let secret = newSecret(prefix: "fgs_")
         // The institution key is shown once and stored sealed to the ctid-verifier's public key: the
@@ -94,13 +96,29 @@ extension GatewayContext {
                 """)
             draft.detail = ["appId": appId.uuidString.lowercased()]
             return .json(CreatedApp(appId: appId.wire, name: name, appSecret: secret, ctidKey: Data(ctidKey).base64EncodedString(), modules: modules,
-                                    faceModel: faceModel, matchThreshold: threshold, liveness: liveness, deviceBinding: binding,
+                                    faceModel: faceModel, matchThreshold: threshold,
+                                    estimatedFalseMatchRate: faceModel.falseMatchRate(atThreshold: threshold), liveness: liveness, deviceBinding: binding,
                                     deviceBindingPolicy: policy, kioskApproval: approval, quotas: quotas), status: 201)
         }
     }
 
     /// A threshold is in the units of the app's face model: Euclidean distance (for SFace, whose vectors have
     /// unit length, 1 − d²/2 is the cosine similarity).
+    /// The app's threshold: a raw one in the model's units, or the one the model's calibration gives a target
+    /// false-match rate; `otherwise` when neither is sent.
+    static func threshold(_ raw: Float?, falseMatchRate: Double?, model: FaceModel, otherwise: Float) throws -> Float {
+        if let falseMatchRate {
+            guard raw == nil else { throw APIError(.invalidRequest, "send matchThreshold or falseMatchRate, not both") }
+            guard let threshold = model.threshold(forFalseMatchRate: falseMatchRate) else {
+                throw APIError(.invalidRequest, "falseMatchRate must be between 1e-8 and 1e-3 (a per-comparison rate, e.g. 1e-5 for 1 in 100,000)")
+            }
+            return threshold
+        }
+        let threshold = raw ?? otherwise
+        try checkThreshold(threshold, model: model)
+        return threshold
+    }
+
     static func checkThreshold(_ threshold: Float, model: FaceModel) throws {
         let range = model.thresholdRange
         guard range.contains(threshold) else {
@@ -123,6 +141,7 @@ extension GatewayContext {
     struct PatchAppBody: Decodable {
         var modules: ModulesPatch?
         var matchThreshold: Float?
+        var falseMatchRate: Double?
         var liveness: LivenessPolicy?
         var deviceBinding: DeviceBinding?
         var deviceBindingPolicy: DeviceBindingPolicy?
@@ -135,8 +154,8 @@ extension GatewayContext {
         let body = try request.decodeJSON(PatchAppBody.self)
         return try await recorded(request, kind: "app.update", appId: app.id) { draft in
             let modules = (body.modules ?? ModulesPatch()).applied(to: app.modules)
-            let threshold = body.matchThreshold ?? app.matchThreshold
-            try Self.checkThreshold(threshold, model: app.faceModel)
+            let threshold = try Self.threshold(body.matchThreshold, falseMatchRate: body.falseMatchRate, model: app.faceModel,
+                                               otherwise: app.matchThreshold)
             let liveness = body.liveness ?? app.liveness
             let binding = body.deviceBinding ?? app.deviceBinding
             let policy = body.deviceBindingPolicy ?? app.deviceBindingPolicy

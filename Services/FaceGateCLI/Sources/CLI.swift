@@ -22,7 +22,7 @@ public enum FaceGateCLI {
       keys                                      print fresh signing, sealing, CTID and per-service message keys
       --version                                 this tool's release; --help anywhere prints this
     operators (FACEGATE_URL, FACEGATE_ADMIN_KEY)
-      app create NAME [--formal] [--model M] [--threshold D] [--binding B] [--binding-policy P]
+      app create NAME [--formal] [--model M] [--threshold D | --false-match-rate R] [--binding B] [--binding-policy P]
                                                 M: sface-2021dec (default) or dlib-resnet-v1; B: dpop (default) or header;
                                                 P: appServerTicket (default), boundDevice or employeeNumber
       app get APP_ID | app list
@@ -98,7 +98,7 @@ public enum FaceGateCLI {
             print("FACEGATE_KIOSK_PUBLIC_KEYS=\(Data(kiosk.publicKey.rawRepresentation).base64EncodedString())")
         case ("app", "create"):
             guard rest.count >= 2 else {
-                throw CLIError("usage: facegate app create NAME [--formal] [--model M] [--threshold D] [--binding B] [--binding-policy P]", exitCode: 2)
+                throw CLIError("usage: facegate app create NAME [--formal] [--model M] [--threshold D | --false-match-rate R] [--binding B] [--binding-policy P]", exitCode: 2)
             }
             guard !rest[1].hasPrefix("-") else { throw CLIError("the app's NAME comes first: facegate app create NAME [options]", exitCode: 2) }
             var body: [String: Any] = ["name": rest[1]]
@@ -110,6 +110,12 @@ public enum FaceGateCLI {
                     throw CLIError("--threshold needs a positive number (a distance in the face model's units)", exitCode: 2)
                 }
                 body["matchThreshold"] = value
+            }
+            if let index = rest.firstIndex(of: "--false-match-rate") {
+                guard index + 1 < rest.count, let value = Double(rest[index + 1]), value > 0 else {
+                    throw CLIError("--false-match-rate needs a rate such as 1e-5", exitCode: 2)
+                }
+                body["falseMatchRate"] = value
             }
             if let index = rest.firstIndex(of: "--model") {
                 guard index + 1 < rest.count else { throw CLIError("--model needs a face model name", exitCode: 2) }
