@@ -47,19 +47,22 @@ trap stop_all INT TERM EXIT
 # start NAME ROLE ADMIN_PORT COMMAND: one supervised service, logged in to PostgreSQL as its own role
 # (created by `facegate migrate`), never as the owner.
 # Each service gets its own message-signing key as FACEGATE_SERVICE_KEY and none of the others'; only the gateway holds
-# the token signing key, only the kiosk-orchestrator its own.
+# the token signing key, only the kiosk-orchestrator its own, no matcher the audit key. Keys travel in the environment,
+# never on a command line (where `ps` would show them).
 start() {
   local name="$1" role="$2" port="$3"; shift 3
   local binary; binary="$(basename "$1")"
   local own; own="FACEGATE_SERVICE_KEY_$(echo "$binary" | tr 'a-z-' 'A-Z_')"
-  local unset=() service
-  for service in AUTH_GATEWAY MATCHER_WORKER CTID_VERIFIER KIOSK_ORCHESTRATOR; do unset+=(-u "FACEGATE_SERVICE_KEY_$service"); done
-  [ "$binary" = auth-gateway ] || unset+=(-u FACEGATE_SIGNING_KEY)
-  [ "$binary" = kiosk-orchestrator ] || unset+=(-u FACEGATE_KIOSK_SIGNING_KEY)
-  [ "$binary" != matcher-worker ] || unset+=(-u FACEGATE_AUDIT_KEY)
-  scripts/supervise.sh "$name" "$PIDS" env "${unset[@]}" FACEGATE_SERVICE_KEY="${!own}" \
-    FACEGATE_DATABASE_URL="postgres://$role@$FACEGATE_DATABASE_SERVER/facegate" \
-    FACEGATE_ADMIN_PORT="$port" "$@" > >(sed -u "s/^/[$name] /") 2>&1 &
+  (
+    export FACEGATE_SERVICE_KEY="${!own}" FACEGATE_DATABASE_URL="postgres://$role@$FACEGATE_DATABASE_SERVER/facegate" \
+      FACEGATE_ADMIN_PORT="$port"
+    unset FACEGATE_SERVICE_KEY_AUTH_GATEWAY FACEGATE_SERVICE_KEY_MATCHER_WORKER FACEGATE_SERVICE_KEY_CTID_VERIFIER \
+      FACEGATE_SERVICE_KEY_KIOSK_ORCHESTRATOR
+    [ "$binary" = auth-gateway ] || unset FACEGATE_SIGNING_KEY
+    [ "$binary" = kiosk-orchestrator ] || unset FACEGATE_KIOSK_SIGNING_KEY
+    [ "$binary" != matcher-worker ] || unset FACEGATE_AUDIT_KEY
+    exec scripts/supervise.sh "$name" "$PIDS" "$@"
+  ) > >(sed -u "s/^/[$name] /") 2>&1 &
 }
 
 # FACEGATE_MATCHERS=N runs N matcher replicas (one consumer group: they share the jobs); the first has
