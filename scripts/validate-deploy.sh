@@ -7,7 +7,9 @@
 #      Kustomize components (deploy/k8s/kafka-tls) rendered onto both Kubernetes layouts;
 #   3. runs Tests/deploy: broken copies of the files must fail validation, the container
 #      entrypoint / health check behave as documented, and the topic script creates the
-#      contract's topics on the broker named by FACEGATE_TEST_KAFKA_BROKERS (required).
+#      contract's topics on the broker named by FACEGATE_TEST_KAFKA_BROKERS (required); in
+#      parallel processes, one per core (Tests/deploy/run_tests.py; FACEGATE_DEPLOY_TEST_JOBS
+#      sets another number).
 # Exits non-zero on any problem.
 set -euo pipefail
 
@@ -32,5 +34,5 @@ fi
 
 if [[ "${1:-}" != "--no-self-test" ]]; then
   echo "validate-deploy: self-tests (Tests/deploy)"
-  "${venv}/bin/python" -m unittest discover --start-directory "${root}/Tests/deploy" --pattern 'test_*.py'
+  "${venv}/bin/python" "${root}/Tests/deploy/run_tests.py" ${FACEGATE_DEPLOY_TEST_JOBS:+--jobs "${FACEGATE_DEPLOY_TEST_JOBS}"}
 fi

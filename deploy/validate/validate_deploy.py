@@ -33,8 +33,10 @@ Checks, without a Docker engine or a Kubernetes cluster:
                                short retention on the topics that carry images
 
 Prints one line per file checked ("ok" or "FAIL", problems indented below) and exits 1 when
-anything is wrong. The contract below mirrors the runtime contract the services implement
-(environment variables, admin ports, topics); keep the two in step.
+anything is wrong. --only NAME (repeatable; a file or a layout, named as printed) checks just
+those; the self-tests (Tests/deploy) check the file they break that way, through validate(). The
+contract below mirrors the runtime contract the services implement (environment variables, admin
+ports, topics); keep the two in step.
 """
 from __future__ import annotations
 
@@ -58,9 +60,10 @@ import jsonschema
 import kubernetes_validate.utils
 import yaml
 
-# The schema package re-reads its (large) definition files for every object; they never
-# change during a run.
+# The schema package re-reads its (large) definition files, and lists its schema folders, for
+# every object; neither changes during a run.
 kubernetes_validate.utils.schema_contents = functools.lru_cache(maxsize=None)(kubernetes_validate.utils.schema_contents)
+kubernetes_validate.utils.all_versions = functools.lru_cache(maxsize=None)(kubernetes_validate.utils.all_versions)
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # --------------------------------------------------------------------------------------------
@@ -277,30 +280,45 @@ class FileReport:
 
 
 class Reporter:
-    def __init__(self) -> None:
+    """Collects one report per file checked. With `only` (names as printed: a file's path, or a
+    layout's "<layout> (kubectl kustomize)"), just those are checked and printed; the checks of
+    other files run only as far as the ones asked for need their results."""
+
+    def __init__(self, only: Iterable[str] | None = None) -> None:
         self.reports: list[FileReport] = []
+        self.only = None if only is None else set(only)
+
+    def wants(self, path: str) -> bool:
+        return self.only is None or path in self.only
 
     def file(self, path: str, what: str) -> FileReport:
         report = FileReport(path, what)
         self.reports.append(report)
         return report
 
-    def print(self) -> int:
+    def lines(self) -> tuple[list[str], int]:
+        """The printed lines and the exit status (1 when a file checked has problems)."""
+        lines: list[str] = []
+        reports = [r for r in self.reports if self.wants(r.path)]
         failed = 0
-        for report in self.reports:
+        for report in reports:
             if report.problems:
                 failed += 1
-                print(f"FAIL  {report.path}  ({report.what})")
-                for problem in report.problems:
-                    print(f"      - {problem}")
+                lines.append(f"FAIL  {report.path}  ({report.what})")
+                lines += [f"      - {problem}" for problem in report.problems]
             elif report.warnings:
-                print(f"warn  {report.path}  ({report.what})")
+                lines.append(f"warn  {report.path}  ({report.what})")
             else:
-                print(f"ok    {report.path}  ({report.what})")
-            for warning in report.warnings:
-                print(f"      ! {warning}")
-        print(f"validate-deploy: {len(self.reports)} files checked, {failed} with problems")
-        return 1 if failed else 0
+                lines.append(f"ok    {report.path}  ({report.what})")
+            lines += [f"      ! {warning}" for warning in report.warnings]
+        lines.append(f"validate-deploy: {len(reports)} files checked, {failed} with problems")
+        return lines, 1 if failed else 0
+
+    def print(self) -> int:
+        lines, status = self.lines()
+        for line in lines:
+            print(line)
+        return status
 
 
 # --------------------------------------------------------------------------------------------
@@ -658,12 +676,13 @@ def check_dockerfile(root: Path, reporter: Reporter) -> dict[str, str]:
         return {}
     text = path.read_text()
 
-    hadolint = subprocess.run(
-        [tool("hadolint"), "--no-color", "--config", str(root / ROOT_FILES["hadolint"]), str(path)],
-        capture_output=True, text=True)
-    if hadolint.returncode != 0:
-        for line in (hadolint.stdout + hadolint.stderr).strip().splitlines():
-            report.fail(f"hadolint: {line.replace(str(path), 'Dockerfile')}")
+    if reporter.wants(ROOT_FILES["dockerfile"]):
+        hadolint = subprocess.run(
+            [tool("hadolint"), "--no-color", "--config", str(root / ROOT_FILES["hadolint"]), str(path)],
+            capture_output=True, text=True)
+        if hadolint.returncode != 0:
+            for line in (hadolint.stdout + hadolint.stderr).strip().splitlines():
+                report.fail(f"hadolint: {line.replace(str(path), 'Dockerfile')}")
 
     instructions = parse_dockerfile(text)
     global_args, stages = dockerfile_stages(instructions)
@@ -850,24 +869,45 @@ def check_short_retention(report: FileReport, name: str, configs: dict[str, str]
 # --------------------------------------------------------------------------------------------
 # deploy/docker-compose.yml.
 
+@functools.lru_cache(maxsize=None)
 def compose_schema() -> dict[str, Any]:
-    from importlib import resources
-    schema_file = resources.files("check_jsonschema.builtin_schemas.vendor").joinpath("compose-spec.json")
+    # The file check-jsonschema ships, found without importing that package (its command-line
+    # machinery is of no use here and slow to import).
+    import importlib.util
+    spec = importlib.util.find_spec("check_jsonschema")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("validate-deploy: check-jsonschema is not installed (run scripts/validate-deploy.sh)")
+    schema_file = Path(next(iter(spec.submodule_search_locations))) / "builtin_schemas/vendor/compose-spec.json"
     return json.loads(schema_file.read_text())
 
 
+# Validators by schema (held, so an id is never reused) and the errors found per (schema, document):
+# documents are keyed by their repr, which tells apart every value YAML can load (order included).
+# A run checks many equal objects (each layout rendered twice, the manifests again in the layouts),
+# the self-tests many copies of the same files.
+_VALIDATORS: dict[int, tuple[dict[str, Any], Any]] = {}
+_SCHEMA_ERRORS: dict[tuple[int, str], tuple[str, ...]] = {}
+
+
 def schema_errors(schema: dict[str, Any], document: Any) -> list[str]:
-    validator_class = jsonschema.validators.validator_for(schema)
-    validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
-    errors = []
-    for error in sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path)):
-        location = "/".join(str(p) for p in error.absolute_path) or "(root)"
-        errors.append(f"schema: {location}: {error.message}")
-    return errors
+    key = (id(schema), repr(document))
+    if key not in _SCHEMA_ERRORS:
+        if id(schema) not in _VALIDATORS:
+            validator_class = jsonschema.validators.validator_for(schema)
+            _VALIDATORS[id(schema)] = (schema, validator_class(schema, format_checker=validator_class.FORMAT_CHECKER))
+        validator = _VALIDATORS[id(schema)][1]
+        errors = []
+        for error in sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path)):
+            location = "/".join(str(p) for p in error.absolute_path) or "(root)"
+            errors.append(f"schema: {location}: {error.message}")
+        _SCHEMA_ERRORS[key] = tuple(errors)
+    return list(_SCHEMA_ERRORS[key])
 
 
 def check_compose(root: Path, reporter: Reporter, image_env: dict[str, str],
                   topics: dict[str, tuple[int, dict[str, str]]]) -> None:
+    if not (reporter.wants(ROOT_FILES["compose"]) or reporter.wants(ROOT_FILES["compose_env"])):
+        return  # nothing else depends on these two
     report = reporter.file(ROOT_FILES["compose"], "Compose Specification schema, runtime contract, dependencies")
     path = root / ROOT_FILES["compose"]
     if not path.exists():
@@ -1204,8 +1244,6 @@ CRD_SCHEMAS = {"ScaledObject": "keda_schema", "TriggerAuthentication": "keda_aut
 
 
 def kubernetes_errors(document: dict[str, Any], crd_schemas: dict[str, dict[str, Any]]) -> list[str]:
-    from kubernetes_validate.utils import SchemaNotFoundError, ValidationError, latest_version, validate
-
     if not isinstance(document, dict) or "kind" not in document or "apiVersion" not in document:
         return ["not a Kubernetes object (no kind/apiVersion)"]
     name = f"{document['kind']}/{(document.get('metadata') or {}).get('name', '?')}"
@@ -1214,6 +1252,18 @@ def kubernetes_errors(document: dict[str, Any], crd_schemas: dict[str, dict[str,
         if not schema:
             return [f"{name}: not checked, the schema {ROOT_FILES[CRD_SCHEMAS[document['kind']]]} is unusable"]
         return [f"{name}: {e}" for e in schema_errors(schema, document)]
+    return list(_kubernetes_schema_errors(name, repr(document), document))
+
+
+_KUBERNETES_ERRORS: dict[str, tuple[str, ...]] = {}
+
+
+def _kubernetes_schema_errors(name: str, key: str, document: dict[str, Any]) -> tuple[str, ...]:
+    """Memoized by the document's repr (see schema_errors)."""
+    from kubernetes_validate.utils import SchemaNotFoundError, ValidationError, latest_version, validate
+
+    if key in _KUBERNETES_ERRORS:
+        return _KUBERNETES_ERRORS[key]
     errors = []
     for version in KUBERNETES_VERSIONS:
         version = version or latest_version()
@@ -1224,7 +1274,8 @@ def kubernetes_errors(document: dict[str, Any], crd_schemas: dict[str, dict[str,
             errors.append(f"{name}: Kubernetes {version}: {location}: {error.message}")
         except SchemaNotFoundError as error:
             errors.append(f"{name}: {error.message}")
-    return errors
+    _KUBERNETES_ERRORS[key] = tuple(errors)
+    return _KUBERNETES_ERRORS[key]
 
 
 def container_env(container: dict[str, Any], config_maps: dict[str, dict[str, str]]) -> tuple[dict[str, Any], list[str]]:
@@ -1779,29 +1830,78 @@ def check_secret_token_keys(report: FileReport, documents: list[dict[str, Any]],
 SECRET_TOKEN_KEYS = {"signing-key": SIGNING_KEY, "kiosk-signing-key": KIOSK_SIGNING_KEY, "audit-key": AUDIT_KEY}
 
 
-def render_layout(kubectl: str, root: Path, layout: str, components: list[str]) -> subprocess.CompletedProcess[str]:
+class LayoutRender:
     """kubectl kustomize of a layout, with optional components added in a scratch kustomization
-    (kustomize takes neither absolute paths nor components on the command line)."""
-    if not components:
-        return subprocess.run([kubectl, "kustomize", str(root / layout)], capture_output=True, text=True)
-    import tempfile
-    with tempfile.TemporaryDirectory(prefix="facegate-kustomize-") as scratch:
-        lines = ["apiVersion: kustomize.config.k8s.io/v1beta1", "kind: Kustomization", "resources:",
-                 f"  - {os.path.relpath(root / layout, scratch)}", "components:"]
-        lines += [f"  - {os.path.relpath(root / c, scratch)}" for c in components]
-        (Path(scratch) / "kustomization.yaml").write_text("\n".join(lines) + "\n")
-        return subprocess.run([kubectl, "kustomize", scratch], capture_output=True, text=True)
+    (kustomize takes neither absolute paths nor components on the command line). Started at once,
+    so the layouts render while the manifests are checked; result() waits for it."""
+
+    def __init__(self, kubectl: str, root: Path, layout: str, components: list[str]) -> None:
+        import tempfile
+        self.scratch: tempfile.TemporaryDirectory[str] | None = None
+        target = str(root / layout)
+        if components:
+            self.scratch = tempfile.TemporaryDirectory(prefix="facegate-kustomize-")
+            target = self.scratch.name
+            lines = ["apiVersion: kustomize.config.k8s.io/v1beta1", "kind: Kustomization", "resources:",
+                     f"  - {os.path.relpath(root / layout, target)}", "components:"]
+            lines += [f"  - {os.path.relpath(root / c, target)}" for c in components]
+            (Path(target) / "kustomization.yaml").write_text("\n".join(lines) + "\n")
+        self.process = subprocess.Popen([kubectl, "kustomize", target], stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)
+
+    def result(self) -> subprocess.CompletedProcess[str]:
+        try:
+            stdout, stderr = self.process.communicate()
+        finally:
+            self.close()
+        return subprocess.CompletedProcess(self.process.args, self.process.returncode, stdout, stderr)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.communicate()
+        if self.scratch is not None:
+            self.scratch.cleanup()
+            self.scratch = None
+
+
+@functools.lru_cache(maxsize=None)
+def load_json_schema(text: str) -> dict[str, Any]:
+    """A JSON Schema file's content, parsed and checked against its metaschema (one object per
+    content, which schema_errors keys its validators on)."""
+    schema = json.loads(text)
+    jsonschema.validators.validator_for(schema).check_schema(schema)
+    return schema
 
 
 def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
                      topics: dict[str, tuple[int, dict[str, str]]]) -> None:
+    # Every layout, then every layout with each component, by the name its report has.
+    renders = {f"{layout} (kubectl kustomize)": (layout, []) for layout in KUSTOMIZE_LAYOUTS}
+    renders |= {f"{layout} + {component} (kubectl kustomize)": (layout, [component])
+                for component in KUSTOMIZE_COMPONENTS for layout in KUSTOMIZE_LAYOUTS}
+    wanted = [name for name in renders if reporter.wants(name)]
+    kubectl = tool("kubectl") if wanted else ""
+    started: dict[str, LayoutRender] = {}
+    try:
+        for name in wanted:
+            started[name] = LayoutRender(kubectl, root, *renders[name])
+        check_kubernetes_files(root, reporter, image_env, topics, list(renders), started)
+    finally:
+        for render in started.values():
+            render.close()
+
+
+def check_kubernetes_files(root: Path, reporter: Reporter, image_env: dict[str, str],
+                           topics: dict[str, tuple[int, dict[str, str]]], renders: list[str],
+                           started: dict[str, LayoutRender]) -> None:
+    """The files under deploy/k8s, then the layouts (renders: their report names, in order; started:
+    those asked for, rendering)."""
     crd_schemas: dict[str, dict[str, Any]] = {}
     for kind, file_key in CRD_SCHEMAS.items():
         report = reporter.file(ROOT_FILES[file_key], "valid JSON Schema")
         try:
-            schema = json.loads((root / ROOT_FILES[file_key]).read_text())
-            jsonschema.validators.validator_for(schema).check_schema(schema)
-            crd_schemas[kind] = schema
+            crd_schemas[kind] = load_json_schema((root / ROOT_FILES[file_key]).read_text())
         except (OSError, ValueError, jsonschema.SchemaError) as error:
             report.fail(str(error).splitlines()[0])
 
@@ -1846,12 +1946,15 @@ def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
         text = path.read_text()
         kinds = [k for k in CRD_SCHEMAS if f"kind: {k}" in text]
         report = reporter.file(relative, "Kubernetes schemas (strict)" + "".join(f", {k} schema" for k in kinds))
+        checked = reporter.wants(relative)
+        if not checked and path != secret_path:
+            continue  # (the example Secret's keys are needed by the layouts)
         try:
             documents = load_yaml_documents(path)
         except yaml.YAMLError as error:
             report.fail(f"YAML: {error}")
             continue
-        for document in documents:
+        for document in documents if checked else []:
             if not isinstance(document, dict):
                 report.fail("a YAML document is not a mapping")
                 continue
@@ -1868,13 +1971,11 @@ def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
             check_secret_service_keys(report, [d for d in documents if isinstance(d, dict)], secret_variables)
             check_secret_token_keys(report, [d for d in documents if isinstance(d, dict)], secret_variables)
 
-    kubectl = tool("kubectl")
-    renders = [(layout, []) for layout in KUSTOMIZE_LAYOUTS]
-    renders += [(layout, [component]) for component in KUSTOMIZE_COMPONENTS for layout in KUSTOMIZE_LAYOUTS]
-    for layout, components in renders:
-        title = " + ".join([layout] + components)
-        report = reporter.file(f"{title} (kubectl kustomize)", "rendered layout: schemas, contract, probes, selectors, autoscaling")
-        result = render_layout(kubectl, root, layout, components)
+    for name in renders:
+        report = reporter.file(name, "rendered layout: schemas, contract, probes, selectors, autoscaling")
+        if name not in started:
+            continue  # not asked for
+        result = started[name].result()
         if result.returncode != 0:
             report.fail(f"kubectl kustomize: {result.stderr.strip()}")
             continue
@@ -1884,19 +1985,24 @@ def check_kubernetes(root: Path, reporter: Reporter, image_env: dict[str, str],
 
 # --------------------------------------------------------------------------------------------
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[2],
-                        help="repository root (default: this checkout)")
-    arguments = parser.parse_args()
-    root = arguments.root.resolve()
-
-    reporter = Reporter()
+def validate(root: Path, only: Iterable[str] | None = None) -> Reporter:
+    """Checks the deployment files under root; only: the reports wanted (see Reporter), all when None."""
+    reporter = Reporter(only)
     image_env = check_dockerfile(root, reporter)
     topics = check_scripts(root, reporter)
     check_compose(root, reporter, image_env, topics)
     check_kubernetes(root, reporter, image_env, topics)
-    return reporter.print()
+    return reporter
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[2],
+                        help="repository root (default: this checkout)")
+    parser.add_argument("--only", action="append", metavar="NAME",
+                        help="check just this file or layout, named as printed (repeatable)")
+    arguments = parser.parse_args()
+    return validate(arguments.root.resolve(), arguments.only).print()
 
 
 if __name__ == "__main__":
