@@ -281,6 +281,9 @@ write_env() {
     echo "export FACEGATE_DATABASE_SERVER=127.0.0.1:$PG_PORT"
     echo "export FACEGATE_KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"
     echo "export FACEGATE_MODEL_DIR=$RUN/models"
+    # The local broker (tansu) re-reads storage on a timer inside a waiting fetch instead of answering when data
+    # arrives: 25 ms keeps an idle stack cheap (Benchmarks/RESULTS.md, "Idle cost") for ~8 ms per request–reply.
+    echo "export FACEGATE_KAFKA_FETCH_WAIT_MS=\${FACEGATE_KAFKA_FETCH_WAIT_MS:-25}"
     echo "export FACEGATE_SIGNING_KEY=\${FACEGATE_SIGNING_KEY:-$FACEGATE_SIGNING_KEY}"
     echo "export FACEGATE_SEALING_KEY=\${FACEGATE_SEALING_KEY:-$FACEGATE_SEALING_KEY}"
     echo "export FACEGATE_CTID_PRIVATE_KEY=\${FACEGATE_CTID_PRIVATE_KEY:-$FACEGATE_CTID_PRIVATE_KEY}"

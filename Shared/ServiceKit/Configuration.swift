@@ -90,6 +90,9 @@ public struct CommonConfiguration: Sendable {
     /// Broker security, as librdkafka properties: TLS and SASL from named variables only, so no
     /// configuration can switch off what the clients rely on (idempotence, acks, isolation).
     public var kafkaSecurity: [String: String] = [:]
+    /// How long the broker may hold a fetch that has no data (librdkafka `fetch.wait.max.ms`): Apache Kafka
+    /// answers it as soon as data arrives, so a long wait costs no latency and saves the idle polling.
+    public var kafkaFetchWaitMilliseconds: Int
     /// This service's message-signing key and every service's public key (see `MessageAuthenticator`).
     public var serviceKeys: ServiceKeys
 
@@ -117,6 +120,7 @@ public struct CommonConfiguration: Sendable {
         shutdownSeconds = try env.int("FACEGATE_SHUTDOWN_SECONDS", default: 20, range: 1...600)
         statementTimeoutMilliseconds = try env.int("FACEGATE_DATABASE_STATEMENT_TIMEOUT_MS", default: defaultStatementTimeoutMilliseconds,
                                                    range: 100...86_400_000)
+        kafkaFetchWaitMilliseconds = try env.int("FACEGATE_KAFKA_FETCH_WAIT_MS", default: 500, range: 1...5000)
         guard let seed = Data(base64Encoded: try env.required("FACEGATE_SERVICE_KEY")) else {
             throw ConfigurationError(variable: "FACEGATE_SERVICE_KEY", problem: "must be base64 of a 32-byte Ed25519 seed")
         }

@@ -31,6 +31,7 @@ public final class ServiceRuntime: Sendable {
         database = PostgresPool(configuration: databaseConfiguration)
         var kafka = KafkaConfiguration(brokers: configuration.kafkaBrokers, clientId: "\(configuration.serviceName)-\(configuration.instanceId)")
         kafka.properties["socket.connection.setup.timeout.ms"] = "5000"
+        kafka.properties["fetch.wait.max.ms"] = String(configuration.kafkaFetchWaitMilliseconds)
         kafka.properties.merge(configuration.kafkaSecurity) { _, security in security }
         self.kafka = kafka
         topics = Topics(prefix: configuration.topicPrefix)

@@ -77,7 +77,10 @@ final class GallerySync: Service {
             do {
                 try await runtime.ensureTopics()
                 // Follow changes from before the load starts: anything committed during the load is seen twice, harmlessly.
-                let changes = try KafkaConsumer(configuration: runtime.kafka, groupId: nil, autoOffsetReset: .end)
+                // Off the request path: a long fetch wait, whatever the broker (a change a beat later is harmless).
+                var configuration = runtime.kafka
+                configuration.properties["fetch.wait.max.ms"] = "500"
+                let changes = try KafkaConsumer(configuration: configuration, groupId: nil, autoOffsetReset: .end)
                 let topic = runtime.topics.galleryChanges
                 let partitions = try await KafkaAdmin.partitionCount(topic: topic, configuration: runtime.kafka)
                 try changes.assign((0..<partitions).map { (KafkaTopicPartition(topic: topic, partition: Int32($0)), KafkaOffset.end) })
