@@ -1796,13 +1796,19 @@ def check_secret_database_urls(report: FileReport, documents: list[dict[str, Any
             report.fail(f"{', '.join(keys)} share one password: each role has its own")
 
 
+def secret_keys(documents: list[dict[str, Any]]) -> set[str]:
+    """Every key the Secret documents define, in stringData or data."""
+    keys: set[str] = set()
+    for document in documents:
+        keys |= set((document.get("stringData") or {}).keys()) | set((document.get("data") or {}).keys())
+    return keys
+
+
 def check_secret_service_keys(report: FileReport, documents: list[dict[str, Any]],
                               secret_variables: dict[str, str]) -> None:
     """The example Secret has each service's message-signing seed under its own key, documented as
     FACEGATE_SERVICE_KEY."""
-    keys: set[str] = set()
-    for document in documents:
-        keys |= set((document.get("stringData") or {}).keys()) | set((document.get("data") or {}).keys())
+    keys = secret_keys(documents)
     for service, key in SERVICE_KEY_SECRET_KEYS.items():
         if key not in keys:
             report.fail(f"{key} is missing: {service}'s message-signing key ({SERVICE_KEY})")
@@ -1813,9 +1819,7 @@ def check_secret_service_keys(report: FileReport, documents: list[dict[str, Any]
 def check_secret_token_keys(report: FileReport, documents: list[dict[str, Any]],
                             secret_variables: dict[str, str]) -> None:
     """The example Secret has the token and audit keys, each documented as its one variable."""
-    keys: set[str] = set()
-    for document in documents:
-        keys |= set((document.get("stringData") or {}).keys()) | set((document.get("data") or {}).keys())
+    keys = secret_keys(documents)
     for key, variable in SECRET_TOKEN_KEYS.items():
         if key not in keys:
             report.fail(f"{key} is missing: {variable} ({SECRET_WHAT[variable]})")
