@@ -36,6 +36,9 @@ final class RDKafkaClient: @unchecked Sendable {  // immutable handle to a threa
 
     init(kind: Kind, properties: [String: String], context: RDKafkaClientContext,
          configure: (OpaquePointer) -> Void = { _ in }) throws(KafkaError) {
+        // One configuration serves every client of a process; a producer would warn about consumer-only settings.
+        var properties = properties
+        if kind == .producer { properties["fetch.wait.max.ms"] = nil }
         let config = try RDKafkaConfig(properties: properties)
         try config.withPointer { conf throws(KafkaError) in
             rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(context).toOpaque())
