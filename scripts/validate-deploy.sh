@@ -4,7 +4,9 @@
 #   1. installs the pinned tools of deploy/validate/requirements.txt into .run/deploy-venv
 #      (once; again when the requirements change) — the only step that needs PyPI;
 #   2. validates every file, one line per file (deploy/validate/validate_deploy.py), the optional
-#      Kustomize components (deploy/k8s/kafka-tls) rendered onto both Kubernetes layouts;
+#      Kustomize components (deploy/k8s/kafka-tls, deploy/k8s/monitoring) rendered onto both
+#      Kubernetes layouts, the alert rules of deploy/prometheus/alerts.yml parsed as PromQL and their
+#      metric names checked against the Swift sources;
 #   3. runs Tests/deploy: broken copies of the files must fail validation, the container
 #      entrypoint / health check behave as documented, and the topic script creates the
 #      contract's topics on the broker named by FACEGATE_TEST_KAFKA_BROKERS (required); in

@@ -19,12 +19,14 @@ public struct KafkaTopicSpec: Sendable {
 
 /// Topic administration through librdkafka's admin API.
 public enum KafkaAdmin {
-    /// Creates the topics that do not exist yet (CreateTopics; an existing topic is left as it is).
+    /// Creates the topics that do not exist yet (CreateTopics; an existing topic is left as it is) and returns
+    /// the names of those it created.
+    @discardableResult
     public static func ensureTopics(
         _ topics: [KafkaTopicSpec], configuration: KafkaConfiguration, timeoutMilliseconds: Int = 30_000
-    ) async throws(KafkaError) {
-        guard !topics.isEmpty else { return }
-        try await runOnDedicatedThread(name: "kafka-admin") { () throws(KafkaError) in
+    ) async throws(KafkaError) -> [String] {
+        guard !topics.isEmpty else { return [] }
+        return try await runOnDedicatedThread(name: "kafka-admin") { () throws(KafkaError) in
             try createTopics(topics, configuration: configuration, timeoutMilliseconds: timeoutMilliseconds)
         }
     }
@@ -65,7 +67,7 @@ public enum KafkaAdmin {
 
     private static func createTopics(
         _ topics: [KafkaTopicSpec], configuration: KafkaConfiguration, timeoutMilliseconds: Int
-    ) throws(KafkaError) {
+    ) throws(KafkaError) -> [String] {
         let client = try RDKafkaClient(
             kind: .producer, properties: configuration.librdkafkaProperties(defaults: [:]),
             context: RDKafkaClientContext(configuration: configuration))
@@ -107,14 +109,20 @@ public enum KafkaAdmin {
             throw KafkaError.invalidArgument("unexpected admin event")
         }
         var count = 0
-        guard let results = rd_kafka_CreateTopics_result_topics(result, &count) else { return }
+        guard let results = rd_kafka_CreateTopics_result_topics(result, &count) else { return [] }
+        var created: [String] = []
         for index in 0..<count {
             let topicResult = results[index]
             let err = rd_kafka_topic_result_error(topicResult)
-            if err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS { continue }
             let name = rd_kafka_topic_result_name(topicResult).map { String(cString: $0) } ?? "?"
+            if err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS { continue }
+            if err == RD_KAFKA_RESP_ERR_NO_ERROR {
+                created.append(name)
+                continue
+            }
             let text = rd_kafka_topic_result_error_string(topicResult).map { String(cString: $0) } ?? ""
             throw KafkaError(err, detail: "topic \(name): \(text)")
         }
+        return created
     }
 }

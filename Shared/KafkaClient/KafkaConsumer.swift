@@ -173,6 +173,23 @@ public final class KafkaConsumer: Sendable {
         return (low, high)
     }
 
+    /// True when this consumer's position on `partition` lies beyond the partition's high watermark as last
+    /// reported by the broker: the log it was reading is gone (a broker that restarted empty numbers a new log
+    /// from 0), so reading on would skip everything up to the old position. Uses only what this client already
+    /// knows; asks the broker nothing.
+    public func positionIsBeyondLog(_ partition: KafkaTopicPartition) -> Bool {
+        guard (try? ensureOpen()) != nil, let list = rd_kafka_topic_partition_list_new(1) else { return false }
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        rd_kafka_topic_partition_list_add(list, partition.topic, partition.partition)
+        guard rd_kafka_position(client.handle, list) == RD_KAFKA_RESP_ERR_NO_ERROR else { return false }
+        let position = list.pointee.elems[0].offset
+        var low: Int64 = -1
+        var high: Int64 = -1
+        guard rd_kafka_get_watermark_offsets(client.handle, partition.topic, partition.partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR
+        else { return false }
+        return position >= 0 && high >= 0 && position > high
+    }
+
     /// The group's committed offset of each partition (nil where nothing is committed yet), asked of the
     /// broker. Blocks the calling thread.
     public func committedOffsets(

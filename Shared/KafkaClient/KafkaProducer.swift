@@ -101,6 +101,10 @@ final class RDKafkaPollThread: Sendable {
 }
 
 /// An idempotent producer. `send` resumes when the broker acknowledged the record (or it failed).
+///
+/// An idempotent producer whose broker forgets it (a broker that restarts empty answers `UNKNOWN_PRODUCER_ID`)
+/// raises a fatal error and refuses every later record. The next record then goes to a fresh librdkafka handle
+/// instead; the old one fails what it still holds (each waiting `send` gets its error) and is closed aside.
 public final class KafkaProducer: Sendable {
     /// Wrapper defaults; `KafkaConfiguration.properties` overrides them.
     public static let defaultProperties: [String: String] = [
@@ -109,28 +113,53 @@ public final class KafkaProducer: Sendable {
         "message.max.bytes": "10485760",
     ]
 
-    let client: RDKafkaClient
-    private let poller: RDKafkaPollThread
-    /// True once `close()` began. Produce calls happen under this lock, so none slips in after
-    /// close has flushed and stopped serving delivery reports.
-    private let closed = Mutex<Bool>(false)
+    /// One librdkafka producer handle and the thread serving its delivery reports.
+    final class Handle: Sendable {
+        let client: RDKafkaClient
+        let poller: RDKafkaPollThread
+
+        init(configuration: KafkaConfiguration) throws(KafkaError) {
+            client = try RDKafkaClient(
+                kind: .producer,
+                properties: configuration.librdkafkaProperties(defaults: KafkaProducer.defaultProperties),
+                context: RDKafkaClientContext(configuration: configuration),
+                configure: { rd_kafka_conf_set_dr_msg_cb($0, rdkafkaDeliveryReportCallback) })
+            poller = RDKafkaPollThread(client: client, name: "kafka-producer-poll")
+        }
+
+        /// librdkafka raised a fatal error: this handle produces nothing more.
+        var isFatal: Bool { rd_kafka_fatal_error(client.handle, nil, 0) != RD_KAFKA_RESP_ERR_NO_ERROR }
+
+        /// Flushes (up to `timeoutMilliseconds`), fails whatever is still undelivered, stops the delivery-report thread.
+        func close(timeoutMilliseconds: Int32) {
+            if rd_kafka_flush(client.handle, timeoutMilliseconds) != RD_KAFKA_RESP_ERR_NO_ERROR {
+                _ = rd_kafka_purge(client.handle, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT)
+                // Serves the purge reports so every waiting send resumes with an error.
+                _ = rd_kafka_flush(client.handle, 1_000)
+            }
+            poller.stop(client: client)
+        }
+    }
+
+    private let configuration: KafkaConfiguration
+    /// The handle records go to, and whether `close()` began. Produce calls happen under this lock, so none
+    /// slips in after close has flushed and stopped serving delivery reports.
+    private let state: Mutex<(handle: Handle, closed: Bool)>
     /// Applied to every record before it is produced (e.g. to sign it).
     private let interceptor: (@Sendable (KafkaRecord) -> KafkaRecord)?
 
     public init(configuration: KafkaConfiguration, interceptor: (@Sendable (KafkaRecord) -> KafkaRecord)? = nil) throws(KafkaError) {
+        self.configuration = configuration
         self.interceptor = interceptor
-        let context = RDKafkaClientContext(configuration: configuration)
-        client = try RDKafkaClient(
-            kind: .producer,
-            properties: configuration.librdkafkaProperties(defaults: Self.defaultProperties),
-            context: context,
-            configure: { rd_kafka_conf_set_dr_msg_cb($0, rdkafkaDeliveryReportCallback) })
-        poller = RDKafkaPollThread(client: client, name: "kafka-producer-poll")
+        state = Mutex((try Handle(configuration: configuration), false))
     }
 
     deinit {
         close()
     }
+
+    /// The current handle's client (admin calls that need a producer's connection).
+    var client: RDKafkaClient { state.withLock { $0.handle.client } }
 
     /// Produces `record` and waits for its delivery report. Cancelling the waiting task stops the wait
     /// (throwing `KafkaError.cancelled`); the record may still be delivered.
@@ -141,10 +170,7 @@ public final class KafkaProducer: Sendable {
             await withCheckedContinuation { continuation in
                 guard completion.install(continuation) else { return }
                 let opaque = Unmanaged.passRetained(completion).toOpaque()
-                let failure = closed.withLock { closed in
-                    closed ? KafkaError.closed : Self.produce(interceptor?(record) ?? record, client: client, opaque: opaque)
-                }
-                if let failure {
+                if let failure = produce(record, opaque: opaque) {
                     // librdkafka did not take the message, so no delivery report will release it.
                     Unmanaged<DeliveryCompletion>.fromOpaque(opaque).release()
                     completion.complete(.failure(failure))
@@ -162,12 +188,24 @@ public final class KafkaProducer: Sendable {
         _ record: KafkaRecord, onDelivery: @escaping @Sendable (DeliveryCompletion.Outcome) -> Void
     ) throws(KafkaError) {
         let opaque = Unmanaged.passRetained(DeliveryCompletion(handler: onDelivery)).toOpaque()
-        let failure = closed.withLock { closed in
-            closed ? KafkaError.closed : Self.produce(interceptor?(record) ?? record, client: client, opaque: opaque)
-        }
-        if let failure {
+        if let failure = produce(record, opaque: opaque) {
             Unmanaged<DeliveryCompletion>.fromOpaque(opaque).release()
             throw failure
+        }
+    }
+
+    /// Hands `record` to the current handle — a fresh one if the current one raised a fatal error.
+    private func produce(_ record: KafkaRecord, opaque: UnsafeMutableRawPointer) -> KafkaError? {
+        let intercepted = interceptor?(record) ?? record
+        return state.withLock { state -> KafkaError? in
+            if state.closed { return KafkaError.closed }
+            if state.handle.isFatal, let fresh = try? Handle(configuration: configuration) {
+                let old = state.handle
+                state.handle = fresh
+                old.client.report(level: 4, facility: "FATAL", message: "the producer raised a fatal error; records go to a new producer")
+                Thread.detachNewThread { old.close(timeoutMilliseconds: 0) }
+            }
+            return Self.produce(intercepted, client: state.handle.client, opaque: opaque)
         }
     }
 
@@ -180,17 +218,11 @@ public final class KafkaProducer: Sendable {
     /// Flushes (up to 10 s), fails whatever is still undelivered, stops the delivery-report thread.
     /// The C handle is destroyed when the last reference goes away. Idempotent; blocks the caller.
     public func close() {
-        let wasClosed = closed.withLock { closed in
-            defer { closed = true }
-            return closed
+        let handle = state.withLock { state -> Handle? in
+            defer { state.closed = true }
+            return state.closed ? nil : state.handle
         }
-        guard !wasClosed else { return }
-        if !flush(timeoutMilliseconds: 10_000) {
-            _ = rd_kafka_purge(client.handle, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT)
-            // Serves the purge reports so every waiting send resumes with an error.
-            _ = rd_kafka_flush(client.handle, 1_000)
-        }
-        poller.stop(client: client)
+        handle?.close(timeoutMilliseconds: 10_000)
     }
 
     /// Calls `rd_kafka_produceva` with every buffer lent only for the duration of the call

@@ -207,8 +207,19 @@ public final class KafkaRequester: Sendable {
 
     private func readReplies(from consumer: KafkaConsumer, exited: DispatchSemaphore) {
         defer { exited.signal() }
-        while state.withLock({ $0.phase == .running }) {
+        var lastCheck = ContinuousClock.now
+        while let address = state.withLock({ $0.phase == .running ? $0.address : nil }) {
             do {
+                // A broker that restarted empty numbers the partition's new log from 0: read it from its start
+                // rather than wait for it to pass the old position (every reply until then would be lost).
+                if ContinuousClock.now - lastCheck > .seconds(1) {
+                    lastCheck = .now
+                    let partition = KafkaTopicPartition(topic: address.topic, partition: address.partition)
+                    if consumer.positionIsBeyondLog(partition) {
+                        report(level: 4, "reply partition \(address.topic) [\(address.partition)] starts again (the broker lost its log); reading it from the start")
+                        try consumer.assign([(partition, .beginning)])
+                    }
+                }
                 guard let message = try consumer.poll(timeoutMilliseconds: 100) else { continue }
                 deliver(message)
             } catch {

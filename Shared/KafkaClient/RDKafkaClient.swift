@@ -36,9 +36,11 @@ final class RDKafkaClient: @unchecked Sendable {  // immutable handle to a threa
 
     init(kind: Kind, properties: [String: String], context: RDKafkaClientContext,
          configure: (OpaquePointer) -> Void = { _ in }) throws(KafkaError) {
-        // One configuration serves every client of a process; a producer would warn about consumer-only settings.
+        // One configuration serves every client of a process; each kind would warn about the other's settings.
         var properties = properties
-        if kind == .producer { properties["fetch.wait.max.ms"] = nil }
+        let otherKindsProperties = kind == .producer
+            ? ["fetch.wait.max.ms"] : ["enable.idempotence", "acks", "max.in.flight.requests.per.connection"]
+        for name in otherKindsProperties { properties[name] = nil }
         let config = try RDKafkaConfig(properties: properties)
         try config.withPointer { conf throws(KafkaError) in
             rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(context).toOpaque())

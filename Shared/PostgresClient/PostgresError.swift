@@ -68,6 +68,12 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
         "53300",  // too_many_connections
     ]
 
+    /// The server is away or refuses work for now (down, restarting, shutting down, out of connections, the pool
+    /// closed): what a service answers as "unavailable, try again" rather than as its own failure.
+    public var isServerUnavailable: Bool {
+        isConnectionFailure || kind == .poolClosed || ["57P01", "57P02", "57P03", "53300"].contains(sqlState ?? "")
+    }
+
     public var isUniqueViolation: Bool { sqlState == "23505" }
     public var isForeignKeyViolation: Bool { sqlState == "23503" }
     public var isNotNullViolation: Bool { sqlState == "23502" }

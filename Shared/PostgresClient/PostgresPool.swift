@@ -259,6 +259,21 @@ public final class PostgresPool: Sendable {
     /// Tasks now queued for a connection.
     var waiterCount: Int { state.withLock { $0.waiters.count } }
 
+    /// What the pool holds now: connections open (lent out or idle), idle, and tasks waiting for one.
+    public struct Statistics: Sendable {
+        public var open: Int
+        public var idle: Int
+        public var waiting: Int
+        public var inUse: Int { open - idle }
+    }
+
+    public var statistics: Statistics {
+        state.withLock { Statistics(open: $0.opened, idle: $0.idle.count, waiting: $0.waiters.count) }
+    }
+
+    /// The most connections the pool opens.
+    public var capacity: Int { max(1, configuration.poolSize) }
+
     private static func closedError() -> PostgresError {
         PostgresError(kind: .poolClosed, message: "the connection pool is closed")
     }

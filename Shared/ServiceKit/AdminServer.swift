@@ -40,8 +40,14 @@ public final class AdminServer: Service {
             struct Body: Encodable { var ready: Bool; var checks: [String: Bool] }
             return .json(Body(ready: ready, checks: results), status: ready ? 200 : 503)
         }
+        // Readiness is evaluated at each scrape too, so an alert can fire on an instance that is up but not ready.
+        let ready = metrics.gauge("facegate_ready", help: "1 while every readiness check passes")
+        let checks = metrics.gauge("facegate_readiness_check", help: "1 while the named readiness check passes")
         router.add("GET", "/metrics") { _ in
-            .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+            let (isReady, results) = await readiness.evaluate()
+            ready.set(isReady ? 1 : 0)
+            for (name, passed) in results { checks.set(passed ? 1 : 0, ["check": name]) }
+            return .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")
         }
         var configuration = HTTPServerConfiguration(host: host, port: port)
         configuration.threadCount = 1

@@ -24,6 +24,7 @@ public final class JobConsumer: Service {
     private let consumer: KafkaConsumer
     private let producer: KafkaProducer
     private let topic: String
+    private let groupId: String
     private let concurrency: Int
     private let maxAttempts: Int
     private let logger: Logger
@@ -34,6 +35,8 @@ public final class JobConsumer: Service {
     private let lag: Gauge
     private let tracker = OffsetTracker()
     private let processed: Counter
+    private let deadLetters: Counter
+    private let retries: Counter
     private let duration: Histogram
     private let failures: FailureSignal
     private let stopping = Atomic<Bool>(false)
@@ -50,14 +53,18 @@ public final class JobConsumer: Service {
         consumer = try KafkaConsumer(configuration: configuration, groupId: groupId, autoOffsetReset: .beginning)
         self.producer = producer
         self.topic = topic
+        self.groupId = groupId
         self.concurrency = max(1, concurrency)
         self.maxAttempts = maxAttempts
         self.logger = runtime.logger.with(["consumer": name])
         self.handler = handler
         messages = runtime.messages
         processed = runtime.metrics.counter("facegate_jobs_total", help: "Jobs handled, by topic and disposition")
+        deadLetters = runtime.metrics.counter("facegate_dead_letters_total",
+                                              help: "Messages moved to the dead-letter topic, by topic and cause (refused, rejected, retries_exhausted)")
+        retries = runtime.metrics.counter("facegate_job_retries_total", help: "Jobs tried again after a passing fault, by topic")
         duration = runtime.metrics.histogram("facegate_job_seconds", help: "Job handling time, by topic")
-        lag = runtime.metrics.gauge("facegate_consumer_lag", help: "Messages not yet handled on the partitions this member holds, by topic and partition")
+        lag = runtime.metrics.gauge("facegate_consumer_lag", help: "Messages not yet handled on the partitions this member holds, by group, topic and partition")
         failures = runtime.failures
         runtime.readiness.add("consumer:\(name)") { [weak self] in self?.running.load(ordering: .relaxed) ?? false }
     }
@@ -85,9 +92,9 @@ public final class JobConsumer: Service {
                 for (partition, messages) in lags {
                     let key = String(partition.partition)
                     current.insert(key)
-                    lag.set(Double(messages), ["topic": partition.topic, "partition": key])
+                    lag.set(Double(messages), ["group": groupId, "topic": partition.topic, "partition": key])
                 }
-                for gone in reported.subtracting(current) { lag.set(0, ["topic": topic, "partition": gone]) }
+                for gone in reported.subtracting(current) { lag.set(0, ["group": groupId, "topic": topic, "partition": gone]) }
                 reported = current
             }
             try? await Task.sleep(for: interval)
@@ -128,7 +135,7 @@ public final class JobConsumer: Service {
         // handled: it goes to the dead-letter topic (without its payload) and counts as refused.
         if case .failure(let rejection) = messages.authenticate(message) {
             outcome = "refused"
-            await deadLetter(message, reason: "message refused: \(rejection)", attempts: 0)
+            await deadLetter(message, cause: "refused", reason: "message refused: \(rejection)", attempts: 0)
         }
         while outcome == "completed" {
             attempt += 1
@@ -139,11 +146,15 @@ public final class JobConsumer: Service {
                 break
             case .retry(let reason) where attempt < maxAttempts:
                 logger.warning("job failed, retrying", ["attempt": String(attempt), "error": reason, "kafka.offset": String(message.offset)])
+                retries.increment(["topic": topic])
                 try? await Task.sleep(for: .milliseconds(200 * attempt))
                 continue
-            case .retry(let reason), .reject(let reason):
+            case .retry(let reason):
                 outcome = "dead_lettered"
-                await deadLetter(message, reason: reason, attempts: attempt)
+                await deadLetter(message, cause: "retries_exhausted", reason: reason, attempts: attempt)
+            case .reject(let reason):
+                outcome = "dead_lettered"
+                await deadLetter(message, cause: "rejected", reason: reason, attempts: attempt)
             }
             break
         }
@@ -154,8 +165,9 @@ public final class JobConsumer: Service {
         }
     }
 
-    private func deadLetter(_ message: KafkaMessage, reason: String, attempts: Int) async {
+    private func deadLetter(_ message: KafkaMessage, cause: String, reason: String, attempts: Int) async {
         logger.error("job dead-lettered", ["error": reason, "kafka.topic": message.topic, "kafka.offset": String(message.offset)])
+        deadLetters.increment(["topic": topic, "cause": cause])
         // Keep trying: moving on without the dead letter would lose the message.
         while true {
             do {

@@ -86,6 +86,7 @@ public final class MessageAuthenticator: Sendable {
     private let replayWindow: Duration
     private let sightings = Mutex<[[UInt8]: Sighting]>([:])
     private let rejected: Counter
+    private let redeliveries: Counter
 
     private struct Sighting {
         var topic: String
@@ -99,6 +100,8 @@ public final class MessageAuthenticator: Sendable {
         self.topics = topics
         self.replayWindow = replayWindow
         rejected = metrics.counter("facegate_messages_rejected_total", help: "Kafka messages refused before handling, by topic and reason")
+        redeliveries = metrics.counter("facegate_messages_redelivered_total",
+                                       help: "Messages this process saw again at the same offset (a rebalance or a consumer restart), by topic")
     }
 
     public func sign(_ record: KafkaRecord) -> KafkaRecord {
@@ -153,7 +156,9 @@ public final class MessageAuthenticator: Sendable {
         let replayed = sightings.withLock { sightings -> Bool in
             if sightings.count > 100_000 { sightings = sightings.filter { now - $0.value.at < replayWindow } }
             if let first = sightings[fingerprint], now - first.at < replayWindow {
-                return first.topic != message.topic || first.partition != message.partition || first.offset != message.offset
+                let sameOffset = first.topic == message.topic && first.partition == message.partition && first.offset == message.offset
+                if sameOffset { redeliveries.increment(["topic": message.topic]) }
+                return !sameOffset
             }
             sightings[fingerprint] = Sighting(topic: message.topic, partition: message.partition, offset: message.offset, at: now)
             return false

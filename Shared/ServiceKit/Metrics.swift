@@ -22,6 +22,11 @@ public final class MetricsRegistry: Sendable {
         family(name, help: help, type: "gauge", buckets: []).reader.withLock { $0 = read }
     }
 
+    /// A counter kept elsewhere (the kernel's CPU time) and read at scrape time.
+    public func counter(_ name: String, help: String, read: @escaping @Sendable () -> Double) {
+        family(name, help: help, type: "counter", buckets: []).reader.withLock { $0 = read }
+    }
+
     public func histogram(_ name: String, help: String,
                           buckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]) -> Histogram {
         Histogram(family: family(name, help: help, type: "histogram", buckets: buckets.sorted()))

@@ -62,12 +62,18 @@ public final class RequesterService: Service {
         // Only a reply signed by the service that consumes `topic` counts: a forged answer is dropped.
         let messages = runtime.messages
         let responder = runtime.topics.responder(of: topic) ?? ""
-        let replies = try await requester.request(correlationId: correlationId, deadline: .now + timeout, expectedReplies: expectedReplies,
+        let replies: [KafkaMessage]
+        do {
+            replies = try await requester.request(correlationId: correlationId, deadline: .now + timeout, expectedReplies: expectedReplies,
                                                   accept: { reply in (try? messages.authenticate(reply, from: responder).get()) != nil }) { replyTo in
-            let envelope = MessageEnvelope(type: type, correlationId: correlationId, appId: appId.wire, deadline: wallDeadline,
-                                           replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: payload)
-            return KafkaRecord(topic: topic, key: Array((key ?? correlationId).utf8), value: try envelope.encoded(),
-                               headers: [KafkaHeader(key: MessageHeader.traceparent, value: Array(TraceContext.outgoing().utf8))])
+                let envelope = MessageEnvelope(type: type, correlationId: correlationId, appId: appId.wire, deadline: wallDeadline,
+                                               replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: payload)
+                return KafkaRecord(topic: topic, key: Array((key ?? correlationId).utf8), value: try envelope.encoded(),
+                                   headers: [KafkaHeader(key: MessageHeader.traceparent, value: Array(TraceContext.outgoing().utf8))])
+            }
+        } catch let error as KafkaError where error.isTimeout {
+            runtime.deadlineMisses.increment(["topic": topic, "side": "requester"])
+            throw error
         }
         return try replies.map { try MessageEnvelope<Answer>.decode($0.value).payload }
     }

@@ -18,6 +18,9 @@ public final class ServiceRuntime: Sendable {
     public let failures = FailureSignal()
     /// Signs what this service produces and checks what it consumes.
     public let messages: MessageAuthenticator
+    /// Requests whose answer did not come in time (`side` requester), and jobs taken only after their
+    /// deadline had passed (`side` worker), by topic.
+    public let deadlineMisses: Counter
 
     public init(configuration: CommonConfiguration) throws {
         self.configuration = configuration
@@ -32,10 +35,24 @@ public final class ServiceRuntime: Sendable {
         var kafka = KafkaConfiguration(brokers: configuration.kafkaBrokers, clientId: "\(configuration.serviceName)-\(configuration.instanceId)")
         kafka.properties["socket.connection.setup.timeout.ms"] = "5000"
         kafka.properties["fetch.wait.max.ms"] = String(configuration.kafkaFetchWaitMilliseconds)
+        // Topics are created only by `ensureTopics`, with their partition counts and retention: a broker that
+        // auto-created one on first use (after restarting empty) would give it its own default partition count.
+        kafka.properties["allow.auto.create.topics"] = "false"
+        // A consumer notices a topic that came back (or changed) only at a metadata refresh: every 10 s instead of
+        // librdkafka's 5 minutes, so a group rejoins within seconds once its topics exist again.
+        kafka.properties["topic.metadata.refresh.interval.ms"] = "10000"
+        if !configuration.kafkaIdempotence {
+            kafka.properties["enable.idempotence"] = "false"
+            kafka.properties["max.in.flight.requests.per.connection"] = "1"
+            kafka.properties["acks"] = "all"
+        }
         kafka.properties.merge(configuration.kafkaSecurity) { _, security in security }
         self.kafka = kafka
         topics = Topics(prefix: configuration.topicPrefix)
         messages = MessageAuthenticator(keys: configuration.serviceKeys, topics: topics, metrics: metrics)
+        deadlineMisses = metrics.counter("facegate_deadline_misses_total",
+                                         help: "Requests not answered before their deadline (side=requester) and jobs taken after it (side=worker), by topic")
+        ProcessMetrics.register(in: metrics, service: configuration.serviceName, database: database)
 
         let database = self.database
         readiness.add("postgres") { await database.isHealthy() }
@@ -62,8 +79,9 @@ public final class ServiceRuntime: Sendable {
         AdminServer(host: configuration.adminHost, port: configuration.adminPort, readiness: readiness, metrics: metrics, logger: logger)
     }
 
-    /// Creates the topics this deployment uses if they are missing (idempotent).
-    public func ensureTopics() async throws {
+    /// Creates the topics this deployment uses if they are missing (idempotent); returns those it created.
+    @discardableResult
+    public func ensureTopics() async throws -> [String] {
         try await KafkaAdmin.ensureTopics(topics.all.map { KafkaTopicSpec(name: $0.name, partitions: $0.partitions, config: $0.config) },
                                           configuration: kafka)
     }

@@ -59,7 +59,7 @@ public struct TransactionLog: Sendable {
 
     public func append(_ record: TransactionRecord) async throws {
         try await database.withTransaction { connection in try await insert(record, in: connection) }
-        await publish(record)
+        publish(record)
     }
 
     /// Chains `record` inside the caller's database transaction, so it commits together with the
@@ -86,9 +86,13 @@ public struct TransactionLog: Sendable {
         _ = try await connection.query("UPDATE transaction_chain_heads SET last_seq = \(seq), last_hash = \(hash) WHERE app_id = \(app)")
     }
 
-    /// Publishes a committed record on the audit topic (best effort: PostgreSQL is the record).
-    public func publish(_ record: TransactionRecord) async {
-        if let producer {
+    /// Publishes a committed record on the audit topic (best effort: PostgreSQL is the record). The caller does
+    /// not wait for the delivery: with the broker away it would hold an answer for librdkafka's whole message
+    /// timeout.
+    public func publish(_ record: TransactionRecord) {
+        guard let producer else { return }
+        let (topic, logger) = (topic, logger)
+        Task {
             do {
                 let value = try FaceGateJSON.encode(record)
                 _ = try await producer.send(KafkaRecord(topic: topic, key: Array(record.appId.uuidString.lowercased().utf8), value: value))

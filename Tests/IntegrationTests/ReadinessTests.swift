@@ -54,6 +54,68 @@ import Testing
         }
     }
 
+    /// With PostgreSQL away, a call that needs it is the documented 503 (a client may retry), never a 500.
+    @Test func aCallWithTheDatabaseAwayIs503() async throws {
+        let database = try await TestDatabase.create()
+        var environment = try TestStack(database: database).environment(for: "auth-gateway")
+        environment["FACEGATE_DATABASE_URL"] = "postgres://facegate_gateway@127.0.0.1:\(Self.freePort())/facegate"
+        let gateway = try AuthGateway(configuration: try GatewayConfiguration(environment: Environment(environment)))
+        let run = Task { _ = try? await gateway.group.run(handleSignals: false) }
+        var port = 0
+        for _ in 0..<100 where port == 0 {
+            port = gateway.httpPort
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v1/access-tokens")!)
+        request.httpMethod = "POST"
+        request.setValue("Basic " + Data("\(UUID().uuidString.lowercased()):secret".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+        let answer = try? await URLSession.shared.data(for: request)
+        gateway.group.requestStop(reason: "test")
+        await run.value
+        await database.drop()
+        #expect((answer?.1 as? HTTPURLResponse)?.statusCode == 503)
+        #expect(answer.map { String(decoding: $0.0, as: UTF8.self) }?.contains("SERVICE_UNAVAILABLE") == true)
+    }
+
+    /// The local broker keeps nothing: after it restarts, the services recreate their topics, rejoin their groups
+    /// and answer again without being restarted; a login while it is away is 503 within the request deadline.
+    @Test func servicesAnswerAgainAfterTheBrokerRestartsEmpty() async throws {
+        let brokerPort = Self.freePort()
+        var broker = try PrivateBroker(port: brokerPort)
+        defer { broker.stop() }
+        try await TestStack.with(extra: ["FACEGATE_KAFKA_BROKERS": "127.0.0.1:\(brokerPort)", "FACEGATE_REQUEST_TIMEOUT_SECONDS": "3"]) { stack in
+            let app = try await stack.createApp()
+            let user = try await stack.createUser(app, employeeNumber: "E1", name: "Barack Obama")
+            #expect(try await stack.enroll(app, user: user, photo: "obama.jpg").status == 201)
+            let token = try await stack.accessToken(app)
+            #expect(try await stack.faceLogin(token, device: "phone", photo: "obama2.jpg").status == 200)
+
+            broker.stop()
+            let started = ContinuousClock.now
+            let away = try await stack.faceLogin(token, device: "phone", photo: "obama2.jpg")
+            #expect(away.status == 503 && away.errorCode == "SERVICE_UNAVAILABLE")
+            #expect(ContinuousClock.now - started < .seconds(5), "answered within the 3 s deadline and a margin")
+
+            broker = try PrivateBroker(port: brokerPort)
+            let restarted = ContinuousClock.now
+            var reply = away
+            while reply.status == 503, ContinuousClock.now - restarted < .seconds(90) {
+                try await Task.sleep(for: .seconds(1))
+                reply = try await stack.faceLogin(token, device: "phone", photo: "obama3.jpg")
+            }
+            #expect(reply.status == 200, "face login answers again after the broker restart: \(reply.status) \(reply.errorCode ?? "")")
+            // Enrollment goes through the other direction (gallery changes) and must work again too.
+            let biden = try await stack.createUser(app, employeeNumber: "E2", name: "Joe Biden")
+            #expect(try await stack.enroll(app, user: biden, photo: "biden.jpg").status == 201)
+            var found = false
+            for _ in 0..<20 where !found {
+                found = try await stack.faceLogin(token, device: "phone-2", photo: "biden.jpg").status == 200
+                if !found { try await Task.sleep(for: .milliseconds(500)) }
+            }
+            #expect(found, "a face enrolled after the restart is found")
+        }
+    }
+
     /// A private broker on a port of our own, stopped by its pid.
     final class PrivateBroker {
         let process = Process()
@@ -118,6 +180,12 @@ import Testing
             #expect(ready, "the gateway became ready once the broker was up")
             let metrics = try await Self.get(admin + "/metrics").1
             #expect(metrics.contains("# TYPE facegate_http_requests_total counter"))
+            // What an operator's dashboards and alerts read (deploy/prometheus).
+            for line in ["facegate_ready 1", "facegate_readiness_check{check=\"kafka\"} 1", "facegate_build_info{service=\"auth-gateway\"",
+                         "# TYPE process_cpu_seconds_total counter", "process_resident_memory_bytes ", "facegate_db_pool_capacity ",
+                         "facegate_db_pool_in_use ", "facegate_db_pool_waiting 0"] {
+                #expect(metrics.contains(line), "\(line) in /metrics")
+            }
             gateway.group.requestStop(reason: "test")
             await run.value
         } catch {

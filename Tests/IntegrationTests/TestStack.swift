@@ -109,6 +109,7 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
             "MATCHER_ENGINES": "1",
             "MATCHER_RECONCILE_SECONDS": "2",
             "FACEGATE_KAFKA_FETCH_WAIT_MS": "25",
+            "FACEGATE_KAFKA_IDEMPOTENCE": "false",
             "FACEGATE_SERVICE_PUBLIC_KEYS": serviceKeys.publicKeys,
             "FACEGATE_KIOSK_SIGNING_KEY": Data(kioskKey.seed).base64EncodedString(),
             "FACEGATE_AUDIT_KEY": Data(SecureRandom.bytes(32)).base64EncodedString(),

@@ -42,6 +42,12 @@ def copy_tree(destination: Path) -> None:
     # Target folders named by Package.swift, so the build-context check sees them exist.
     for folder in ("Shared", "Services", "Tests", "Benchmarks"):
         (destination / folder).mkdir(exist_ok=True)
+    # The Swift sources' metric registrations, which the alert rules' metric names are checked against.
+    for folder in ("Shared", "Services"):
+        for source in (REPO / folder).rglob("*.swift"):
+            target = destination / source.relative_to(REPO)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
     # The web console's files, which the image copies in.
     (destination / "Services/AuthGateway/Console").mkdir(parents=True, exist_ok=True)
 
@@ -451,6 +457,145 @@ class ValidatorTests(unittest.TestCase):
     def test_misspelled_trigger_authentication_parameter_is_rejected(self) -> None:
         self.edit("deploy/k8s/kafka-tls/keda-trigger-authentication.yaml", "parameter: username", "parameter: user")
         self.assert_rejected("deploy/k8s/kafka-tls/keda-trigger-authentication.yaml", "'user' is not one of")
+
+    # -- metrics and alerts (deploy/prometheus/alerts.yml, the component deploy/k8s/monitoring) -
+
+    ALERTS = "deploy/prometheus/alerts.yml"
+    RULE = "deploy/k8s/monitoring/prometheus-rule.yaml"
+    MONITOR = "deploy/k8s/monitoring/pod-monitor.yaml"
+    MONITORING_LAYOUT = "deploy/k8s + deploy/k8s/monitoring (kubectl kustomize)"
+    MONITORING_SHARDED = "deploy/k8s/sharded + deploy/k8s/monitoring (kubectl kustomize)"
+    SERVICE_JOBS = "auth-gateway|matcher-worker|ctid-verifier|kiosk-orchestrator"
+
+    def test_alert_without_for_is_rejected(self) -> None:
+        self.edit(self.ALERTS, "expr: facegate_ready == 0\n        for: 2m\n", "expr: facegate_ready == 0\n")
+        self.assert_rejected(self.ALERTS, "FaceGateNotReady: no for:")
+
+    def test_alert_without_severity_is_rejected(self) -> None:
+        self.edit(self.ALERTS, "labels:\n          severity: critical\n", "labels:\n          team: facegate\n")
+        self.assert_rejected(self.ALERTS, "FaceGateDown: no labels.severity")
+
+    def test_alert_without_summary_is_rejected(self) -> None:
+        self.edit(self.ALERTS, 'summary: "{{ $labels.job }} answers', 'title: "{{ $labels.job }} answers')
+        self.assert_rejected(self.ALERTS, "FaceGateHTTP5xx: no annotations.summary")
+
+    def test_alert_without_runbook_is_rejected(self) -> None:
+        self.edit(self.ALERTS, "          runbook: deploy/README.md#facegaterestarting\n", "")
+        self.assert_rejected(self.ALERTS, "FaceGateRestarting: no annotations.runbook")
+
+    def test_runbook_without_its_section_is_rejected(self) -> None:
+        self.edit("deploy/README.md", "#### FaceGateDeadlineMisses\n", "#### Deadline misses\n")
+        self.assert_rejected(self.ALERTS, "FaceGateDeadlineMisses: runbook deploy/README.md#facegatedeadlinemisses:"
+                                          " deploy/README.md has no section #facegatedeadlinemisses")
+
+    def test_rule_file_schema_violation_is_rejected(self) -> None:
+        self.edit(self.ALERTS, "        annotations:\n", "        anotations:\n")
+        self.assert_rejected(self.ALERTS, "'anotations' was unexpected")
+
+    def test_alert_defined_twice_is_rejected(self) -> None:
+        self.edit(self.ALERTS, "alert: FaceGateConsumerLagCritical", "alert: FaceGateConsumerLagHigh")
+        self.assert_rejected(self.ALERTS, "FaceGateConsumerLagHigh is defined twice")
+
+    def test_unparsable_expression_is_rejected(self) -> None:
+        self.edit(self.ALERTS, "sum by (group, topic) (facegate_consumer_lag) > 100",
+                  "sum by (group, topic) (facegate_consumer_lag > 100")
+        self.assert_rejected(self.ALERTS, "FaceGateConsumerLagHigh: expr does not parse as PromQL: unclosed left parenthesis")
+
+    def test_unknown_promql_function_is_rejected(self) -> None:
+        self.edit(self.ALERTS, "expr: changes(process_start_time_seconds", "expr: restarts(process_start_time_seconds")
+        self.assert_rejected(self.ALERTS, "FaceGateRestarting: expr does not parse as PromQL: unknown function with name 'restarts'")
+
+    def test_rate_of_an_instant_vector_is_rejected(self) -> None:
+        self.edit(self.ALERTS, 'rate(facegate_deadline_misses_total{side="requester"}[5m])',
+                  'rate(facegate_deadline_misses_total{side="requester"})')
+        self.assert_rejected(self.ALERTS, "FaceGateDeadlineMisses: expr does not parse as PromQL: expected type matrix"
+                                          " in call to function 'rate', got vector")
+
+    def test_metric_the_services_do_not_register_is_rejected(self) -> None:
+        self.edit(self.ALERTS, "facegate_db_pool_waiting > 0", "facegate_db_pool_queued > 0")
+        self.assert_rejected(self.ALERTS, "FaceGateDatabasePoolSaturated: facegate_db_pool_queued is not a metric the services register")
+
+    def test_histogram_read_by_its_family_name_is_rejected(self) -> None:
+        # A histogram is exposed as _bucket, _sum and _count only.
+        self.edit(self.ALERTS, 'expr: sum by (job, topic) (rate(facegate_deadline_misses_total{side="requester"}[5m])) > 0.1',
+                  "expr: histogram_quantile(0.99, sum by (job, topic, le) (rate(facegate_job_seconds[5m]))) > 5")
+        self.assert_rejected(self.ALERTS, "FaceGateDeadlineMisses: facegate_job_seconds is not a metric the services register")
+
+    def test_annotation_printing_a_label_the_expression_drops_is_rejected(self) -> None:
+        self.edit(self.ALERTS, 'summary: "Consumer group {{ $labels.group }}', 'summary: "Consumer {{ $labels.instance }}')
+        self.assert_rejected(self.ALERTS, "FaceGateConsumerLagHigh: annotations.summary prints $labels.instance, which the"
+                                          " expression does not keep (its result carries group, topic)")
+
+    def test_process_metric_read_for_every_job_is_rejected(self) -> None:
+        self.edit(self.ALERTS, f'process_start_time_seconds{{job=~"{self.SERVICE_JOBS}"}}[15m]', "process_start_time_seconds[15m]")
+        self.assert_rejected(self.ALERTS, "FaceGateRestarting: process_start_time_seconds is exposed by every job Prometheus"
+                                          " scrapes; select FaceGate's with job=~")
+
+    def test_down_alert_leaving_out_a_service_is_rejected(self) -> None:
+        self.edit(self.ALERTS, f'up{{job=~"{self.SERVICE_JOBS}"}}', 'up{job=~"auth-gateway|matcher-worker|ctid-verifier"}')
+        self.assert_rejected(self.ALERTS, "no rule reads up for kiosk-orchestrator: those services are not watched")
+
+    def test_prometheus_rule_differing_from_the_rule_file_is_rejected(self) -> None:
+        self.edit(self.RULE, "(facegate_consumer_lag) > 1000", "(facegate_consumer_lag) > 5000")
+        self.assert_rejected(self.RULE, "spec.groups differ from deploy/prometheus/alerts.yml (group facegate-kafka:"
+                                        " FaceGateConsumerLagCritical: expr differs)")
+
+    def test_rule_file_changed_without_the_prometheus_rule_is_rejected(self) -> None:
+        self.edit(self.ALERTS, "        for: 2m\n", "        for: 3m\n")
+        self.assert_rejected(self.RULE, "(group facegate-availability: FaceGateDown: for differs)")
+
+    def test_written_prometheus_rule_follows_the_rule_file(self) -> None:
+        command = [sys.executable, str(VALIDATOR), "--root", str(self.root), "--write-prometheus-rule"]
+        shipped = (self.root / self.RULE).read_text()
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        self.assertIn("is up to date", result.stdout, result.stdout + result.stderr)
+        self.assertEqual((self.root / self.RULE).read_text(), shipped)
+        self.edit(self.ALERTS, "(facegate_consumer_lag) > 1000", "(facegate_consumer_lag) > 2000")
+        self.edit(self.RULE, "  name: facegate\n", "  name: facegate\n  annotations:\n    kept: \"yes\"\n")
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        written = (self.root / self.RULE).read_text()
+        self.assertIn("(facegate_consumer_lag) > 2000", written)
+        self.assertIn('    kept: "yes"\n', written)  # the metadata above spec: is kept
+        checked = self.run_validator(self.ALERTS, self.RULE)
+        self.assertEqual(checked.returncode, 0, checked.stdout)
+
+    def test_misspelled_prometheus_rule_field_is_rejected(self) -> None:
+        self.edit(self.RULE, "          for: 2m\n", "          for_: 2m\n")
+        self.assert_rejected(self.RULE, "'for_' was unexpected")
+
+    def test_pod_monitor_on_the_public_port_is_rejected(self) -> None:
+        self.edit(self.MONITOR, "    - port: admin\n", "    - port: http\n")
+        self.assert_rejected(self.MONITORING_LAYOUT, "PodMonitor/facegate: port http is not the admin port of"
+                                                     " Deployment/auth-gateway (9100, named admin)")
+
+    def test_pod_monitor_without_job_label_is_rejected(self) -> None:
+        self.edit(self.MONITOR, "  jobLabel: app.kubernetes.io/name\n", "")
+        self.assert_rejected(self.MONITORING_SHARDED, "PodMonitor/facegate: the job label of Deployment/matcher-worker-shard-1's"
+                                                      " pods would be 'facegate/facegate'; the alert rules expect 'matcher-worker'")
+
+    def test_service_left_out_of_the_pod_monitor_is_rejected(self) -> None:
+        self.edit(self.MONITOR, "          - kiosk-orchestrator\n", "")
+        self.assert_rejected(self.MONITORING_SHARDED, "Deployment/kiosk-orchestrator: no PodMonitor selects its pods")
+
+    def test_pod_monitor_selecting_the_jobs_is_rejected(self) -> None:
+        self.edit(self.MONITOR, "        operator: In\n", "        operator: Exists\n")
+        self.edit(self.MONITOR, "        values:\n          - auth-gateway\n          - matcher-worker\n          - ctid-verifier\n"
+                                "          - kiosk-orchestrator\n", "")
+        self.assert_rejected(self.MONITORING_LAYOUT, "PodMonitor/facegate: selects the pods of Job/facegate-migrate,"
+                                                     " which serve no metrics")
+
+    def test_pod_monitor_on_another_path_is_rejected(self) -> None:
+        self.edit(self.MONITOR, "      path: /metrics\n", "      path: /metric\n")
+        self.assert_rejected(self.MONITORING_LAYOUT, "PodMonitor/facegate: path /metric: the services serve their metrics at /metrics")
+
+    def test_misspelled_pod_monitor_field_is_rejected(self) -> None:
+        self.edit(self.MONITOR, "scrapeTimeout:", "scrapeTimout:")
+        self.assert_rejected(self.MONITOR, "'scrapeTimout' was unexpected")
+
+    def test_monitoring_component_missing_a_resource_is_rejected(self) -> None:
+        self.edit("deploy/k8s/monitoring/kustomization.yaml", "  - pod-monitor.yaml", "  - podmonitor.yaml")
+        self.assert_rejected("deploy/k8s/monitoring/kustomization.yaml", "resource podmonitor.yaml does not exist")
 
     # -- KEDA -------------------------------------------------------------------------------
 

@@ -31,12 +31,23 @@ Checks, without a Docker engine or a Kubernetes cluster:
                                components (deploy/k8s/kafka-tls) rendered onto both layouts
   scripts and env examples     bash syntax, topic table and admin ports equal to the contract,
                                short retention on the topics that carry images
+  deploy/prometheus/alerts.yml the example alert rules: the rule-file shape, every rule an alert with
+                               expr, for, labels.severity and annotations summary, description and
+                               runbook (a section of deploy/README.md that exists), every expr parsed
+                               as PromQL (promql-parser), every metric it reads one the Swift sources
+                               register (Shared/, Services/) or `up`, labels the annotations print
+                               kept by the expression, metrics every job exposes (up, process_*)
+                               limited to the four services' jobs; the component deploy/k8s/monitoring
+                               (PodMonitor + PrometheusRule) rendered onto both layouts, its
+                               PrometheusRule's groups equal to alerts.yml, its PodMonitor scraping
+                               every service's admin port with job = the service's name
 
 Prints one line per file checked ("ok" or "FAIL", problems indented below) and exits 1 when
 anything is wrong. --only NAME (repeatable; a file or a layout, named as printed) checks just
 those; the self-tests (Tests/deploy) check the file they break that way, through validate(). The
 contract below mirrors the runtime contract the services implement (environment variables, admin
-ports, topics); keep the two in step.
+ports, topics); keep the two in step. --write-prometheus-rule regenerates
+deploy/k8s/monitoring/prometheus-rule.yaml from deploy/prometheus/alerts.yml and exits.
 """
 from __future__ import annotations
 
@@ -254,12 +265,31 @@ ROOT_FILES = {
     "secret_example": "deploy/k8s/secret.example.yaml",
     "keda_schema": "deploy/schemas/keda-scaledobject.schema.json",
     "keda_auth_schema": "deploy/schemas/keda-triggerauthentication.schema.json",
+    "prometheus_rule_schema": "deploy/schemas/prometheus-rule.schema.json",
+    "pod_monitor_schema": "deploy/schemas/pod-monitor.schema.json",
+    "alerts": "deploy/prometheus/alerts.yml",
+    "prometheus_rule": "deploy/k8s/monitoring/prometheus-rule.yaml",
+    "deploy_readme": "deploy/README.md",
     "package": "Package.swift",
 }
 KUSTOMIZE_LAYOUTS = ["deploy/k8s", "deploy/k8s/sharded"]
 # Optional Kustomize components (kind: Component): each is rendered onto every layout and checked
 # like the layout itself, so an example that is not applied by default is validated all the same.
-KUSTOMIZE_COMPONENTS = ["deploy/k8s/kafka-tls"]
+KUSTOMIZE_COMPONENTS = ["deploy/k8s/kafka-tls", "deploy/k8s/monitoring"]
+
+# Metrics and alerts (deploy/README.md#metrics-and-alerts). The services register their metrics in the
+# Swift sources under these folders, as registry.counter("name", ...), .gauge("name", ...) or
+# .histogram("name", ...); a histogram is exposed as name_bucket, name_sum and name_count.
+METRIC_SOURCE_DIRS = ("Shared", "Services")
+METRIC_REGISTRATION = re.compile(r'\b(counter|gauge|histogram)\(\s*"([a-zA-Z_:][a-zA-Z0-9_:]*)"')
+# Series Prometheus makes itself for every target.
+SCRAPE_METRICS = {"up"}
+# Metrics every job with a client library exposes too: a rule reading them names FaceGate's jobs.
+SHARED_METRIC_PREFIXES = ("process_",)
+# The alert rules' job label is the service's name (the PodMonitor's jobLabel, the scrape examples).
+JOB_LABEL_SOURCE = "app.kubernetes.io/name"
+ALERT_SEVERITIES = {"critical", "warning", "info"}
+ALERT_ANNOTATIONS = ("summary", "description", "runbook")
 
 
 # --------------------------------------------------------------------------------------------
@@ -1239,8 +1269,9 @@ def check_compose_env_example(root: Path, path: Path, reporter: Reporter) -> Non
 # --------------------------------------------------------------------------------------------
 # Kubernetes.
 
-# Custom resources (KEDA) are checked against this repository's schemas, by kind.
-CRD_SCHEMAS = {"ScaledObject": "keda_schema", "TriggerAuthentication": "keda_auth_schema"}
+# Custom resources (KEDA, the prometheus-operator) are checked against this repository's schemas, by kind.
+CRD_SCHEMAS = {"ScaledObject": "keda_schema", "TriggerAuthentication": "keda_auth_schema",
+               "PrometheusRule": "prometheus_rule_schema", "PodMonitor": "pod_monitor_schema"}
 
 
 def kubernetes_errors(document: dict[str, Any], crd_schemas: dict[str, dict[str, Any]]) -> list[str]:
@@ -1707,6 +1738,7 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
                        for c in (w["spec"]["template"]["spec"].get("initContainers") or []) + w["spec"]["template"]["spec"]["containers"]
                        if any(v.get("name") == "SERVICE" for v in c.get("env", []) or [])}
     check_network_policies(report, by_kind, config_maps)
+    check_pod_monitors(report, by_kind, config_maps)
     if len(facegate_images) > 1:
         report.fail(f"FaceGate workloads run different images: {sorted(map(str, facegate_images))}")
 
@@ -1974,6 +2006,8 @@ def check_kubernetes_files(root: Path, reporter: Reporter, image_env: dict[str, 
             check_secret_database_urls(report, [d for d in documents if isinstance(d, dict)])
             check_secret_service_keys(report, [d for d in documents if isinstance(d, dict)], secret_variables)
             check_secret_token_keys(report, [d for d in documents if isinstance(d, dict)], secret_variables)
+        if relative == ROOT_FILES["prometheus_rule"] and checked:
+            check_prometheus_rule_copy(root, report, documents)
 
     for name in renders:
         report = reporter.file(name, "rendered layout: schemas, contract, probes, selectors, autoscaling")
@@ -1988,6 +2022,398 @@ def check_kubernetes_files(root: Path, reporter: Reporter, image_env: dict[str, 
 
 
 # --------------------------------------------------------------------------------------------
+# Metrics and alerts: deploy/prometheus/alerts.yml and its PrometheusRule copy.
+
+def registered_metrics(root: Path) -> dict[str, str]:
+    """The series names of the metrics the Swift sources register, each with its type (a histogram is
+    exposed as its _bucket, _sum and _count series only)."""
+    names: dict[str, str] = {}
+    for folder in METRIC_SOURCE_DIRS:
+        for source in sorted((root / folder).rglob("*.swift")):
+            for kind, name in METRIC_REGISTRATION.findall(source.read_text(errors="replace")):
+                if kind == "histogram":
+                    names |= {f"{name}_{suffix}": kind for suffix in ("bucket", "sum", "count")}
+                else:
+                    names[name] = kind
+    return names
+
+
+def markdown_anchors(text: str) -> set[str]:
+    """The anchors a Markdown renderer gives the headings (GitHub's rule: lower case, punctuation
+    dropped, spaces to hyphens, -1, -2 ... for repeats); fenced code is no heading."""
+    anchors: set[str] = set()
+    seen: dict[str, int] = {}
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        heading = None if fenced else re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if not heading:
+            continue
+        slug = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-")
+        repeat = seen.get(slug, 0)
+        seen[slug] = repeat + 1
+        anchors.add(slug if repeat == 0 else f"{slug}-{repeat}")
+    return anchors
+
+
+def promql_module() -> Any:
+    """promql-parser (deploy/validate/requirements.txt): the PromQL grammar and functions of Prometheus."""
+    try:
+        import promql_parser
+    except ImportError:
+        raise SystemExit("validate-deploy: promql-parser is not installed (run scripts/validate-deploy.sh)")
+    return promql_parser
+
+
+def promql_selectors(promql: Any, tree: Any) -> list[Any]:
+    """The distinct vector selectors of an expression (those inside range selectors included), in order."""
+    found: dict[str, Any] = {}
+
+    def visit(node: Any) -> None:
+        if isinstance(node, promql.MatrixSelector):
+            node = node.vector_selector
+        if isinstance(node, promql.VectorSelector):
+            found.setdefault(str(node), node)
+    promql.walk(tree, visit)
+    return list(found.values())
+
+
+def selector_name(selector: Any) -> str | None:
+    if selector.name:
+        return selector.name
+    for matcher in selector.matchers.matchers:
+        if matcher.name == "__name__" and str(matcher.op).rsplit(".", 1)[-1] == "Equal":
+            return matcher.value
+    return None
+
+
+# Functions whose result keeps the labels of their (first vector) argument.
+LABEL_KEEPING_FUNCTIONS = {
+    "abs", "ceil", "floor", "round", "clamp", "clamp_min", "clamp_max", "exp", "ln", "log2", "log10", "sqrt",
+    "rate", "irate", "increase", "delta", "idelta", "deriv", "changes", "resets", "predict_linear",
+    "avg_over_time", "min_over_time", "max_over_time", "sum_over_time", "count_over_time",
+    "last_over_time", "stddev_over_time", "stdvar_over_time", "quantile_over_time", "present_over_time",
+    "histogram_quantile", "sort", "sort_desc",
+}
+
+
+def kept_labels(promql: Any, node: Any) -> set[str] | None:
+    """The labels an expression's result can carry, when the expression bounds them (an aggregation
+    by a list, a constant); None when they are the selected series' own, whatever those are."""
+    if isinstance(node, promql.ParenExpr):
+        return kept_labels(promql, node.expr)
+    if isinstance(node, (promql.NumberLiteral, promql.StringLiteral)):
+        return set()
+    if isinstance(node, promql.AggregateExpr):
+        modifier = node.modifier
+        if modifier is None:
+            return set()
+        if str(modifier.type).endswith("By"):
+            return set(modifier.labels)
+        return None
+    if isinstance(node, promql.Call):
+        if node.func.name in LABEL_KEEPING_FUNCTIONS:
+            arguments = [a for a in node.args if not isinstance(a, (promql.NumberLiteral, promql.StringLiteral))]
+            return kept_labels(promql, arguments[-1] if node.func.name == "histogram_quantile" else arguments[0]) if arguments else set()
+        return None
+    if isinstance(node, promql.BinaryExpr):
+        left, right = kept_labels(promql, node.lhs), kept_labels(promql, node.rhs)
+        if str(node.op) == "or":
+            return None if left is None or right is None else left | right
+        if isinstance(node.rhs, promql.NumberLiteral):
+            return left
+        if isinstance(node.lhs, promql.NumberLiteral):
+            return right
+        return left
+    if isinstance(node, promql.UnaryExpr):
+        return kept_labels(promql, node.expr)
+    return None
+
+
+def check_job_matchers(report: FileReport, alert: str, selector: Any, name: str, covered: dict[str, set[str]]) -> None:
+    """A metric every scraped job exposes (up, process_*) is read for FaceGate's jobs only, named by the
+    service: job="<service>" or job=~"<service>|<service>..."."""
+    matchers = [m for m in selector.matchers.matchers if m.name == "job"]
+    if not matchers:
+        report.fail(f"{alert}: {name} is exposed by every job Prometheus scrapes; select FaceGate's with"
+                    f" job=~\"{'|'.join(SERVICES)}\"")
+        return
+    for matcher in matchers:
+        operator = str(matcher.op).rsplit(".", 1)[-1]
+        if operator not in ("Equal", "Re"):
+            report.fail(f"{alert}: {name}{{job{'!=' if operator == 'NotEqual' else '!~'}\"{matcher.value}\"}} excludes jobs;"
+                        f" name FaceGate's instead (job=~\"{'|'.join(SERVICES)}\")")
+            continue
+        jobs = matcher.value.split("|") if operator == "Re" else [matcher.value]
+        for job in jobs:
+            if job not in SERVICES:
+                report.fail(f"{alert}: {name} is read for job \"{job}\", which is not a FaceGate service's job"
+                            f" (the job label is the service's name: {', '.join(SERVICES)})")
+        covered.setdefault(name, set()).update(j for j in jobs if j in SERVICES)
+
+
+def load_rule_file(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """A Prometheus rule file as a mapping with groups, or why it is not one."""
+    try:
+        documents = load_yaml_documents(path)
+    except OSError:
+        return None, "missing"
+    except yaml.YAMLError as error:
+        return None, f"YAML: {' '.join(str(error).split())}"
+    if len(documents) != 1 or not isinstance(documents[0], dict) or "groups" not in documents[0]:
+        return None, "not a Prometheus rule file (one YAML mapping with groups:)"
+    return documents[0], None
+
+
+def check_prometheus(root: Path, reporter: Reporter) -> None:
+    """deploy/prometheus/alerts.yml: shape, alerts complete, runbooks, PromQL, metric names."""
+    relative = ROOT_FILES["alerts"]
+    report = reporter.file(relative, "rule file: PromQL parsed, metrics registered, for, severity, annotations, runbooks")
+    if not reporter.wants(relative):
+        return
+    rules_file, problem = load_rule_file(root / relative)
+    if rules_file is None:
+        report.fail(str(problem))
+        return
+    # The rule file is a PrometheusRule's spec: one schema checks both.
+    try:
+        schema = load_json_schema((root / ROOT_FILES["prometheus_rule_schema"]).read_text())
+    except (OSError, ValueError, jsonschema.SchemaError) as error:
+        report.fail(f"{ROOT_FILES['prometheus_rule_schema']} is unusable: {str(error).splitlines()[0]}")
+        return
+    wrapped = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule", "metadata": {"name": "alerts"},
+               "spec": rules_file}
+    errors = [e.replace("schema: spec/", "schema: ", 1).replace("schema: spec:", "schema: (root):", 1)
+              for e in schema_errors(schema, wrapped)]
+    for error in errors:
+        report.fail(error)
+    if errors:
+        report.fail("rule checks skipped until the file matches the rule-file schema")
+        return
+
+    promql = promql_module()
+    metrics = registered_metrics(root)
+    if not metrics:
+        report.fail(f"no metric registration found in the Swift sources ({', '.join(METRIC_SOURCE_DIRS)}):"
+                    " the metric names cannot be checked")
+    known = set(metrics) | SCRAPE_METRICS
+    readme = root / ROOT_FILES["deploy_readme"]
+    anchors = markdown_anchors(readme.read_text()) if readme.exists() else set()
+    group_names: set[str] = set()
+    alert_names: set[str] = set()
+    covered: dict[str, set[str]] = {}
+    for group in rules_file["groups"]:
+        if group["name"] in group_names:
+            report.fail(f"group {group['name']} is defined twice (Prometheus refuses the file)")
+        group_names.add(group["name"])
+        for rule in group["rules"]:
+            if "alert" not in rule:
+                report.fail(f"group {group['name']}: recording rule {rule.get('record')}: this file holds alerts only")
+                continue
+            alert = rule["alert"]
+            if alert in alert_names:
+                report.fail(f"{alert} is defined twice: each alert has one rule and one runbook")
+            alert_names.add(alert)
+            if "for" not in rule:  # (its form is the schema's)
+                report.fail(f"{alert}: no for: (how long the condition must hold before it fires; 0m fires at once)")
+            severity = (rule.get("labels") or {}).get("severity")
+            if severity is None:
+                report.fail(f"{alert}: no labels.severity (Alertmanager routes on it: {'|'.join(sorted(ALERT_SEVERITIES))})")
+            elif severity not in ALERT_SEVERITIES:
+                report.fail(f"{alert}: severity {severity} is not one of {'|'.join(sorted(ALERT_SEVERITIES))}")
+            annotations = rule.get("annotations") or {}
+            for key in ALERT_ANNOTATIONS:
+                if not str(annotations.get(key, "")).strip():
+                    report.fail(f"{alert}: no annotations.{key}")
+            for key, text in annotations.items():
+                if text.count("{{") != text.count("}}"):
+                    report.fail(f"{alert}: annotations.{key} has unbalanced {{{{ }}}} (a broken template)")
+            runbook = str(annotations.get("runbook", "")).strip()
+            if runbook:
+                document, _, anchor = runbook.partition("#")
+                if not document.endswith(ROOT_FILES["deploy_readme"]) or not anchor:
+                    report.fail(f"{alert}: runbook {runbook} is not a section of {ROOT_FILES['deploy_readme']}"
+                                f" ({ROOT_FILES['deploy_readme']}#<section>)")
+                elif anchor not in anchors:
+                    report.fail(f"{alert}: runbook {runbook}: {ROOT_FILES['deploy_readme']} has no section #{anchor}")
+            try:
+                tree = promql.parse(str(rule["expr"]))
+            except ValueError as error:
+                report.fail(f"{alert}: expr does not parse as PromQL: {' '.join(str(error).split())}")
+                continue
+            unknown: list[str] = []
+            for selector in promql_selectors(promql, tree):
+                name = selector_name(selector)
+                if name is None:
+                    report.fail(f"{alert}: a selector names no metric ({selector}); name the metric")
+                    continue
+                if metrics and name not in known and name not in unknown:
+                    unknown.append(name)
+                    report.fail(f"{alert}: {name} is not a metric the services register"
+                                f" (Swift sources under {', '.join(METRIC_SOURCE_DIRS)}) nor one Prometheus adds ({', '.join(sorted(SCRAPE_METRICS))})")
+                if name in SCRAPE_METRICS or name.startswith(SHARED_METRIC_PREFIXES):
+                    check_job_matchers(report, alert, selector, name, covered)
+            labels = kept_labels(promql, tree)
+            if labels is not None:
+                for key, text in annotations.items():
+                    for label in sorted(set(re.findall(r"\$labels\.(\w+)", text)) - labels):
+                        report.fail(f"{alert}: annotations.{key} prints $labels.{label}, which the expression does not keep"
+                                    f" (its result carries {', '.join(sorted(labels)) or 'no label'})")
+    for name, jobs in sorted(covered.items()):
+        missing = [s for s in SERVICES if s not in jobs]
+        if missing:
+            report.fail(f"no rule reads {name} for {', '.join(missing)}: those services are not watched")
+
+
+def prometheus_rule_text(alerts_text: str, current: str | None) -> str:
+    """The PrometheusRule of deploy/k8s/monitoring made from the rule file: the current file's text up to
+    its spec: line (header comment and metadata, which may carry the labels a Prometheus selects), then
+    the rule file's groups, indented under spec."""
+    head = None
+    if current is not None and re.search(r"^spec:\s*$", current, re.M):
+        head = current[:re.search(r"^spec:\s*$", current, re.M).end()] + "\n"
+    if head is None:
+        head = ("# The alert rules of deploy/prometheus/alerts.yml for the prometheus-operator (deploy/README.md#metrics-and-alerts).\n"
+                "# GENERATED below spec: from that file, the one source: do not edit the groups here. Change\n"
+                "# alerts.yml, then\n"
+                "#   .run/deploy-venv/bin/python deploy/validate/validate_deploy.py --write-prometheus-rule\n"
+                "# which keeps everything above spec: (add here a label your Prometheus's ruleSelector wants);\n"
+                "# scripts/validate-deploy.sh fails while the groups differ from alerts.yml.\n"
+                "apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\nmetadata:\n  name: facegate\n"
+                "  namespace: facegate\n  labels:\n    app.kubernetes.io/name: facegate\n"
+                "    app.kubernetes.io/part-of: facegate\nspec:\n")
+    lines = alerts_text.splitlines()
+    start = next((i for i, line in enumerate(lines) if re.match(r"^groups:", line)), None)
+    if start is None:
+        raise ValueError("the rule file has no top-level groups:")
+    return head + "\n".join(("  " + line) if line.strip() else "" for line in lines[start:]) + "\n"
+
+
+def write_prometheus_rule(root: Path) -> int:
+    target = root / ROOT_FILES["prometheus_rule"]
+    current = target.read_text() if target.exists() else None
+    text = prometheus_rule_text((root / ROOT_FILES["alerts"]).read_text(), current)
+    if text != current:
+        target.write_text(text)
+        print(f"validate-deploy: wrote {ROOT_FILES['prometheus_rule']} from {ROOT_FILES['alerts']}")
+    else:
+        print(f"validate-deploy: {ROOT_FILES['prometheus_rule']} is up to date")
+    return 0
+
+
+def rule_groups_difference(copy: Any, source: Any) -> str | None:
+    """Where the PrometheusRule's groups first differ from the rule file's, or None when equal."""
+    if copy == source:
+        return None
+    if not isinstance(copy, list) or not isinstance(source, list):
+        return "spec.groups is not a list of groups"
+    copy_groups = {g.get("name"): g for g in copy if isinstance(g, dict)}
+    source_groups = {g.get("name"): g for g in source if isinstance(g, dict)}
+    for name in source_groups:
+        if name not in copy_groups:
+            return f"group {name} is missing"
+    for name in copy_groups:
+        if name not in source_groups:
+            return f"group {name} is not in the rule file"
+    if list(copy_groups) != list(source_groups):
+        return "the groups are in another order"
+    for name, group in source_groups.items():
+        theirs = copy_groups[name]
+        for key in sorted(set(group) | set(theirs)):
+            if key != "rules" and group.get(key) != theirs.get(key):
+                return f"group {name}: {key} differs"
+        ours_rules, their_rules = group.get("rules") or [], theirs.get("rules") or []
+        for index in range(max(len(ours_rules), len(their_rules))):
+            mine = ours_rules[index] if index < len(ours_rules) else None
+            other = their_rules[index] if index < len(their_rules) else None
+            if mine == other:
+                continue
+            label = (mine or other or {}).get("alert") or (mine or other or {}).get("record") or f"rule {index + 1}"
+            if mine is None or other is None:
+                return f"group {name}: {label} is {'missing' if other is None else 'not in the rule file'}"
+            fields = sorted(k for k in set(mine) | set(other) if mine.get(k) != other.get(k))
+            return f"group {name}: {label}: {', '.join(fields)} differ{'s' if len(fields) == 1 else ''}"
+    return "the groups differ"
+
+
+def check_prometheus_rule_copy(root: Path, report: FileReport, documents: list[Any]) -> None:
+    """The PrometheusRule carries exactly the groups of deploy/prometheus/alerts.yml."""
+    rules_file, problem = load_rule_file(root / ROOT_FILES["alerts"])
+    if rules_file is None:
+        report.fail(f"cannot be compared with {ROOT_FILES['alerts']}: {problem}")
+        return
+    rules = [d for d in documents if isinstance(d, dict) and d.get("kind") == "PrometheusRule"]
+    if len(rules) != 1:
+        report.fail(f"expected one PrometheusRule (the copy of {ROOT_FILES['alerts']}), found {len(rules)}")
+        return
+    difference = rule_groups_difference((rules[0].get("spec") or {}).get("groups"), rules_file["groups"])
+    if difference is not None:
+        report.fail(f"spec.groups differ from {ROOT_FILES['alerts']} ({difference}); regenerate it:"
+                    " .run/deploy-venv/bin/python deploy/validate/validate_deploy.py --write-prometheus-rule")
+
+
+def check_pod_monitors(report: FileReport, by_kind: dict[str, list[dict[str, Any]]],
+                       config_maps: dict[str, dict[str, str]]) -> None:
+    """With the monitoring component: every pod of the four services is scraped on its admin port at
+    /metrics, with the job label its service's name (what the alert rules match), and nothing else
+    is selected."""
+    monitors = by_kind.get("PodMonitor", [])
+    if not monitors:
+        if by_kind.get("PrometheusRule"):
+            report.fail("a PrometheusRule but no PodMonitor: nothing scrapes the metrics its rules read")
+        return
+    namespace = next(iter({(d.get("metadata") or {}).get("namespace") for d in by_kind.get("Deployment", [])}), None)
+    workloads = by_kind.get("Deployment", []) + by_kind.get("Job", [])
+    for monitor in monitors:
+        where = f"PodMonitor/{monitor['metadata']['name']}"
+        spec = monitor["spec"]
+        namespaces = spec.get("namespaceSelector")
+        if namespaces and not namespaces.get("any") and namespace not in (namespaces.get("matchNames") or []):
+            report.fail(f"{where}: namespaceSelector leaves out the namespace {namespace}, where the services run")
+        selected = 0
+        for workload in workloads:
+            kind, name = workload["kind"], workload["metadata"]["name"]
+            template = workload["spec"]["template"]
+            labels = template["metadata"].get("labels") or {}
+            if not selector_matches(spec["selector"], labels):
+                continue
+            selected += 1
+            containers = (template["spec"].get("initContainers") or []) + template["spec"]["containers"]
+            services = {container_env(c, config_maps)[0].get("SERVICE") for c in containers} & set(SERVICES)
+            if kind != "Deployment" or len(services) != 1:
+                report.fail(f"{where}: selects the pods of {kind}/{name}, which serve no metrics")
+                continue
+            service = next(iter(services))
+            job_label = spec.get("jobLabel")
+            job = labels.get(job_label) if job_label else None
+            if job != service:
+                seen = f"'{job}'" if job else f"'{monitor['metadata'].get('namespace', namespace)}/{monitor['metadata']['name']}'"
+                report.fail(f"{where}: the job label of {kind}/{name}'s pods would be {seen}; the alert rules expect"
+                            f" '{service}' (jobLabel: {JOB_LABEL_SOURCE})")
+            ports = {p.get("name"): p.get("containerPort") for c in template["spec"]["containers"] for p in c.get("ports") or []}
+            for endpoint in spec["podMetricsEndpoints"]:
+                port = endpoint.get("port")
+                if ports.get(port) != ADMIN_PORTS[service]:
+                    report.fail(f"{where}: port {port} is not the admin port of {kind}/{name}"
+                                f" ({ADMIN_PORTS[service]}, named admin), where /metrics is served")
+                if endpoint.get("path", "/metrics") != "/metrics":
+                    report.fail(f"{where}: path {endpoint.get('path')}: the services serve their metrics at /metrics")
+                if endpoint.get("scheme", "http") != "http":
+                    report.fail(f"{where}: scheme {endpoint.get('scheme')}: the admin port speaks plain HTTP")
+        if not selected:
+            report.fail(f"{where}: selects no pod of the layout")
+    for deployment in by_kind.get("Deployment", []):
+        template = deployment["spec"]["template"]
+        runs = {container_env(c, config_maps)[0].get("SERVICE") for c in template["spec"]["containers"]} & set(SERVICES)
+        labels = template["metadata"].get("labels") or {}
+        if runs and not any(selector_matches(m["spec"]["selector"], labels) for m in monitors):
+            report.fail(f"Deployment/{deployment['metadata']['name']}: no PodMonitor selects its pods; its metrics are"
+                        " never scraped and its alerts never fire")
+
+
+# --------------------------------------------------------------------------------------------
 
 def validate(root: Path, only: Iterable[str] | None = None) -> Reporter:
     """Checks the deployment files under root; only: the reports wanted (see Reporter), all when None."""
@@ -1995,6 +2421,7 @@ def validate(root: Path, only: Iterable[str] | None = None) -> Reporter:
     image_env = check_dockerfile(root, reporter)
     topics = check_scripts(root, reporter)
     check_compose(root, reporter, image_env, topics)
+    check_prometheus(root, reporter)
     check_kubernetes(root, reporter, image_env, topics)
     return reporter
 
@@ -2005,7 +2432,11 @@ def main() -> int:
                         help="repository root (default: this checkout)")
     parser.add_argument("--only", action="append", metavar="NAME",
                         help="check just this file or layout, named as printed (repeatable)")
+    parser.add_argument("--write-prometheus-rule", action="store_true",
+                        help=f"regenerate {ROOT_FILES['prometheus_rule']} from {ROOT_FILES['alerts']} and exit")
     arguments = parser.parse_args()
+    if arguments.write_prometheus_rule:
+        return write_prometheus_rule(arguments.root.resolve())
     return validate(arguments.root.resolve(), arguments.only).print()
 
 

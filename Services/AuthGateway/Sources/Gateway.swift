@@ -45,7 +45,7 @@ public final class AuthGateway: Sendable {
         let sweeper = PeriodicService(name: "expired-records", every: configuration.sweepInterval, logger: runtime.logger) {
             try await context.sweepExpiredRecords()
         }
-        var services: [any Service] = [admin, requester, http, ProducerService(producer: producer), sweeper]
+        var services: [any Service] = [admin, requester, http, ProducerService(producer: producer), sweeper, TopicsService(runtime: runtime)]
         if configuration.auditCheckpointInterval > .zero {
             let published = Mutex<[UUID: Int64]>([:])
             services.append(PeriodicService(name: "audit-checkpoints", every: configuration.auditCheckpointInterval, logger: runtime.logger) {
@@ -107,9 +107,9 @@ final class GatewayContext: Sendable {
     }
 
     func registerRoutes(on router: Router) {
-        let router = APIRoutes(router: router, idempotency: idempotentRequests) { [self] request, error in
+        let router = APIRoutes(router: router, idempotency: idempotentRequests, refusal: { [self] request, error in
             await recordRefusedCredentials(request, error)
-        }
+        }, logger: runtime.logger)
         registerOperatorRoutes(on: router)
         registerAppServerRoutes(on: router)
         registerFaceLoginRoutes(on: router)
@@ -173,9 +173,11 @@ struct APIRoutes {
     let router: Router
     let idempotency: IdempotentRequests
     let refusal: @Sendable (HTTPRequest, APIError) async -> UUID?
+    /// Says why a request ended in 500 (the answer itself names no cause).
+    let logger: Logger
 
     func add(_ method: String, _ pattern: String, maxBodyBytes: Int? = nil, idempotent: Bool = false, _ handler: @escaping HTTPHandler) {
-        let refusal = refusal
+        let (refusal, logger, idempotency) = (refusal, logger, idempotency)
         let wire: HTTPHandler = { request in
             // The caller's trace (W3C traceparent), or a new one: every job this call sends carries it.
             let trace = request.headers["traceparent"].flatMap(TraceContext.init(traceparent:)) ?? .random()
@@ -187,12 +189,20 @@ struct APIRoutes {
                 }
             }
         }
-        guard idempotent else {
-            router.add(method, pattern, maxBodyBytes: maxBodyBytes, wire)
-            return
+        router.add(method, pattern, maxBodyBytes: maxBodyBytes) { request in
+            do {
+                return try await idempotent ? idempotency.run(request, wire) : wire(request)
+            } catch let error as PostgresError where error.isServerUnavailable {
+                // PostgreSQL away (a restart, a failover): the documented 503, which a client may retry.
+                logger.warning("database not reachable", ["http.route": pattern, "error": error.description])
+                throw APIError(.serviceUnavailable, "the service is unavailable right now; try again").http(transactionId: nil)
+            } catch let error as HTTPError {
+                throw error
+            } catch {
+                logger.error("request failed", ["http.route": pattern, "error": "\(error)"])
+                throw error
+            }
         }
-        let idempotency = idempotency
-        router.add(method, pattern, maxBodyBytes: maxBodyBytes) { request in try await idempotency.run(request, wire) }
     }
 }
 

@@ -19,6 +19,7 @@ final class CTIDJobHandler: Sendable {
     private let logger: Logger
     /// `replyTo` must name one of these (a job cannot send its answer anywhere else).
     private let replyTopics: Topics
+    private let deadlineMisses: Counter
     private let keys = Mutex<[UUID: [UInt8]]>([:])
     /// Distances this far above the app's threshold are "suspected" rather than "different".
     static let suspectedBand: Float = 0.1
@@ -32,6 +33,7 @@ final class CTIDJobHandler: Sendable {
         self.privateKey = privateKey
         logger = runtime.logger
         replyTopics = runtime.topics
+        deadlineMisses = runtime.deadlineMisses
         transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger,
                                        keys: auditKeys)
     }
@@ -45,6 +47,7 @@ final class CTIDJobHandler: Sendable {
         let result: CTIDJobResult
         if envelope.isExpired() {
             result = CTIDJobResult(outcome: .unavailable, message: "deadline passed before the job was taken")
+            deadlineMisses.increment(["topic": message.topic, "side": "worker"])
         } else {
             do {
                 switch envelope.payload.kind {

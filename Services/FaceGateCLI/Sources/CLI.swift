@@ -12,7 +12,7 @@ import ServiceKit
 /// exactly as it would be from any other client.
 public enum FaceGateCLI {
     /// The release this tool belongs to (`facegate --version`).
-    public static let version = "0.9.0"
+    public static let version = Release.version
 
     public static let usage = """
     usage: facegate <command> [arguments]

@@ -409,7 +409,7 @@ final class KioskFlow: Sendable {
         session.state = state
         session.data = data
         run.events += stored
-        if let transaction { await transactions.publish(transaction) }
+        if let transaction { transactions.publish(transaction) }
         for event in stored {
             do {
                 var value = try FaceGateJSON.encode(event)

@@ -19,6 +19,7 @@ final class FaceJobHandler: Sendable {
     private let logger: Logger
     /// `replyTo` must name one of these (a job cannot send its answer anywhere else).
     private let replyTopics: Topics
+    private let deadlineMisses: Counter
     private let stageSeconds: Histogram
     private let outcomes: Counter
 
@@ -34,6 +35,7 @@ final class FaceJobHandler: Sendable {
         self.changesTopic = changesTopic
         self.logger = runtime.logger
         replyTopics = runtime.topics
+        deadlineMisses = runtime.deadlineMisses
         stageSeconds = runtime.metrics.histogram("facegate_matcher_stage_seconds", help: "Face pipeline time per stage")
         outcomes = runtime.metrics.counter("facegate_matcher_outcomes_total", help: "Face job outcomes by kind and outcome")
     }
@@ -56,6 +58,7 @@ final class FaceJobHandler: Sendable {
         var result: FaceJobResult
         if envelope.isExpired() {
             result = FaceJobResult(outcome: .timeout, message: "deadline passed before the job was taken")
+            deadlineMisses.increment(["topic": message.topic, "side": "worker"])
         } else {
             do {
                 result = try await run(job, messageId: envelope.id)

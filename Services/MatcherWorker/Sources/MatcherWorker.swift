@@ -43,7 +43,7 @@ public final class MatcherWorker: Sendable {
         runtime.readiness.add("gallery") { gallery.isLoaded }
         runtime.metrics.gauge("facegate_gallery_templates", help: "Templates held in memory") { Double(store.templateCount) }
         runtime.metrics.gauge("facegate_gallery_bytes", help: "Bytes held for templates") { Double(store.memoryBytes) }
-        group = ServiceGroup(services: [admin, gallery, jobs, ProducerService(producer: producer)], logger: runtime.logger,
+        group = ServiceGroup(services: [admin, gallery, jobs, ProducerService(producer: producer), TopicsService(runtime: runtime)], logger: runtime.logger,
                              shutdownTimeout: .seconds(configuration.common.shutdownSeconds), failures: runtime.failures)
     }
 
