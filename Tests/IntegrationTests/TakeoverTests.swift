@@ -111,6 +111,25 @@ import Testing
         }
     }
 
+    /// One address cannot flood the gateway (nor the audit trail with refused credentials): past its rate and burst
+    /// it hears 429 RATE_LIMITED with Retry-After, other addresses are not affected, and it is served again after a pause.
+    @Test func oneClientAddressIsRateLimited() async throws {
+        try await TestStack.with(withMatcher: false, extra: ["FACEGATE_CLIENT_RATE": "2", "FACEGATE_CLIENT_BURST": "4"]) { stack in
+            var statuses: [Int] = []
+            var limited: TestStack.Reply?
+            for _ in 0..<8 {
+                let reply = try await stack.call("POST", "/v1/access-tokens", basic: ("00000000-0000-0000-0000-000000000000", "wrong"))
+                statuses.append(reply.status)
+                if reply.status == 429 { limited = reply }
+            }
+            #expect(statuses.prefix(4).allSatisfy { $0 == 401 }, "the burst is served: \(statuses)")
+            #expect(statuses.filter { $0 == 429 }.count >= 3, "then the rate holds: \(statuses)")
+            #expect(limited?.errorCode == "RATE_LIMITED" && limited?.headers["retry-after"] == "1")
+            try await Task.sleep(for: .milliseconds(1200))
+            #expect(try await stack.call("GET", "/.well-known/jwks.json").status == 200)
+        }
+    }
+
     @Test func forwardedForIsIgnoredWithoutATrustedProxy() async throws {
         try await TestStack.with(extra: ["FACEGATE_ADDRESS_THROTTLE_AFTER": "3"]) { stack in
             let app = try await stack.createApp()

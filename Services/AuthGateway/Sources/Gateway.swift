@@ -85,6 +85,7 @@ final class GatewayContext: Sendable {
     let faceJobSeconds: Histogram
     let interviewTokens: InterviewTokens
     let idempotentRequests: IdempotentRequests
+    let clientRateLimit: ClientRateLimit
 
     init(configuration: GatewayConfiguration, runtime: ServiceRuntime, producer: KafkaProducer, requester: RequesterService,
          signingKey: JWTSigningKey, keySet: JWTKeySet, kioskKeySet: JWTKeySet, jwks: [UInt8]) throws {
@@ -104,12 +105,13 @@ final class GatewayContext: Sendable {
         faceJobSeconds = runtime.metrics.histogram("facegate_face_job_round_trip_seconds", help: "Gateway → matcher → gateway time")
         interviewTokens = try InterviewTokens(signingSeed: configuration.signingKey)
         idempotentRequests = IdempotentRequests(database: runtime.database)
+        clientRateLimit = ClientRateLimit(rate: configuration.clientRate, burst: configuration.clientBurst)
     }
 
     func registerRoutes(on router: Router) {
         let router = APIRoutes(router: router, idempotency: idempotentRequests, refusal: { [self] request, error in
             await recordRefusedCredentials(request, error)
-        }, logger: runtime.logger)
+        }, logger: runtime.logger, admit: { [self] request in clientRateLimit.admit(clientAddress(request)) })
         registerOperatorRoutes(on: router)
         registerAppServerRoutes(on: router)
         registerFaceLoginRoutes(on: router)
@@ -175,9 +177,11 @@ struct APIRoutes {
     let refusal: @Sendable (HTTPRequest, APIError) async -> UUID?
     /// Says why a request ended in 500 (the answer itself names no cause).
     let logger: Logger
+    /// False when the request's client has used up its rate (`ClientRateLimit`).
+    let admit: @Sendable (HTTPRequest) -> Bool
 
     func add(_ method: String, _ pattern: String, maxBodyBytes: Int? = nil, idempotent: Bool = false, _ handler: @escaping HTTPHandler) {
-        let (refusal, logger, idempotency) = (refusal, logger, idempotency)
+        let (refusal, logger, idempotency, admit) = (refusal, logger, idempotency, admit)
         let wire: HTTPHandler = { request in
             // The caller's trace (W3C traceparent), or a new one: every job this call sends carries it.
             let trace = request.headers["traceparent"].flatMap(TraceContext.init(traceparent:)) ?? .random()
@@ -190,6 +194,9 @@ struct APIRoutes {
             }
         }
         router.add(method, pattern, maxBodyBytes: maxBodyBytes) { request in
+            guard admit(request) else {
+                throw APIError(.rateLimited, "too many requests from this client; slow down", retryAfter: 1).http(transactionId: nil)
+            }
             do {
                 return try await idempotent ? idempotency.run(request, wire) : wire(request)
             } catch let error as PostgresError where error.isServerUnavailable {

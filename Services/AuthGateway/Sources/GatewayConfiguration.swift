@@ -10,6 +10,10 @@ public struct GatewayConfiguration: Sendable {
     public var httpMaxConnections: Int
     /// 0 = no per-address limit (the right setting behind a load balancer).
     public var httpPerIPLimit: Int
+    /// Requests a second per client address (`FACEGATE_CLIENT_RATE`, 0 = unlimited) and the burst above it
+    /// (`FACEGATE_CLIENT_BURST`); beyond them the answer is 429 `RATE_LIMITED`.
+    public var clientRate: Int
+    public var clientBurst: Int
     /// Hash of the bootstrap operator key (`FACEGATE_ADMIN_KEY`), if set.
     public var bootstrapAdminKeyHash: [UInt8]?
     public var signingKey: [UInt8]
@@ -66,6 +70,8 @@ public struct GatewayConfiguration: Sendable {
         httpThreads = try env.int("FACEGATE_HTTP_THREADS", default: 2, range: 1...64)
         httpMaxConnections = try env.int("FACEGATE_HTTP_MAX_CONNECTIONS", default: 8192, range: 1...1_000_000)
         httpPerIPLimit = try env.int("FACEGATE_HTTP_PER_IP_LIMIT", default: 0, range: 0...1_000_000)
+        clientRate = try env.int("FACEGATE_CLIENT_RATE", default: 50, range: 0...1_000_000)
+        clientBurst = try env.int("FACEGATE_CLIENT_BURST", default: 100, range: 1...1_000_000)
         bootstrapAdminKeyHash = env.optionalString("FACEGATE_ADMIN_KEY").map { SHA256.hash(Array($0.utf8)) }
         signingKey = try env.base64Key("FACEGATE_SIGNING_KEY", bytes: 32)
         ctidPublicKey = try env.base64Key("FACEGATE_CTID_PUBLIC_KEY", bytes: 32)
