@@ -82,7 +82,7 @@ enum OpenAPIDocument {
       "ServiceUnavailable": {"description": "SERVICE_UNAVAILABLE: a worker did not answer in time, the broker or the audit trail is unavailable, or the server is shutting down; try again",
         "headers": {"Retry-After": {"$ref": "#/components/headers/RetryAfter"}},
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-      "Unexpected": {"description": "INTERNAL (500), METHOD_NOT_ALLOWED (405, with Allow), SERVICE_UNAVAILABLE (503 while shutting down)",
+      "Unexpected": {"description": "INTERNAL (500), METHOD_NOT_ALLOWED (405, with Allow), RATE_LIMITED (429 with Retry-After, on any route, once the client address exceeds FACEGATE_CLIENT_RATE), SERVICE_UNAVAILABLE (503 while shutting down or while PostgreSQL is unreachable)",
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     },
     "schemas": {
