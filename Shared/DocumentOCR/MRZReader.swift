@@ -56,7 +56,7 @@ public final class MRZReader: Sendable {
     private let pool: EnginePool
 
     public init(tessdataPath: String? = nil, languages: String = "eng", instances: Int = 1,
-                maxPixels: Int = 40_000_000) throws(MRZReadError) {
+                maxPixels: Int = 16_000_000) throws(MRZReadError) {
         self.maxPixels = maxPixels
         // Leptonica reports decoding failures on stderr; they become MRZReadError here instead.
         _ = setMsgSeverityQuietly()

@@ -22,7 +22,7 @@ public struct FaceEngineConfiguration: Sendable {
     /// default; enrolment and login must use the same setting, so it is a deployment-wide choice.
     public var flipAugmentation = false
     /// Images whose width × height (read from the header) exceeds this are refused before any pixel is allocated.
-    public var maxPixels: Int = 40_000_000
+    public var maxPixels: Int = 16_000_000
     /// The HOG detector scans a copy reduced to this longest side (at least 80, the detector's window);
     /// faces narrower than about 80 / scale pixels are missed. Boxes are mapped back to the full image.
     public var detectionMaxSide: Int = 1024

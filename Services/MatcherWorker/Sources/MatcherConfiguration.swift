@@ -43,7 +43,7 @@ public struct MatcherConfiguration: Sendable {
         }
         reconcileSeconds = try env.int("MATCHER_RECONCILE_SECONDS", default: 30, range: 1...86400)
         sealingKey = try env.base64Key("FACEGATE_SEALING_KEY", bytes: 32)
-        maxPixels = try env.int("FACEGATE_MAX_PIXELS", default: 40_000_000, range: 1...500_000_000)
+        maxPixels = try env.int("FACEGATE_MAX_PIXELS", default: 16_000_000, range: 1...500_000_000)
         models = []
         for name in env.string("MATCHER_MODELS", default: FaceModel.allCases.map(\.rawValue).joined(separator: ",")).split(separator: ",") {
             guard let model = FaceModel(rawValue: name.trimmingCharacters(in: .whitespaces)) else {
