@@ -51,10 +51,11 @@ public final class RequesterService: Service {
 
     /// Sends `payload` in a versioned envelope to `topic` and waits, within the timeout, for
     /// `expectedReplies` answers (one per shard when the workers are sharded). The record's key is the
-    /// correlation id unless `key` orders it with others (a kiosk session's commands).
+    /// correlation id unless `key` orders it with others (a kiosk session's commands). `messageId` is the
+    /// envelope's deduplication key: a fresh one unless the caller repeats a job on purpose (a client's retry).
     public func send<Payload: Codable & Sendable, Answer: Codable & Sendable>(
-        _ payload: Payload, type: String, appId: UUID, to topic: String, key: String? = nil, expectedReplies: Int = 1,
-        as answer: Answer.Type
+        _ payload: Payload, type: String, appId: UUID, to topic: String, key: String? = nil, messageId: String? = nil,
+        expectedReplies: Int = 1, as answer: Answer.Type
     ) async throws -> [Answer] {
         guard let requester = requester.withLock({ $0 }) else { throw RequesterUnavailable() }
         let correlationId = UUID().wire
@@ -66,7 +67,7 @@ public final class RequesterService: Service {
         do {
             replies = try await requester.request(correlationId: correlationId, deadline: .now + timeout, expectedReplies: expectedReplies,
                                                   accept: { reply in (try? messages.authenticate(reply, from: responder).get()) != nil }) { replyTo in
-                let envelope = MessageEnvelope(type: type, correlationId: correlationId, appId: appId.wire, deadline: wallDeadline,
+                let envelope = MessageEnvelope(type: type, id: messageId ?? UUID().wire, correlationId: correlationId, appId: appId.wire, deadline: wallDeadline,
                                                replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: payload)
                 return KafkaRecord(topic: topic, key: Array((key ?? correlationId).utf8), value: try envelope.encoded(),
                                    headers: [KafkaHeader(key: MessageHeader.traceparent, value: Array(TraceContext.outgoing().utf8))])
@@ -79,8 +80,8 @@ public final class RequesterService: Service {
     }
 
     /// A face job on `face.jobs.v1`: the matchers' answers, one per shard.
-    public func faceJob(_ job: FaceJob, expectedReplies: Int = 1) async throws -> [FaceJobResult] {
-        try await send(job, type: job.kind.messageType, appId: job.appId, to: runtime.topics.faceJobs,
+    public func faceJob(_ job: FaceJob, messageId: String? = nil, expectedReplies: Int = 1) async throws -> [FaceJobResult] {
+        try await send(job, type: job.kind.messageType, appId: job.appId, to: runtime.topics.faceJobs, messageId: messageId,
                        expectedReplies: expectedReplies, as: FaceJobResult.self)
     }
 

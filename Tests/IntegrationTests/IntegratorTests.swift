@@ -1,6 +1,7 @@
 import FaceGateCore
 import Foundation
 import PostgresClient
+import ServiceKit
 import Testing
 
 /// What app developers and operators expect beyond login: 1:1 verify, 1:N search, several templates per
@@ -106,6 +107,30 @@ import Testing
             #expect(rows.contains { $0["outcome"] as? String == "NO_MATCH_FACE" })
             let searches = try await stack.call("GET", "/v1/audit/transactions?appId=\(app.id)&kind=face.search", bearer: stack.adminKey)
             #expect((searches.json["items"] as? [Any])?.count ?? 0 >= 3)
+        }
+    }
+
+    /// An enrollment retried with its Idempotency-Key after its answer was lost (a 503 at the deadline while the
+    /// matcher still finished) sends the enroll job again under the same id: the matcher answers from its record of
+    /// the first job, so the user gets one template, not two of the same face.
+    @Test func aRetriedEnrollJobGivesTheSameTemplate() async throws {
+        try await TestStack.with { stack in
+            let app = try await stack.createApp()
+            let user = try await stack.createUser(app, employeeNumber: "E1", name: "Barack Obama")
+            let requester = RequesterService(runtime: stack.gateway.runtime, producer: try stack.gateway.runtime.makeProducer(),
+                                             service: "auth-gateway", timeout: .seconds(20))
+            try await requester.start()
+            while !requester.isReady { try await Task.sleep(for: .milliseconds(100)) }
+            let job = FaceJob(kind: .enroll, appId: UUID(uuidString: app.id)!, image: try TestEnvironment.image("obama.jpg"),
+                              userId: UUID(uuidString: user)!, duplicateCheck: true)
+            let id = "enroll-\(UUID().uuidString.lowercased())"
+            let first = try await requester.faceJob(job, messageId: id)
+            let again = try await requester.faceJob(job, messageId: id)
+            await requester.shutdown()
+            #expect(first.first?.outcome == .enrolled)
+            #expect(again.first?.templateId == first.first?.templateId)
+            let held = try await stack.database.pool.query("SELECT count(*) AS n FROM face_templates WHERE user_id = \(UUID(uuidString: user)!)")
+            #expect(try held.first?.decode("n", as: Int.self) == 1)
         }
     }
 

@@ -154,11 +154,11 @@ final class GatewayContext: Sendable {
 
     /// Sends a face job and waits for the matcher's answer (merged across shards), within the request
     /// deadline. Broker down or matcher silent → `SERVICE_UNAVAILABLE`, never a hang.
-    func faceJob(_ job: FaceJob) async throws -> FaceJobResult {
+    func faceJob(_ job: FaceJob, messageId: String? = nil) async throws -> FaceJobResult {
         let started = ContinuousClock.now
         let results: [FaceJobResult]
         do {
-            results = try await requester.faceJob(job, expectedReplies: configuration.matcherShards)
+            results = try await requester.faceJob(job, messageId: messageId, expectedReplies: configuration.matcherShards)
         } catch {
             logger.warning("face job not answered", ["error": "\(error)", "job.kind": job.kind.rawValue])
             throw APIError(.serviceUnavailable, "face matching is unavailable right now; try again")

@@ -285,6 +285,15 @@ extension GatewayContext {
         }
     }
 
+    /// The enroll job's id when the request carries an `Idempotency-Key`: the same caller, key and user always give the
+    /// same id, so a retry after an answer was lost (a 503 at the deadline while the matcher still finished) gets the
+    /// matcher's record of the first job — the same template — instead of a second template of the same face.
+    static func enrollJobId(_ request: HTTPRequest, appId: UUID, userId: UUID) -> String? {
+        guard let key = request.headers[IdempotentRequests.header] else { return nil }
+        let digest = SHA256.hash("facegate-enroll-v1\n\(request.headers["Authorization"] ?? "")\n\(appId.wire)\n\(userId.wire)\n\(key)")
+        return "enroll-" + digest.prefix(16).map { String(format: "%02x", $0) }.joined()
+    }
+
     func enrollFace(_ request: HTTPRequest) async throws -> HTTPResponse {
         let app = try await operatorApp(request)
         let userId = try request.uuidParameter("userId")
@@ -305,7 +314,8 @@ extension GatewayContext {
                 }
             }
             let result = try await faceJob(FaceJob(kind: .enroll, appId: app.id, image: Data(image), userId: userId,
-                                                   threshold: app.matchThreshold, duplicateCheck: true))
+                                                   threshold: app.matchThreshold, duplicateCheck: true),
+                                           messageId: Self.enrollJobId(request, appId: app.id, userId: userId))
             if let code = result.outcome.errorCode {
                 throw APIError(code, result.message ?? Self.defaultMessage(code))
             }
