@@ -44,18 +44,20 @@ stop_all() {
 }
 trap stop_all INT TERM EXIT
 
-# start NAME ROLE ADMIN_PORT COMMAND: one supervised service, logged in to PostgreSQL as its own role
-# (created by `facegate migrate`), never as the owner.
+# start NAME ROLE ADMIN_PORT HTTP_PORT COMMAND: one supervised service, logged in to PostgreSQL as its own role
+# (created by `facegate migrate`), never as the owner; HTTP_PORT is a gateway's public port (- for the others: the
+# gateway's default, FACEGATE_HTTP_PORT or 8080).
 # Each service gets its own message-signing key as FACEGATE_SERVICE_KEY and none of the others'; only the gateway holds
 # the token signing key, only the kiosk-orchestrator its own, no matcher the audit key. Keys travel in the environment,
 # never on a command line (where `ps` would show them).
 start() {
-  local name="$1" role="$2" port="$3"; shift 3
+  local name="$1" role="$2" port="$3" http="$4"; shift 4
   local binary; binary="$(basename "$1")"
   local own; own="FACEGATE_SERVICE_KEY_$(echo "$binary" | tr 'a-z-' 'A-Z_')"
   (
     export FACEGATE_SERVICE_KEY="${!own}" FACEGATE_DATABASE_URL="postgres://$role@$FACEGATE_DATABASE_SERVER/facegate" \
       FACEGATE_ADMIN_PORT="$port"
+    [ "$http" = - ] || export FACEGATE_HTTP_PORT="$http"
     unset FACEGATE_SERVICE_KEY_AUTH_GATEWAY FACEGATE_SERVICE_KEY_MATCHER_WORKER FACEGATE_SERVICE_KEY_CTID_VERIFIER \
       FACEGATE_SERVICE_KEY_KIOSK_ORCHESTRATOR
     [ "$binary" = auth-gateway ] || unset FACEGATE_SIGNING_KEY
@@ -71,15 +73,45 @@ MATCHERS="${FACEGATE_MATCHERS:-1}"
 case "$MATCHERS" in ''|*[!0-9]*|0) echo "[run] FACEGATE_MATCHERS must be a positive number" >&2; exit 2 ;; esac
 for i in $(seq 1 "$MATCHERS"); do
   name=matcher-worker; [ "$i" -gt 1 ] && name="matcher-worker-$i"
-  start "$name" facegate_matcher $((9101 + 10 * (i - 1))) "$BIN/matcher-worker"
+  start "$name" facegate_matcher $((9101 + 10 * (i - 1))) - "$BIN/matcher-worker"
 done
-start ctid-verifier facegate_ctid 9102 "$BIN/ctid-verifier"
-start kiosk-orchestrator facegate_kiosk 9103 "$BIN/kiosk-orchestrator"
-start auth-gateway facegate_gateway 9100 "$BIN/auth-gateway"
+start ctid-verifier facegate_ctid 9102 - "$BIN/ctid-verifier"
+start kiosk-orchestrator facegate_kiosk 9103 - "$BIN/kiosk-orchestrator"
 
-echo "[run] waiting for the gateway and the matcher to be ready…"
+# FACEGATE_GATEWAYS=N (N>1) runs N gateways behind scripts/balancer.py, which listens on FACEGATE_HTTP_PORT (8080) and
+# forwards each request to the next gateway that takes the connection: the gateways listen on the following ports
+# (8081, 8082, …), their admin ports are 9100, 9110, 9120, …. The balancer is supervised and stopped like the services.
+GATEWAYS="${FACEGATE_GATEWAYS:-1}"
+case "$GATEWAYS" in ''|*[!0-9]*|0) echo "[run] FACEGATE_GATEWAYS must be a positive number" >&2; exit 2 ;; esac
+HTTP_PORT="${FACEGATE_HTTP_PORT:-8080}"
+if [ "$GATEWAYS" -eq 1 ]; then
+  start auth-gateway facegate_gateway 9100 - "$BIN/auth-gateway"
+else
+  backends=()
+  for i in $(seq 1 "$GATEWAYS"); do
+    name=auth-gateway; [ "$i" -gt 1 ] && name="auth-gateway-$i"
+    start "$name" facegate_gateway $((9100 + 10 * (i - 1))) $((HTTP_PORT + i)) "$BIN/auth-gateway"
+    backends+=(--backend "127.0.0.1:$((HTTP_PORT + i))")
+  done
+  # No key of any service in its environment.
+  env -i PATH="$PATH" scripts/supervise.sh balancer "$PIDS" python3 scripts/balancer.py --listen "127.0.0.1:$HTTP_PORT" \
+    "${backends[@]}" > >(sed -u "s/^/[balancer] /") 2>&1 &
+fi
+GATEWAY_ADMIN="$(seq -s ', ' 9100 10 $((9100 + 10 * (GATEWAYS - 1))))"
+MATCHER_ADMIN="$(seq -s ', ' 9101 10 $((9101 + 10 * (MATCHERS - 1))))"
+BALANCED=""
+if [ "$GATEWAYS" -gt 1 ]; then
+  BALANCED="
+                  scripts/balancer.py over $GATEWAYS gateways on 127.0.0.1:$((HTTP_PORT + 1))–$((HTTP_PORT + GATEWAYS))"
+fi
+
+echo "[run] waiting for the gateways and the matchers to be ready…"
 for _ in $(seq 1 120); do
-  if curl -fs http://127.0.0.1:9100/readyz >/dev/null 2>&1 && curl -fs http://127.0.0.1:9101/readyz >/dev/null 2>&1; then break; fi
+  ready=1
+  for port in $(seq 9100 10 $((9100 + 10 * (GATEWAYS - 1)))) $(seq 9101 10 $((9101 + 10 * (MATCHERS - 1)))); do
+    curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 || { ready=0; break; }
+  done
+  [ "$ready" = 1 ] && break
   sleep 1
 done
 
@@ -93,9 +125,9 @@ APP_SECRET="$(sed -n 's/.*"appSecret":"\([^"]*\)".*/\1/p' "$DEMO")"
 cat <<INFO
 
 FaceGate is running.
-  public API      http://127.0.0.1:${FACEGATE_HTTP_PORT:-8080}   (OpenAPI: /openapi.json, JWKS: /.well-known/jwks.json)
-  web console     http://127.0.0.1:${FACEGATE_HTTP_PORT:-8080}/console/   (sign in with the operator key below)
-  admin ports     9100 gateway, 9101 matcher, 9102 ctid, 9103 kiosk  (/healthz /readyz /metrics)
+  public API      http://127.0.0.1:$HTTP_PORT   (OpenAPI: /openapi.json, JWKS: /.well-known/jwks.json)$BALANCED
+  web console     http://127.0.0.1:$HTTP_PORT/console/   (sign in with the operator key below)
+  admin ports     gateway $GATEWAY_ADMIN; matcher $MATCHER_ADMIN; ctid 9102; kiosk 9103  (/healthz /readyz /metrics)
   operator key    $FACEGATE_ADMIN_KEY
   demo app        $APP_ID   secret $APP_SECRET   (all of $DEMO)
 
@@ -103,9 +135,9 @@ Try it (photos: .run/testdata):
   export FACEGATE_ADMIN_KEY=$FACEGATE_ADMIN_KEY
   USER_ID=\$(.build/release/facegate user create $APP_ID E1001 "Barack Obama" | sed -n 's/.*"userId":"\([^"]*\)".*/\1/p')
   .build/release/facegate enroll $APP_ID \$USER_ID .run/testdata/obama.jpg
-  TOKEN=\$(curl -s -u $APP_ID:$APP_SECRET -X POST http://127.0.0.1:8080/v1/access-tokens | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p')
+  TOKEN=\$(curl -s -u $APP_ID:$APP_SECRET -X POST http://127.0.0.1:$HTTP_PORT/v1/access-tokens | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p')
   curl -s -H "Authorization: Bearer \$TOKEN" -H "X-Device-Id: my-phone" -H "Content-Type: image/jpeg" \\
-       --data-binary @.run/testdata/obama2.jpg http://127.0.0.1:8080/v1/face-login
+       --data-binary @.run/testdata/obama2.jpg http://127.0.0.1:$HTTP_PORT/v1/face-login
 Press Ctrl-C to stop.
 INFO
 # The supervisors keep the services up; this script only waits for Ctrl-C (short sleeps: bash runs the

@@ -4,9 +4,13 @@
 # server is stopped by the pid this script recorded, never by name.
 #
 #   scripts/stack.sh install           apt packages, pinned PyPI artefacts, models, test photos
-#   scripts/stack.sh up PROFILE        start PostgreSQL + broker for PROFILE (run|test), create topics, write .run/PROFILE/env
+#   scripts/stack.sh up PROFILE        start PostgreSQL + broker for PROFILE (run|test|chaos), create topics, write .run/PROFILE/env
 #   scripts/stack.sh down PROFILE      stop what `up` started
 #   scripts/stack.sh env PROFILE       print the environment for PROFILE
+#   scripts/stack.sh restart-broker PROFILE [SECONDS]    SIGKILL the broker (it keeps no data), start an empty one on the
+#                                                         same port (after SECONDS down, default 0)
+#   scripts/stack.sh restart-postgres PROFILE [SECONDS]  stop PostgreSQL (fast: open sessions are cut), start it again
+#                                                         after SECONDS (default 0); both are faults for Tests/chaos
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -42,7 +46,9 @@ profile_ports() {
   case "$1" in
     run)  PG_PORT="${FACEGATE_PG_PORT:-55433}"; KAFKA_PORT="${FACEGATE_KAFKA_PORT:-59093}" ;;
     test) PG_PORT="${FACEGATE_TEST_PG_PORT:-55434}"; KAFKA_PORT="${FACEGATE_TEST_KAFKA_PORT:-59094}" ;;
-    *) echo "unknown profile '$1' (run|test)" >&2; exit 2 ;;
+    # The fault-injection harness run on its own (scripts/chaos.sh): it restarts this profile's servers.
+    chaos) PG_PORT="${FACEGATE_CHAOS_PG_PORT:-55435}"; KAFKA_PORT="${FACEGATE_CHAOS_KAFKA_PORT:-59095}" ;;
+    *) echo "unknown profile '$1' (run|test|chaos)" >&2; exit 2 ;;
   esac
 }
 
@@ -284,6 +290,8 @@ write_env() {
     # The local broker (tansu) re-reads storage on a timer inside a waiting fetch instead of answering when data
     # arrives: 25 ms keeps an idle stack cheap (Benchmarks/RESULTS.md, "Idle cost") for ~8 ms per request–reply.
     echo "export FACEGATE_KAFKA_FETCH_WAIT_MS=\${FACEGATE_KAFKA_FETCH_WAIT_MS:-25}"
+    # The local broker forgets producer ids when it restarts; librdkafka's idempotence recovery then loops against it.
+    echo "export FACEGATE_KAFKA_IDEMPOTENCE=\${FACEGATE_KAFKA_IDEMPOTENCE:-false}"
     echo "export FACEGATE_SIGNING_KEY=\${FACEGATE_SIGNING_KEY:-$FACEGATE_SIGNING_KEY}"
     echo "export FACEGATE_SEALING_KEY=\${FACEGATE_SEALING_KEY:-$FACEGATE_SEALING_KEY}"
     echo "export FACEGATE_CTID_PRIVATE_KEY=\${FACEGATE_CTID_PRIVATE_KEY:-$FACEGATE_CTID_PRIVATE_KEY}"
@@ -300,7 +308,7 @@ write_env() {
   } >"$envfile"
 }
 
-cmd="${1:-}"; profile="${2:-run}"
+cmd="${1:-}"; profile="${2:-run}"; down_seconds="${3:-0}"
 case "$cmd" in
   install) install_apt; install_python; install_models ;;
   up)
@@ -310,5 +318,15 @@ case "$cmd" in
     write_env "$profile" ;;
   down) profile_ports "$profile"; broker_down "$profile"; pg_down "$profile" ;;
   env) cat "$RUN/$profile/env" ;;
-  *) sed -n '2,10p' "$0"; exit 2 ;;
+  # Faults for the harness (Tests/chaos): by the recorded pids, never by name. The broker comes back empty: the
+  # services recreate their topics themselves (nothing here creates them again).
+  restart-broker)
+    profile_ports "$profile"
+    [ -f "$RUN/$profile/broker.pid" ] || { echo "no broker recorded for profile $profile" >&2; exit 1; }
+    broker_down "$profile"; sleep "$down_seconds"; broker_up "$profile" ;;
+  restart-postgres)
+    profile_ports "$profile"
+    [ -f "$RUN/$profile/postgres.pid" ] || { echo "no PostgreSQL recorded for profile $profile" >&2; exit 1; }
+    pg_down "$profile"; sleep "$down_seconds"; pg_up "$profile" ;;
+  *) sed -n '2,13p' "$0"; exit 2 ;;
 esac

@@ -27,6 +27,10 @@ python_suite() {  # $1 name: the test_*.py files of Tests/$1
   python_passed=$(( python_passed + ${passed:-0} ))
   python_failed=$(( python_failed + ${failed:-0} ))
 }
+# scripts/balancer.py against stand-in backends, then the short seeded fault-injection run (Tests/chaos): a supervised
+# stack of its own under traffic while replicas are killed and this profile's broker and PostgreSQL are restarted
+# (they are left running for the suites below); each invariant it checks counts as a test.
+python_suite chaos
 # The web console in headless Chromium (gateway + matcher + kiosk-orchestrator; liveness bursts made with facegate-bench
 # frames, which `swift build --build-tests` builds too). Screenshots: .run/test/artifacts/console/.
 python_suite console
