@@ -29,4 +29,15 @@ case "$profile" in
 esac
 # shellcheck disable=SC1090
 . ".run/$profile/env"
-.run/venv/bin/python Tests/chaos/chaos.py --profile "$profile" "$@"
+# The harness runs in the background so that a Ctrl-C (or a SIGTERM) here reaches it as a SIGTERM at once: it then stops
+# everything it started, by pid, before this script stops the chaos profile's servers.
+.run/venv/bin/python Tests/chaos/chaos.py --profile "$profile" "$@" &
+harness=$!
+trap 'kill -TERM "$harness" 2>/dev/null || true' INT TERM
+status=0
+wait "$harness" || status=$?
+while kill -0 "$harness" 2>/dev/null; do  # a signal ends `wait` early: wait for the harness to finish cleaning up
+  status=0
+  wait "$harness" || status=$?
+done
+exit "$status"

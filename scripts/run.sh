@@ -121,6 +121,9 @@ if [ ! -s "$DEMO" ] || ! "$BIN/facegate" app get "$(sed -n 's/.*"appId":"\([^"]*
 fi
 APP_ID="$(sed -n 's/.*"appId":"\([^"]*\)".*/\1/p' "$DEMO")"
 APP_SECRET="$(sed -n 's/.*"appSecret":"\([^"]*\)".*/\1/p' "$DEMO")"
+# The demo app names devices by the X-Device-Id header, so the curl lines below work as printed; real apps bind
+# device keys (`facegate app binding APP_ID dpop`, the default for new apps). Also for a demo app of an older run.
+"$BIN/facegate" app binding "$APP_ID" header employeeNumber >/dev/null
 
 cat <<INFO
 

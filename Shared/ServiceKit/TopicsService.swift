@@ -4,13 +4,14 @@ import Synchronization
 /// broker meanwhile), and then every `watchInterval`, so topics a broker lost — the local broker keeps nothing
 /// across a restart — are created again with their partition counts and retention while the service runs.
 /// With `waitForTopics`, `start` returns only once they exist: a consumer that subscribes to a topic not yet
-/// created sees no partitions until the next metadata refresh, minutes later.
+/// created sees no partitions until its next metadata refresh.
 public final class TopicsService: Service {
     public let name = "topics"
     private let runtime: ServiceRuntime
     private let waitForTopics: Bool
     private let watchInterval: Duration
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    /// The first creation (retried while the broker is away) and the watch after it.
+    private let tasks = Mutex<[Task<Void, Never>]>([])
 
     public init(runtime: ServiceRuntime, waitForTopics: Bool = false, watchInterval: Duration = .seconds(5)) {
         self.runtime = runtime
@@ -19,7 +20,7 @@ public final class TopicsService: Service {
     }
 
     public func start() async throws {
-        let runtime = self.runtime
+        let (runtime, watchInterval) = (self.runtime, self.watchInterval)
         let created = Task {
             var attempt = 0
             while !Task.isCancelled {
@@ -33,24 +34,22 @@ public final class TopicsService: Service {
                 }
             }
         }
-        let watchInterval = self.watchInterval
-        task.withLock {
-            $0 = Task {
-                await created.value
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: watchInterval)
-                    guard !Task.isCancelled, let recreated = try? await runtime.ensureTopics(), !recreated.isEmpty else { continue }
-                    runtime.logger.warning("topics were missing and are created again (the broker lost them)",
-                                           ["kafka.topics": recreated.joined(separator: ",")])
-                }
+        let watch = Task {
+            await created.value
+            while !Task.isCancelled {
+                try? await Task.sleep(for: watchInterval)
+                guard !Task.isCancelled, let recreated = try? await runtime.ensureTopics(), !recreated.isEmpty else { continue }
+                runtime.logger.warning("topics were missing and are created again (the broker lost them)",
+                                       ["kafka.topics": recreated.joined(separator: ",")])
             }
         }
+        tasks.withLock { $0 = [created, watch] }
         if waitForTopics { await created.value }
     }
 
     public func shutdown() async {
-        let running = task.withLock { $0 }
-        running?.cancel()
-        await running?.value
+        let running = tasks.withLock { $0 }
+        for task in running { task.cancel() }
+        for task in running { await task.value }
     }
 }

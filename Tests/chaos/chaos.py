@@ -760,9 +760,20 @@ class Run:
         return self.results
 
 
+def interrupted(signum, frame):
+    """SIGTERM (scripts/chaos.sh forwards Ctrl-C as one) ends the run like Ctrl-C: everything started is stopped by pid."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the clean-up short
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv=None):
     options = parse(argv)
-    results = Run(options).execute()
+    signal.signal(signal.SIGTERM, interrupted)
+    try:
+        results = Run(options).execute()
+    except KeyboardInterrupt:
+        log("interrupted: every process the run started has been stopped")
+        return 130
     passed = sum(1 for _, ok, _ in results if ok)
     print(f"chaos: {passed} passed, {len(results) - passed} failed, 0 skipped", flush=True)
     return 0 if results and passed == len(results) else 1

@@ -144,7 +144,6 @@ class Stack:
             "FACEGATE_DATABASE_URL": self.database_url(LOGINS[kind]),
             "FACEGATE_KAFKA_BROKERS": self.brokers,
             "FACEGATE_TOPIC_PREFIX": self.topic_prefix,
-            "FACEGATE_KAFKA_FETCH_WAIT_MS": os.environ.get("FACEGATE_KAFKA_FETCH_WAIT_MS", "25"),
             "FACEGATE_KAFKA_IDEMPOTENCE": os.environ.get("FACEGATE_KAFKA_IDEMPOTENCE", "false"),
             "FACEGATE_MODEL_DIR": self.models,
             "FACEGATE_ADMIN_PORT": str(replica.admin_port),
@@ -155,6 +154,9 @@ class Stack:
             # Short deadlines: a job that is not answered in time is a 503, well within the harness's patience.
             "FACEGATE_REQUEST_TIMEOUT_SECONDS": str(self.deadline_seconds),
         })
+        # The profile's client settings for its broker (fetch wait, idempotence, security), as scripts/stack.sh writes them.
+        env.update({key: value for key, value in os.environ.items()
+                    if key.startswith("FACEGATE_KAFKA_") and key != "FACEGATE_KAFKA_BROKERS"})
         if kind != "matcher-worker":
             env["FACEGATE_AUDIT_KEY"] = self.keys["FACEGATE_AUDIT_KEY"]
         if kind in ("matcher-worker", "ctid-verifier", "kiosk-orchestrator"):
