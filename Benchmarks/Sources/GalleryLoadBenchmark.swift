@@ -21,6 +21,7 @@ func runGalleryLoadBenchmark(arguments: [String]) async throws {
     let url = String(baseURL[..<slash]) + "/" + name
     var configuration = try PostgresConfiguration(url: url)
     configuration.statementTimeoutMilliseconds = 600_000
+    configuration.sessionSettings = [Tenant.setting: Tenant.everyApp]  // row-level security: every app's rows
     let pool = PostgresPool(configuration: configuration)
     try await ServiceRuntime.migrate(pool)
 

@@ -1,4 +1,5 @@
 #include <openssl/evp.h>
+#include <openssl/bn.h>
 #include <openssl/err.h>
 #include <openssl/rand.h>
 #include <openssl/kdf.h>

@@ -4,24 +4,32 @@ import COpenSSL
 public enum SHA256 {
     public static let byteCount = 32
 
-    public static func hash(_ data: some Collection<UInt8>) -> [UInt8] {
-        if let digest = data.withContiguousStorageIfAvailable({ digest($0) }) { return digest }
-        return Array(data).withUnsafeBufferPointer { digest($0) }
-    }
+    public static func hash(_ data: some Collection<UInt8>) -> [UInt8] { evpDigest(data, EVP_sha256(), byteCount, "SHA-256") }
 
     /// SHA-256 of the string's UTF-8 bytes.
     public static func hash(_ string: String) -> [UInt8] { hash(Array(string.utf8)) }
+}
 
-    private static func digest(_ data: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+/// SHA-512 (FIPS 180-4).
+public enum SHA512 {
+    public static let byteCount = 64
+
+    public static func hash(_ data: some Collection<UInt8>) -> [UInt8] { evpDigest(data, EVP_sha512(), byteCount, "SHA-512") }
+}
+
+private func evpDigest(_ data: some Collection<UInt8>, _ algorithm: OpaquePointer?, _ byteCount: Int, _ name: String) -> [UInt8] {
+    func digest(_ data: UnsafeBufferPointer<UInt8>) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: byteCount)
         var written: UInt32 = 0
         let status = output.withUnsafeMutableBufferPointer { out in
-            EVP_Digest(data.baseAddress, data.count, out.baseAddress, &written, EVP_sha256(), nil)
+            EVP_Digest(data.baseAddress, data.count, out.baseAddress, &written, algorithm, nil)
         }
         // Fails only when OpenSSL cannot allocate; no caller could recover from that.
-        guard status == 1, written == byteCount else { fatalError("\(CryptoError.openSSL("SHA-256"))") }
+        guard status == 1, written == byteCount else { fatalError("\(CryptoError.openSSL(name))") }
         return output
     }
+    if let digest = data.withContiguousStorageIfAvailable({ digest($0) }) { return digest }
+    return Array(data).withUnsafeBufferPointer { digest($0) }
 }
 
 /// HMAC-SHA256 (RFC 2104, FIPS 198-1).

@@ -70,13 +70,14 @@ public final class MRZReader: Sendable {
         guard header.width * header.height <= maxPixels else {
             throw .imageTooLarge(width: header.width, height: header.height)
         }
-        let result = await pool.run { engine in MRZReader.recognize(image, header: header, engine: engine) }
+        let maxPixels = maxPixels
+        let result = await pool.run { engine in MRZReader.recognize(image, header: header, maxPixels: maxPixels, engine: engine) }
         return try result.get()
     }
 
     // MARK: Recognition (runs on an engine's thread)
 
-    private static func recognize(_ bytes: [UInt8], header: LeptonicaImage.Header, engine: TesseractEngine)
+    private static func recognize(_ bytes: [UInt8], header: LeptonicaImage.Header, maxPixels: Int, engine: TesseractEngine)
         -> Result<MRZReading, MRZReadError>
     {
         guard let decoded = LeptonicaImage.decodeGrey(bytes, header: header) else { return .failure(.imageFormat) }
@@ -87,7 +88,8 @@ public final class MRZReader: Sendable {
         let attempts: [(() -> LeptonicaImage?, TesseractEngine.Layout)] = [
             ({ grey }, .block),
             ({ grey.denoised() }, .block),
-            ({ grey.width < 1600 ? grey.scaled(by: 2)?.binarized() : grey.binarized() }, .block),
+            // Small print is read twice the size, as long as the copy stays within the pixel cap too.
+            ({ grey.width < 1600 && grey.width * grey.height * 4 <= maxPixels ? grey.scaled(by: 2)?.binarized() : grey.binarized() }, .block),
             ({ grey }, .auto),
         ]
         // The MRZ is printed along the bottom of an ID card's back and of a passport's data page: reading only

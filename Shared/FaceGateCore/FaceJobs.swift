@@ -42,10 +42,14 @@ public struct FaceJob: Codable, Sendable {
     /// `liveness`: when the burst is live, also search the gallery with its most frontal frame and decide
     /// like `identify` (same rule, threshold, margin; sent to every shard and merged like an identify).
     public var identify: Bool
+    /// `enroll` only: embed with this model instead of the app's — the model the app is migrating to
+    /// (`FaceModel.defaultForNewApps`), for progressive re-enrollment. Every other job runs on the app's model.
+    public var model: FaceModel?
 
     public init(kind: FaceJobKind, appId: UUID, image: Data? = nil, referenceImage: Data? = nil, userId: UUID? = nil,
                 referenceSealedTemplate: Data? = nil, topK: Int = 5, threshold: Float? = nil, margin: Float? = nil,
-                duplicateCheck: Bool = true, frames: [Data]? = nil, actions: [LivenessAction]? = nil, identify: Bool = false) {
+                duplicateCheck: Bool = true, frames: [Data]? = nil, actions: [LivenessAction]? = nil, identify: Bool = false,
+                model: FaceModel? = nil) {
         self.kind = kind
         self.appId = appId
         self.image = image
@@ -59,6 +63,7 @@ public struct FaceJob: Codable, Sendable {
         self.frames = frames
         self.actions = actions
         self.identify = identify
+        self.model = model
     }
 
     /// Jobs from senders that predate a field decode with its default.
@@ -77,6 +82,7 @@ public struct FaceJob: Codable, Sendable {
         frames = try container.decodeIfPresent([Data].self, forKey: .frames)
         actions = try container.decodeIfPresent([LivenessAction].self, forKey: .actions)
         identify = try container.decodeIfPresent(Bool.self, forKey: .identify) ?? false
+        model = try container.decodeIfPresent(FaceModel.self, forKey: .model)
     }
 }
 

@@ -13,6 +13,15 @@ public enum FaceModel: String, Codable, Sendable, CaseIterable {
     /// YuNet-2023mar detector + SFace-2021dec recognizer (128-D, unit length) on OpenCV.
     case sface2021dec = "sface-2021dec"
 
+    /// The key a reference template (CTID registry portrait, kiosk document portrait) is sealed under:
+    /// one per model, so a template of one model never opens for a comparison under another.
+    public var referenceTemplateKey: UUID {
+        switch self {
+        case .dlibResNetV1: platformAppId  // the key of every reference sealed before there were two models
+        case .sface2021dec: UUID(uuidString: "00000000-0000-0000-0000-5f4ace202112")!
+        }
+    }
+
     /// The model of apps created without naming one: SFace, which on the public calibration photos found
     /// more of the enrolled people and let far fewer strangers in (Benchmarks/RESULTS.md).
     public static let defaultForNewApps: FaceModel = .sface2021dec

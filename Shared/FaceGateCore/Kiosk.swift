@@ -170,6 +170,15 @@ public struct KioskEvent: Codable, Sendable, Equatable {
     public var data: KioskEventData
     public var at: Date
 
+    /// The event as `kiosk.events.v1` carries it, for consumers outside the kiosk: no name and no document summary
+    /// (those reach the kiosk only through its session's event stream, and are erased with the session).
+    public var withoutPersonalData: KioskEvent {
+        var event = self
+        event.data.ocrData = nil
+        event.data.name = nil
+        return event
+    }
+
     public init(seq: Int, event: KioskEventName, data: KioskEventData, at: Date) {
         self.seq = seq
         self.event = event

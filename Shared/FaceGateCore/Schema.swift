@@ -33,6 +33,14 @@ public enum Schema {
         Step(version: 10, name: "keyed audit chain", sql: keyedAuditChain),
         Step(version: 11, name: "per-service grants", sql: perServiceGrants),
         Step(version: 12, name: "secret rotation time", sql: secretRotationTime),
+        Step(version: 13, name: "forced row-level security", sql: forcedRowLevelSecurity),
+    ]
+
+    /// The tables that hold an app's data, each with an `app_id` column.
+    public static let tenantTables = [
+        "users", "face_templates", "gallery_tombstones", "devices", "attempt_counters", "login_confirmations",
+        "used_token_ids", "usage_counters", "ctid_serials", "ctid_registry", "kiosk_sessions", "device_credentials",
+        "one_time_challenges", "used_liveness_frames", "transactions", "transaction_chain_heads",
     ]
 
     static let core = """
@@ -417,4 +425,41 @@ public enum Schema {
     -- Access tokens issued before an app's latest secret rotation are refused.
     ALTER TABLE apps ADD COLUMN secret_rotated_at timestamptz;
     """
+
+    /// Row-level security FORCEd on every table holding an app's data, so the owner is held too. A transaction
+    /// names its app with `SET LOCAL facegate.app_id` (ServiceKit's `Tenant`) and sees and writes only that app's
+    /// rows; with nothing set it sees nothing. `*` reads and deletes across apps (the gallery load, listings,
+    /// retention) but never inserts or updates; the schema owner may also write under `*` (operator repairs);
+    /// `facegate_auditor` reads the audit trail of every app. Integrity checks and cascades bypass the policies,
+    /// as PostgreSQL runs them as the owner without FORCE.
+    static let forcedRowLevelSecurity: String = {
+        var sql = """
+        DROP POLICY tenant_users ON users;
+        DROP POLICY tenant_templates ON face_templates;
+        DROP POLICY tenant_devices ON devices;
+        DROP POLICY tenant_transactions ON transactions;
+
+        """
+        for table in tenantTables {
+            sql += """
+            ALTER TABLE \(table) ENABLE ROW LEVEL SECURITY;
+            ALTER TABLE \(table) FORCE ROW LEVEL SECURITY;
+            CREATE POLICY one_app ON \(table) USING (app_id::text = current_setting('facegate.app_id', true));
+            CREATE POLICY every_app_read ON \(table) FOR SELECT USING (current_setting('facegate.app_id', true) = '*');
+            CREATE POLICY every_app_sweep ON \(table) FOR DELETE USING (current_setting('facegate.app_id', true) = '*');
+            CREATE POLICY owner_every_app ON \(table) TO CURRENT_USER USING (current_setting('facegate.app_id', true) = '*');
+
+            """
+        }
+        sql += """
+        -- Kiosk events belong to their session: visible exactly when the session is.
+        ALTER TABLE kiosk_events ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE kiosk_events FORCE ROW LEVEL SECURITY;
+        CREATE POLICY own_session ON kiosk_events USING (EXISTS (SELECT 1 FROM kiosk_sessions s WHERE s.id = session_id));
+        -- The explicit cross-app audit role.
+        CREATE POLICY auditor_reads ON transactions FOR SELECT TO facegate_auditor USING (true);
+        CREATE POLICY auditor_reads ON transaction_chain_heads FOR SELECT TO facegate_auditor USING (true);
+        """
+        return sql
+    }()
 }

@@ -6,10 +6,14 @@ import Foundation
 /// sealed value copied to another row or column fails to open.
 public struct Sealer: Sendable {
     private let key: [UInt8]
+    /// Keys rotated out (`FACEGATE_PREVIOUS_SEALING_KEYS`): still opened, never sealed with. `facegate reseal` moves
+    /// what they sealed to the current key.
+    private let previousKeys: [[UInt8]]
 
-    public init(key: [UInt8]) throws(SealingError) {
-        guard key.count == 32 else { throw .badKey }
+    public init(key: [UInt8], previous: [[UInt8]] = []) throws(SealingError) {
+        guard key.count == 32, previous.allSatisfy({ $0.count == 32 }) else { throw .badKey }
         self.key = key
+        self.previousKeys = previous
     }
 
     /// From the base64 value of `FACEGATE_SEALING_KEY`.
@@ -22,18 +26,36 @@ public struct Sealer: Sendable {
         do { return try AES256GCM.seal(key: key, plaintext: plaintext, authenticating: Array(context.utf8)) } catch { throw .sealFailed }
     }
 
+    /// Opens a value sealed under the current key or a previous one.
     public func open(_ sealed: [UInt8], context: String) throws(SealingError) -> [UInt8] {
-        do { return try AES256GCM.open(key: key, sealed: sealed, authenticating: Array(context.utf8)) } catch { throw .openFailed }
+        for candidate in [key] + previousKeys {
+            if let plaintext = try? AES256GCM.open(key: candidate, sealed: sealed, authenticating: Array(context.utf8)) { return plaintext }
+        }
+        throw .openFailed
+    }
+
+    /// The value sealed under the current key: nil when it already is, the new sealed value when a previous key
+    /// sealed it; throws when no key opens it.
+    public func resealed(_ sealed: [UInt8], context: String) throws(SealingError) -> [UInt8]? {
+        if (try? AES256GCM.open(key: key, sealed: sealed, authenticating: Array(context.utf8))) != nil { return nil }
+        return try seal(try open(sealed, context: context), context: context)
     }
 
     public func sealTemplate(_ embedding: [Float], templateId: UUID) throws(SealingError) -> [UInt8] {
-        try seal(Self.bytes(of: embedding), context: "facegate.template.v1:\(templateId.uuidString.lowercased())")
+        try seal(Self.bytes(of: embedding), context: Self.templateContext(templateId))
     }
 
     public func openTemplate(_ sealed: [UInt8], templateId: UUID) throws(SealingError) -> [Float] {
-        let bytes = try open(sealed, context: "facegate.template.v1:\(templateId.uuidString.lowercased())")
+        let bytes = try open(sealed, context: Self.templateContext(templateId))
         guard bytes.count % 4 == 0 else { throw .openFailed }
         return Self.floats(from: bytes)
+    }
+
+    public static func templateContext(_ templateId: UUID) -> String { "facegate.template.v1:\(templateId.uuidString.lowercased())" }
+
+    /// The context of a CTID registry row's sealed name: its app and number hash.
+    public static func registryNameContext(appId: UUID, numberHash: [UInt8]) -> String {
+        "facegate.ctid-registry.name.v1:\(appId.uuidString.lowercased()):" + numberHash.map { String(format: "%02x", $0) }.joined()
     }
 
     /// Little-endian float32, the order every supported platform uses in memory.

@@ -177,6 +177,10 @@ public struct HTTPResponse: Sendable {
 
 public typealias HTTPHandler = @Sendable (HTTPRequest) async throws -> HTTPResponse
 
+/// Decides, from the request line and headers alone, whether a request's body is worth reading: nil admits it; a
+/// response (a 401, say) is sent at once and the body is never read. The request it sees has no body.
+public typealias HTTPAdmission = @Sendable (HTTPRequest) async -> HTTPResponse?
+
 /// What the server reports once per finished request (after the last byte was sent or the client left).
 public struct HTTPRequestRecord: Sendable {
     public var method: String

@@ -10,6 +10,8 @@ final class RequestContext: @unchecked Sendable {
     // (libmicrohttpd runs one connection's callbacks on one thread); `handoff` is the only state the
     // handler task touches, and it is a Mutex.
     enum Phase {
+        /// The route's admission runs before the body is read; the connection is suspended meanwhile.
+        case admitting
         case receiving
         case handling
         case responded
@@ -18,6 +20,8 @@ final class RequestContext: @unchecked Sendable {
     struct Handoff {
         /// The connection is suspended waiting for the handler; whoever clears this resumes it.
         var waiting = false
+        /// The admission has decided (a refusal is in `response`).
+        var admissionDecided = false
         var response: HTTPResponse?
         var task: Task<Void, Never>?
     }
@@ -108,12 +112,38 @@ final class RequestDispatcher: Sendable {
                 }
                 context.request.body.reserveCapacity(Int(declared))
             }
+            let hasBody = context.request.headers["Content-Length"].map { $0 != "0" } ?? (context.request.headers["Transfer-Encoding"] != nil)
+            if let admission = route.admission, hasBody {
+                return admit(context, with: admission)
+            }
             return .YES
+        }
+    }
+
+    /// Suspends the connection while `admission` looks at the request line and headers; the next call (after the
+    /// resume) reads the body, or sends the refusal and leaves the body unread.
+    private func admit(_ context: RequestContext, with admission: @escaping HTTPAdmission) -> MHD_Result {
+        let request = context.request
+        return suspend(context, into: .admitting) { [self] in
+            deliver(await admission(request), to: context, decidingAdmission: true)
         }
     }
 
     /// Later calls: body pieces, the end of the body, or the call after a handler resumed the connection.
     func proceed(_ context: RequestContext, uploadData: UnsafePointer<CChar>?, uploadDataSize: UnsafeMutablePointer<Int>) -> MHD_Result {
+        if context.phase == .admitting {
+            let (decided, refusal) = context.handoff.withLock { ($0.admissionDecided, $0.response.take()) }
+            if let refusal {
+                // The admission's refusal, or shutdown's 503: sent with the body unread; the daemon then closes the connection.
+                suspended.withLock { $0.contexts[ObjectIdentifier(context)] = nil }
+                return queue(refusal, for: context)
+            }
+            guard decided else { return .YES }
+            suspended.withLock { $0.contexts[ObjectIdentifier(context)] = nil }
+            // The daemon repeats the headers call after a resume from it (no body yet): the body comes next.
+            context.phase = .receiving
+            return .YES
+        }
         switch context.phase {
         case .receiving:
             let size = uploadDataSize.pointee
@@ -135,25 +165,16 @@ final class RequestDispatcher: Sendable {
             guard let response else { return .YES }
             suspended.withLock { $0.contexts[ObjectIdentifier(context)] = nil }
             return queue(response, for: context)
-        case .responded:
+        case .responded, .admitting:
             return .YES
         }
     }
 
     private func dispatch(_ context: RequestContext) -> MHD_Result {
         guard let handler = context.handler else { return .NO }
-        let admitted = suspended.withLock { suspended -> Bool in
-            guard !suspended.stopping else { return false }
-            suspended.contexts[ObjectIdentifier(context)] = context
-            return true
-        }
-        guard admitted else { return queue(Self.stoppingResponse, for: context) }
-        context.phase = .handling
         let request = context.request
         context.request.body = []
-        context.handoff.withLock { $0.waiting = true }
-        MHD_suspend_connection(context.connection)
-        let task = Task { [self] in
+        return suspend(context, into: .handling) { [self] in
             let response: HTTPResponse
             do {
                 response = try await handler(request)
@@ -164,19 +185,35 @@ final class RequestDispatcher: Sendable {
             }
             deliver(response, to: context)
         }
+    }
+
+    /// Suspends the connection and runs `work` off the daemon's thread; `work` resumes it through `deliver`. While
+    /// suspended the request is registered, so that shutdown can answer it.
+    private func suspend(_ context: RequestContext, into phase: RequestContext.Phase, _ work: @escaping @Sendable () async -> Void) -> MHD_Result {
+        let admitted = suspended.withLock { suspended -> Bool in
+            guard !suspended.stopping else { return false }
+            suspended.contexts[ObjectIdentifier(context)] = context
+            return true
+        }
+        guard admitted else { return queue(Self.stoppingResponse, for: context) }
+        context.phase = phase
+        context.handoff.withLock { $0.waiting = true }
+        MHD_suspend_connection(context.connection)
+        let task = Task { await work() }
         context.handoff.withLock { handoff in
             if handoff.waiting { handoff.task = task }
         }
         return .YES
     }
 
-    /// Hands a response to a suspended connection; ignored when the connection was already answered
-    /// (shutdown gave up on the handler) or is gone.
-    private func deliver(_ response: HTTPResponse, to context: RequestContext) {
+    /// Hands a response (or an admission's verdict: nil admits) to a suspended connection; ignored when the
+    /// connection was already answered (shutdown gave up on the handler) or is gone.
+    private func deliver(_ response: HTTPResponse?, to context: RequestContext, decidingAdmission: Bool = false) {
         let resume = context.handoff.withLock { handoff -> Bool in
             guard handoff.waiting else { return false }
             handoff.waiting = false
             handoff.response = response
+            handoff.admissionDecided = handoff.admissionDecided || decidingAdmission
             handoff.task = nil
             return true
         }

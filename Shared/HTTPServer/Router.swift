@@ -9,6 +9,7 @@ public final class Router: Sendable {
         /// Names of the `{…}` segments, in path order.
         var parameterNames: [String]
         var maxBodyBytes: Int?
+        var admission: HTTPAdmission?
         var handler: HTTPHandler
     }
 
@@ -69,9 +70,11 @@ public final class Router: Sendable {
     public init() {}
 
     /// Registers `handler` for `method` (upper case, e.g. `GET`) on `pattern` (e.g. `/v1/apps/{appId}/users/{userId}`).
-    /// `maxBodyBytes` overrides the server-wide body cap for this route. A `GET` route also answers `HEAD`.
+    /// `maxBodyBytes` overrides the server-wide body cap for this route; `admission` runs before a body is read
+    /// (authentication, so that nobody unknown gets to upload megabytes). A `GET` route also answers `HEAD`.
     /// Registering the same method and pattern twice, or a malformed pattern, is a programming error.
-    public func add(_ method: String, _ pattern: String, maxBodyBytes: Int? = nil, _ handler: @escaping HTTPHandler) {
+    public func add(_ method: String, _ pattern: String, maxBodyBytes: Int? = nil, admission: HTTPAdmission? = nil,
+                    _ handler: @escaping HTTPHandler) {
         let method = method.uppercased()
         guard let segments = Self.parse(pattern: pattern) else {
             preconditionFailure("Router: malformed route pattern \(pattern)")
@@ -81,7 +84,8 @@ public final class Router: Sendable {
             return nil
         }
         precondition(Set(names).count == names.count, "Router: repeated parameter name in \(pattern)")
-        let route = Route(method: method, pattern: pattern, parameterNames: names, maxBodyBytes: maxBodyBytes, handler: handler)
+        let route = Route(method: method, pattern: pattern, parameterNames: names, maxBodyBytes: maxBodyBytes, admission: admission,
+                          handler: handler)
         table.withLock { table in
             guard table.root.insert(route, segments: segments[...]) else {
                 preconditionFailure("Router: \(method) \(pattern) registered twice")

@@ -23,6 +23,9 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     /// Sent as `statement_timeout` when each connection starts; 0 disables it.
     public var statementTimeoutMilliseconds: Int = 10_000
     public var applicationName: String = "facegate"
+    /// Further run-time parameters set when each connection starts (`-c name=value`), for the whole session.
+    /// Names and values may not hold spaces or backslashes.
+    public var sessionSettings: [String: String] = [:]
 
     public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String) {
         self.host = host
@@ -164,7 +167,8 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
             ("host", host), ("port", String(port)), ("user", user), ("dbname", database),
             ("connect_timeout", String(connectTimeoutSeconds)), ("application_name", applicationName),
             ("sslmode", tlsMode.rawValue), ("client_encoding", "UTF8"),
-            ("options", "-c statement_timeout=\(statementTimeoutMilliseconds)"),
+            ("options", (["statement_timeout": String(statementTimeoutMilliseconds)].merging(sessionSettings) { $1 })
+                .sorted { $0.key < $1.key }.map { "-c \($0.key)=\($0.value)" }.joined(separator: " ")),
         ]
         if let password { parameters.append(("password", password)) }
         return parameters

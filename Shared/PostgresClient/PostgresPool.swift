@@ -51,6 +51,15 @@ public final class PostgresPool: Sendable {
     public func query(
         _ query: PostgresQuery, file: String = #fileID, line: Int = #line
     ) async throws(PostgresError) -> PostgresRows {
+        if let settings = PostgresScope.current?.settings, !settings.isEmpty {
+            do {
+                return try await withTransaction(file: file, line: line) { try await $0.query(query, file: file, line: line) }
+            } catch let error as PostgresError {
+                throw error
+            } catch {
+                throw PostgresError(kind: .connection, message: "\(error)", file: file, line: line)
+            }
+        }
         let connection = try await acquire()
         let result: Result<PostgresRows, PostgresError>
         do {
@@ -67,8 +76,14 @@ public final class PostgresPool: Sendable {
         _ query: PostgresQuery, file: String = #fileID, line: Int = #line, _ body: (PostgresRow) throws -> Void
     ) async throws {
         let connection = try await acquire()
+        let settings = PostgresScope.current?.settings ?? []
         do {
+            if !settings.isEmpty {
+                _ = try await connection.query("BEGIN", file: file, line: line)
+                try await Self.apply(settings, on: connection, file: file, line: line)
+            }
             try await connection.forEachRow(query, file: file, line: line, body)
+            if !settings.isEmpty { _ = try await connection.query("COMMIT", file: file, line: line) }
         } catch {
             await release(connection)
             throw error
@@ -108,6 +123,7 @@ public final class PostgresPool: Sendable {
             var committing = false
             do {
                 _ = try await connection.query(isolation.beginStatement, file: file, line: line)
+                try await Self.apply(PostgresScope.current?.settings ?? [], on: connection, file: file, line: line)
                 let value = try await body(connection)
                 committing = true
                 let commit = try await connection.query("COMMIT", file: file, line: line)
@@ -129,6 +145,15 @@ public final class PostgresPool: Sendable {
                 // Spread the retries of colliding transactions apart.
                 try await Task.sleep(for: .milliseconds(Int.random(in: 1...(5 << min(attempt, 6)))))
             }
+        }
+    }
+
+    /// The current scope's values, for the transaction just begun on `connection`.
+    private static func apply(
+        _ settings: [(name: String, value: String)], on connection: PostgresConnection, file: String, line: Int
+    ) async throws(PostgresError) {
+        for setting in settings {
+            _ = try await connection.query("SELECT set_config(\(setting.name), \(setting.value), true)", file: file, line: line)
         }
     }
 

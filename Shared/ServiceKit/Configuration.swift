@@ -49,6 +49,19 @@ public struct Environment: Sendable {
         }
     }
 
+    /// `FACEGATE_PREVIOUS_SEALING_KEYS`: sealing keys rotated out, base64 of 32 bytes each, separated by commas.
+    public func previousSealingKeys() throws(ConfigurationError) -> [[UInt8]] {
+        let name = "FACEGATE_PREVIOUS_SEALING_KEYS"
+        var keys: [[UInt8]] = []
+        for text in (optionalString(name) ?? "").split(separator: ",") {
+            guard let data = Data(base64Encoded: text.trimmingCharacters(in: .whitespaces)), data.count == 32 else {
+                throw ConfigurationError(variable: name, problem: "must be base64 keys of exactly 32 bytes, separated by commas")
+            }
+            keys.append(Array(data))
+        }
+        return keys
+    }
+
     public func base64Key(_ name: String, bytes count: Int) throws(ConfigurationError) -> [UInt8] {
         let text = try required(name)
         guard let data = Data(base64Encoded: text), data.count == count else {

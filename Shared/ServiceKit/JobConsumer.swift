@@ -133,7 +133,13 @@ public final class JobConsumer: Service {
         var outcome = "completed"
         // A message no service signed, signed by one not allowed on this topic, or replayed is never
         // handled: it goes to the dead-letter topic (without its payload) and counts as refused.
-        if case .failure(let rejection) = messages.authenticate(message) {
+        // A job's value is sealed to this service: the handler sees it opened, dead letters only the digest of
+        // what was received.
+        var opened = message
+        switch messages.authenticate(message).flatMap({ _ in messages.open(message) }) {
+        case .success(let value):
+            opened.value = value
+        case .failure(let rejection):
             outcome = "refused"
             await deadLetter(message, cause: "refused", reason: "message refused: \(rejection)", attempts: 0)
         }
@@ -141,7 +147,7 @@ public final class JobConsumer: Service {
             attempt += 1
             // The job runs in its sender's trace (a new one when the header is missing or malformed).
             let trace = message.header("traceparent").flatMap { TraceContext(traceparent: String(decoding: $0, as: UTF8.self)) } ?? .random()
-            switch await TraceContext.$current.withValue(trace, operation: { await handler(message) }) {
+            switch await TraceContext.$current.withValue(trace, operation: { await handler(opened) }) {
             case .completed:
                 break
             case .retry(let reason) where attempt < maxAttempts:

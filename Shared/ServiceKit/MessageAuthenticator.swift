@@ -11,6 +11,8 @@ public struct ServiceKeys: Sendable {
     public struct Trusted: Sendable {
         public var service: String
         public var key: Ed25519PublicKey
+        /// The same key in its X25519 form, which job messages to this service are sealed to.
+        public var agreementKey: X25519PublicKey
     }
 
     public let service: String
@@ -18,6 +20,8 @@ public struct ServiceKeys: Sendable {
     public let keyId: String
     /// By key id.
     public let trusted: [String: Trusted]
+    /// The X25519 form of `signingKey`, which opens the job messages sealed to this service.
+    public let agreementKey: X25519PrivateKey
 
     public init(service: String, seed: [UInt8], publicKeys: String) throws(ConfigurationError) {
         self.service = service
@@ -31,15 +35,20 @@ public struct ServiceKeys: Sendable {
         for entry in publicKeys.split(separator: ",") {
             let parts = entry.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard parts.count == 2, !parts[0].isEmpty, let raw = Data(base64Encoded: parts[1]),
-                  let key = try? Ed25519PublicKey(rawRepresentation: Array(raw)) else {
+                  let key = try? Ed25519PublicKey(rawRepresentation: Array(raw)), let agreementKey = try? key.agreementKey else {
                 throw ConfigurationError(variable: "FACEGATE_SERVICE_PUBLIC_KEYS", problem: "must be service=base64-public-key entries separated by commas")
             }
-            trusted[Self.keyId(key)] = Trusted(service: parts[0], key: key)
+            trusted[Self.keyId(key)] = Trusted(service: parts[0], key: key, agreementKey: agreementKey)
         }
         guard trusted[keyId]?.service == service else {
             throw ConfigurationError(variable: "FACEGATE_SERVICE_PUBLIC_KEYS", problem: "does not list this service's own key for \(service)")
         }
+        // Job messages are sealed to the services that consume them: each must be listed.
+        for consumer in ["matcher-worker", "ctid-verifier", "kiosk-orchestrator"] where !trusted.values.contains(where: { $0.service == consumer }) {
+            throw ConfigurationError(variable: "FACEGATE_SERVICE_PUBLIC_KEYS", problem: "lists no key for \(consumer), so jobs to it could not be sealed")
+        }
         self.trusted = trusted
+        agreementKey = signingKey.agreementKey
     }
 
     /// base64url of the first 12 bytes of the raw public key's SHA-256.
@@ -104,15 +113,39 @@ public final class MessageAuthenticator: Sendable {
                                        help: "Messages this process saw again at the same offset (a rebalance or a consumer restart), by topic")
     }
 
+    /// Seals a job topic's value to its consuming service (`MessageBox`), then signs the record.
     public func sign(_ record: KafkaRecord) -> KafkaRecord {
         var signed = record
+        if let responder = topics.responder(of: record.topic), !MessageBox.isSealed(record.value) {
+            let recipients = keys.trusted.filter { $0.value.service == responder }.map { (keyId: $0.key, key: $0.value.agreementKey) }
+            guard let sealed = try? MessageBox.seal(record.value, topic: record.topic, to: recipients) else {
+                fatalError("message sealing failed")  // X25519 and AES-GCM fail only when OpenSSL cannot allocate
+            }
+            signed.value = sealed
+        }
         signed.headers.removeAll { $0.key == Self.keyIdHeader || $0.key == Self.signatureHeader }
-        guard let signature = try? keys.signingKey.signature(for: Self.signedBytes(topic: record.topic, key: record.key, value: record.value)) else {
+        guard let signature = try? keys.signingKey.signature(for: Self.signedBytes(topic: signed.topic, key: signed.key, value: signed.value)) else {
             // Ed25519 signing fails only when OpenSSL cannot allocate.
             fatalError("message signing failed")
         }
         signed.headers += [KafkaHeader(key: Self.keyIdHeader, value: Array(keys.keyId.utf8)), KafkaHeader(key: Self.signatureHeader, value: signature)]
         return signed
+    }
+
+    /// The plaintext of an authenticated message: a job topic's value opened with this service's key, any other
+    /// topic's value as it is. A job that is not sealed, or not to this service's current key, is refused (and counted).
+    public func open(_ message: KafkaMessage) -> Result<[UInt8], MessageRejection> {
+        guard topics.responder(of: message.topic) != nil else { return .success(message.value) }
+        let result: Result<[UInt8], MessageRejection>
+        if !MessageBox.isSealed(message.value) {
+            result = .failure(MessageRejection(reason: "unsealed", detail: "a job on \(message.topic) must be sealed to its consumer"))
+        } else if let plaintext = try? MessageBox.open(message.value, topic: message.topic, keyId: keys.keyId, key: keys.agreementKey) {
+            result = .success(plaintext)
+        } else {
+            result = .failure(MessageRejection(reason: "unreadable", detail: "not sealed to this service's key \(keys.keyId)"))
+        }
+        if case .failure(let rejection) = result { rejected.increment(["topic": message.topic, "reason": rejection.reason]) }
+        return result
     }
 
     /// The service that produced `message`, or why it is refused (and counted).
@@ -177,5 +210,45 @@ public final class MessageAuthenticator: Sendable {
             bytes += part
         }
         return bytes
+    }
+}
+
+/// The value of a job message, sealed to every key its consuming service is listed with (one while a key is
+/// rotated in, two during the change), so a reader of the broker, its disks or its dead-letter topics sees no
+/// photo, portrait or document data. Layout: "FGBOX1" ‖ recipient count (1 byte) ‖ per recipient: key id (the
+/// UTF-8 of `ServiceKeys.keyId`, 16 bytes) ‖ `PublicKeyBox` of a fresh AES-256 content key (92 bytes), then
+/// AES-256-GCM(nonce ‖ ciphertext ‖ tag) of the value under the content key. Both layers authenticate
+/// "facegate.message-box.v1:" + topic, so a sealed value is bound to its topic as the signature is.
+enum MessageBox {
+    static let magic = Array("FGBOX1".utf8)
+    static let keyIdSize = 16
+    static let entrySize = keyIdSize + PublicKeyBox.overhead + 32
+
+    static func isSealed(_ value: [UInt8]) -> Bool { value.starts(with: magic) }
+
+    static func seal(_ value: [UInt8], topic: String, to recipients: [(keyId: String, key: X25519PublicKey)]) throws -> [UInt8] {
+        precondition(!recipients.isEmpty && recipients.count < 256 && recipients.allSatisfy { $0.keyId.utf8.count == keyIdSize })
+        let context = Array("facegate.message-box.v1:\(topic)".utf8)
+        let contentKey = SecureRandom.bytes(32)
+        var box = magic + [UInt8(recipients.count)]
+        for recipient in recipients.sorted(by: { $0.keyId < $1.keyId }) {
+            box += Array(recipient.keyId.utf8) + (try PublicKeyBox.seal(contentKey, to: recipient.key, context: context))
+        }
+        return box + (try AES256GCM.seal(key: contentKey, plaintext: value, authenticating: context))
+    }
+
+    static func open(_ box: [UInt8], topic: String, keyId: String, key: X25519PrivateKey) throws -> [UInt8] {
+        let context = Array("facegate.message-box.v1:\(topic)".utf8)
+        guard isSealed(box), box.count > magic.count else { throw SealingError.openFailed }
+        let count = Int(box[magic.count])
+        let entries = magic.count + 1
+        guard count > 0, box.count > entries + count * entrySize else { throw SealingError.openFailed }
+        for index in 0..<count {
+            let entry = Array(box[(entries + index * entrySize)..<(entries + (index + 1) * entrySize)])
+            guard entry.prefix(keyIdSize).elementsEqual(keyId.utf8) else { continue }
+            let contentKey = try PublicKeyBox.open(Array(entry.dropFirst(keyIdSize)), with: key, context: context)
+            return try AES256GCM.open(key: contentKey, sealed: Array(box.dropFirst(entries + count * entrySize)), authenticating: context)
+        }
+        throw SealingError.openFailed
     }
 }

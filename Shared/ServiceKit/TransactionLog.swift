@@ -58,7 +58,9 @@ public struct TransactionLog: Sendable {
     }
 
     public func append(_ record: TransactionRecord) async throws {
-        try await database.withTransaction { connection in try await insert(record, in: connection) }
+        try await Tenant.run(app: record.appId) {
+            try await database.withTransaction { connection in try await insert(record, in: connection) }
+        }
         publish(record)
     }
 
@@ -145,6 +147,10 @@ public struct TransactionLog: Sendable {
     /// checkpoint, the row it counted must still hold the hash it signed: that catches a deleted tail
     /// whose head was rewritten, and the deletion of everything since.
     public func verify(appId: UUID, checkpoint: AuditCheckpoint? = nil, acceptUnkeyed: Bool = false) async throws -> Verification {
+        try await Tenant.run(app: appId) { try await verifyChain(appId: appId, checkpoint: checkpoint, acceptUnkeyed: acceptUnkeyed) }
+    }
+
+    private func verifyChain(appId: UUID, checkpoint: AuditCheckpoint?, acceptUnkeyed: Bool) async throws -> Verification {
         var expectedSeq: Int64 = 1
         var previous = TransactionRecord.genesisHash
         var checked = 0

@@ -172,6 +172,28 @@ import Testing
     static let cavpR = bytes("bf96b99aa49c705c910be33142017c642ff540c76349b9dab72f981fd9347f4f")
     static let cavpS = bytes("17c55095819089c2e03b9cd415abdf12444e323075d98f31920b9e0f57ec871c")
 
+    /// SHA-512 of "abc" (FIPS 180-2 appendix C.1).
+    @Test func sha512MatchesPublishedDigest() {
+        #expect(SHA512.hash(Array("abc".utf8)) == bytes("""
+            ddaf35a193617aba cc417349ae204131 12e6fa4e89a97ea2 0a9eeee64b55d39a
+            2192992a274fc1a8 36ba3c23a3feebbd 454d4423643ce80e 2a9ac94fa54ca49f
+            """))
+    }
+
+    /// An Ed25519 key's X25519 form, private and public, agrees with libsodium's `ed25519_convert` test
+    /// (libsodium test/default/ed25519_convert.exp) and RFC 8032's test 1 key; each side gives the same public key.
+    @Test(arguments: [
+        ("421151a459faeade3d247115f94aedae42318124095afabe4d1451a559faedee", "f1814f0e8ff1043d8a44d25babff3cedcae6c22c3edaa48f857ae70de2baae50"),
+        ("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60", "d85e07ec22b0ad881537c2f44d662d1a143cf830c57aca4305d85c7a90f6b62e"),
+    ])
+    func ed25519KeysConvertToX25519(seed: String, x25519Public: String) throws {
+        let key = try Ed25519PrivateKey(seed: bytes(seed))
+        #expect(key.agreementKey.publicKey.rawRepresentation == bytes(x25519Public))
+        #expect(try key.publicKey.agreementKey.rawRepresentation == bytes(x25519Public))
+        let peer = X25519PrivateKey()
+        #expect(try key.agreementKey.sharedSecret(with: peer.publicKey) == (try peer.sharedSecret(with: try key.publicKey.agreementKey)))
+    }
+
     @Test func p256VerifiesCAVPSigVerVector() throws {
         #expect(SHA256.hash(Self.cavpMessage) == bytes("d1b8ef21eb4182ee270638061063a3f3c16c114e33937f69fb232cc833965a94"))
         let key = try P256PublicKey(spkiDER: p256SPKI(x: Self.cavpQx, y: Self.cavpQy))

@@ -65,6 +65,38 @@ import Testing
         await server.shutdown()
     }
 
+    /// A route's admission sees only the headers: a refusal goes out while the body is still unsent and the handler
+    /// never runs; an admitted request's body is then read as usual.
+    @Test func admissionDecidesBeforeTheBodyIsRead() async throws {
+        let handlerRan = Atomic<Int>(0)
+        let server = try startServer { router in
+            router.add("POST", "/v1/images", maxBodyBytes: 1 << 20, admission: { request in
+                try? await Task.sleep(for: .milliseconds(20))  // as a credential lookup would
+                return request.headers["Authorization"] == "Bearer good" ? nil : HTTPError(status: 401, code: "UNAUTHORIZED", message: "who are you").response
+            }) { request in
+                handlerRan.add(1, ordering: .relaxed)
+                return .text("\(request.body.count)")
+            }
+        }
+        let port = server.port
+        let refused = try await onOwnThread {
+            let connection = try RawConnection(port: port, receiveTimeout: 10)
+            try connection.send("POST /v1/images HTTP/1.1\r\nHost: test\r\nContent-Type: image/jpeg\r\nContent-Length: 1000000\r\n\r\n")
+            return try connection.readResponse()
+        }
+        #expect(refused.status == 401)
+        #expect(try decodeError(refused.body).code == "UNAUTHORIZED")
+        #expect(handlerRan.load(ordering: .relaxed) == 0)
+        let client = TestClient(port: port)
+        let admitted = try await client.send("POST", "/v1/images", headers: ["Authorization": "Bearer good"], body: [UInt8](repeating: 1, count: 300_000))
+        #expect(admitted.status == 200)
+        #expect(String(decoding: admitted.body, as: UTF8.self) == "300000")
+        let stranger = try await client.send("POST", "/v1/images", headers: ["Authorization": "Bearer bad"], body: [UInt8](repeating: 1, count: 1000))
+        #expect(stranger.status == 401)
+        #expect(handlerRan.load(ordering: .relaxed) == 1)
+        await server.shutdown()
+    }
+
     @Test func bodyAtTheCapIsAccepted() async throws {
         let server = try startServer { router in
             router.add("POST", "/small", maxBodyBytes: 1000) { request in .text("\(request.body.count)") }

@@ -189,6 +189,52 @@ import Testing
         await database.drop()
     }
 
+    /// Row-level security is FORCEd and keyed by `SET LOCAL facegate.app_id`: a service login sees nothing until it
+    /// names an app, then only that app's rows; it cannot write a row of another app, and the every-app scope reads
+    /// but does not write. The schema owner is held too.
+    @Test func eachServiceLoginSeesOnlyTheAppItNames() async throws {
+        try await TestStack.with(withMatcher: false) { stack in
+            let (mine, theirs) = (try await stack.createApp(), try await stack.createApp())
+            _ = try await stack.createUser(mine, employeeNumber: "M1", name: "Mine")
+            _ = try await stack.createUser(theirs, employeeNumber: "T1", name: "Theirs")
+            let (myId, theirId) = (UUID(uuidString: mine.id)!, UUID(uuidString: theirs.id)!)
+            func count(_ pool: PostgresPool, _ table: String, app: UUID? = nil) async throws -> Int {
+                let filter = app.map { " WHERE app_id = '\($0.uuidString.lowercased())'" } ?? ""
+                return try await pool.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int AS n FROM \(table)\(filter)")).first!.decode("n", as: Int.self)
+            }
+            func expectRefused(_ pool: PostgresPool, _ statement: PostgresQuery, _ what: String) async throws {
+                do {
+                    _ = try await pool.query(statement)
+                    Issue.record("\(what) was allowed")
+                } catch let error as PostgresError {
+                    #expect(error.sqlState == "42501", "\(what): \(error)")
+                }
+            }
+            for service in ["auth-gateway", "kiosk-orchestrator"] {
+                let pool = PostgresPool(configuration: try PostgresConfiguration(url: stack.database.url(for: service)))
+                #expect(try await count(pool, "users") == 0, "\(service): nothing is visible before an app is named")
+                try await Tenant.run(app: myId) {
+                    #expect(try await count(pool, "users") == 1, "\(service)")
+                    #expect(try await count(pool, "users", app: theirId) == 0, "\(service): another app's rows")
+                    try await expectRefused(pool, "INSERT INTO users (id, app_id, employee_number, name) VALUES (\(UUID()), \(theirId), 'X1', 'Planted')",
+                                            "\(service): a row of another app")
+                }
+                try await Tenant.acrossApps {
+                    #expect(try await count(pool, "users") == 2, "\(service): the every-app scope reads")
+                    try await expectRefused(pool, "INSERT INTO users (id, app_id, employee_number, name) VALUES (\(UUID()), \(theirId), 'X2', 'Planted')",
+                                            "\(service): a write in the every-app scope")
+                }
+                await pool.close()
+            }
+            var ownerConfiguration = try PostgresConfiguration(url: stack.database.url)
+            ownerConfiguration.sessionSettings = [:]
+            let owner = PostgresPool(configuration: ownerConfiguration)
+            #expect(try await count(owner, "users") == 0, "the schema owner is held by FORCEd row-level security")
+            #expect(try await count(owner, "transactions") == 0)
+            await owner.close()
+        }
+    }
+
     @Test func operatorsManageUsersWithPagesAndConflicts() async throws {
         try await TestStack.with(withMatcher: false) { stack in
             let app = try await stack.createApp(formal: false)

@@ -1,5 +1,9 @@
+import CTIDVerifier
+import Crypto
 import FaceGateCLI
+import FaceGateCore
 import Foundation
+import PostgresClient
 import ServiceKit
 import Testing
 
@@ -55,6 +59,59 @@ import Testing
             #expect(await FaceGateCLI.run(["auditor", "revoke", UUID().uuidString], environment: environment) == 1)
             #expect(try await keys("/v1/operator-keys").allSatisfy { $0["revokedAt"] is String })
             #expect(try await keys("/v1/auditors").allSatisfy { $0["revokedAt"] is String })
+        }
+    }
+
+    /// The sealing key is rotated while the stack runs: `facegate reseal` moves every template and CTID registry row to
+    /// the new key, after which a matcher holding only the new key still logs the user in and the registry still reads.
+    @Test func resealMovesEverySealedValueToTheNewKey() async throws {
+        try await TestStack.with(withMatcher: false) { stack in
+            let oldKey = Array(Data(base64Encoded: stack.environment["FACEGATE_SEALING_KEY"]!)!)
+            let newKey = SecureRandom.bytes(32)
+            func matcher(_ name: String, _ keys: [String: String]) throws -> ServiceProcess {
+                try ServiceProcess("matcher-worker", environment: stack.environment(for: "matcher-worker")
+                    .merging(["FACEGATE_ADMIN_PORT": "0"].merging(keys) { $1 }) { $1 }, name: name)
+            }
+            let app = try await stack.createApp()
+            let user = try await stack.createUser(app, employeeNumber: "R1", name: "Barack Obama")
+            let appId = try #require(UUID(uuidString: app.id))
+            let first = try matcher("matcher-old-key", [:])
+            try await first.waitFor("all services started", timeout: .seconds(60))
+            var enrolled = 0
+            for _ in 0..<5 where enrolled != 201 { enrolled = try await stack.enroll(app, user: user, photo: "obama.jpg").status }
+            #expect(enrolled == 201)
+            first.terminate()
+            let registered = try PostgresIdentityRegistry(database: stack.database.pool, sealer: try Sealer(key: oldKey), numberKey: oldKey)
+            let identity = RegisteredIdentity(name: "张三", validStart: "20200101", validEnd: "20400101", sealedTemplate: nil)
+            try await Tenant.run(app: appId) { try await registered.register(appId: appId, number: "11010519491231002X", identity: identity) }
+
+            let environment = Environment(["FACEGATE_DATABASE_URL": stack.database.url, "FACEGATE_SEALING_KEY": Data(newKey).base64EncodedString(),
+                                           "FACEGATE_PREVIOUS_SEALING_KEYS": Data(oldKey).base64EncodedString()])
+            #expect(await FaceGateCLI.run(["reseal"], environment: Environment(["FACEGATE_DATABASE_URL": stack.database.url,
+                                                                                 "FACEGATE_SEALING_KEY": Data(newKey).base64EncodedString()])) == 1,
+                    "without the old key nothing opens, and it says so")
+            #expect(await FaceGateCLI.run(["reseal"], environment: environment) == 0)
+            let template = try #require(try await stack.database.pool.query("SELECT id, embedding_sealed FROM face_templates").first)
+            let (templateId, sealed): (UUID, [UInt8]) = (try template.decode("id"), try template.decode("embedding_sealed"))
+            #expect((try? Sealer(key: newKey).openTemplate(sealed, templateId: templateId)) != nil)
+            #expect((try? Sealer(key: oldKey).openTemplate(sealed, templateId: templateId)) == nil)
+            let again = try await Resealer(database: stack.database.pool, sealer: try Sealer(key: newKey, previous: [oldKey])).run()
+            #expect(again["face_templates"] == Resealer.Counts(checked: 1, resealed: 0))
+            #expect(again["ctid_registry"] == Resealer.Counts(checked: 1, resealed: 0))
+
+            // Only the new key from now on: the registry name opens (its number key pinned), and the matcher logs the user in.
+            let rotated = try PostgresIdentityRegistry(database: stack.database.pool, sealer: try Sealer(key: newKey), numberKey: oldKey)
+            #expect(try await Tenant.run(app: appId) { try await rotated.lookup(appId: appId, number: "11010519491231002X") }?.name == "张三")
+            let second = try matcher("matcher-new-key", ["FACEGATE_SEALING_KEY": Data(newKey).base64EncodedString()])
+            defer { second.terminate() }
+            try await second.waitFor("all services started", timeout: .seconds(60))
+            var searched = TestStack.Reply(status: 0, headers: [:], body: Data())
+            for _ in 0..<5 where searched.status != 200 {
+                searched = try await stack.call("POST", "/v1/apps/\(app.id)/faces/search", bearer: stack.adminKey,
+                                                body: try TestEnvironment.image("obama3.jpg"), contentType: "image/jpeg")
+            }
+            #expect(searched.string("outcome") == "MATCH", "\(searched.json)")
+            #expect((searched.json["match"] as? [String: Any])?["userId"] as? String == user)
         }
     }
 }

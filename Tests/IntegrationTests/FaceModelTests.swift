@@ -38,6 +38,60 @@ import Testing
         }
     }
 
+    /// A dlib app moves to SFace without asking everyone back: a confident login on a bound device re-enrolls the
+    /// user with SFace in the background, the operator sees who is ready, switches, and the ready user logs in on
+    /// SFace while the one who never logged in is listed for a new enrollment.
+    @Test func aDlibAppMovesToSFaceAsItsUsersLogIn() async throws {
+        try await TestStack.with { stack in
+            let app = try await stack.createApp(extra: ["faceModel": "dlib-resnet-v1"])
+            let obama = try await stack.createUser(app, employeeNumber: "E1", name: "Barack Obama")
+            let biden = try await stack.createUser(app, employeeNumber: "E2", name: "Joe Biden")
+            #expect(try await stack.enroll(app, user: obama, photo: "obama.jpg").status == 201)
+            #expect(try await stack.enroll(app, user: biden, photo: "biden.jpg").status == 201)
+            func status() async throws -> [String: Any] {
+                try await stack.call("GET", "/v1/apps/\(app.id)/face-model-migration", bearer: stack.adminKey).json
+            }
+            #expect(try await status()["users"] as? Int == 2)
+            #expect(try await status()["ready"] as? Int == 0)
+
+            // The first login binds the phone (confirmation); the next one, confident and on a bound device, re-enrolls.
+            let token = try await stack.accessToken(app)
+            let first = try await stack.faceLogin(token, device: "phone", photo: "obama.jpg")
+            let confirmation = try #require(first.string("confirmationId"), "\(first.json)")
+            let confirmed = try await stack.call("POST", "/v1/face-login/confirm", bearer: token,
+                                                 json: ["confirmationId": confirmation, "employeeNumber": "E1"], headers: ["X-Device-Id": "phone"])
+            #expect(confirmed.string("status") == "SUCCESS")
+            #expect(try await status()["ready"] as? Int == 0, "a confirmation does not re-enroll")
+            #expect(try await stack.faceLogin(token, device: "phone", photo: "obama.jpg").string("status") == "SUCCESS")
+            var ready = 0
+            for _ in 0..<40 where ready == 0 {
+                try await Task.sleep(for: .milliseconds(250))
+                ready = try await status()["ready"] as? Int ?? 0
+            }
+            #expect(ready == 1)
+            let pending = try await status()["notReady"] as? [[String: Any]]
+            #expect(pending?.map { $0["userId"] as? String } == [biden])
+            let faces = try await stack.call("GET", "/v1/apps/\(app.id)/users/\(obama)/faces", bearer: stack.adminKey)
+            #expect(Set((faces.json["items"] as? [[String: Any]] ?? []).compactMap { $0["model"] as? String }) == ["dlib-resnet-v1", "sface-2021dec"])
+            let trail = try await stack.call("GET", "/v1/audit/transactions?appId=\(app.id)&kind=face.migrate", bearer: stack.adminKey)
+            #expect((trail.json["items"] as? [[String: Any]])?.first?["outcome"] as? String == "SUCCESS")
+
+            // The switch: one step; the app then runs on SFace with SFace's default threshold.
+            let switched = try await stack.call("POST", "/v1/apps/\(app.id)/face-model-migration", bearer: stack.adminKey, json: ["to": "sface-2021dec"])
+            #expect(switched.status == 200, "\(switched.json)")
+            #expect((switched.json["app"] as? [String: Any])?["faceModel"] as? String == "sface-2021dec")
+            #expect((switched.json["notReady"] as? [[String: Any]])?.count == 1)
+            #expect(try await stack.call("POST", "/v1/apps/\(app.id)/face-model-migration", bearer: stack.adminKey,
+                                         json: ["to": "sface-2021dec"]).status == 409)
+            try await Task.sleep(for: .seconds(6))  // the matcher re-reads an app's model after 5 s
+            let after = try await stack.faceLogin(token, device: "phone", photo: "obama2.jpg")
+            #expect(after.string("status") == "SUCCESS", "\(after.json)")
+            #expect(after.string("userId") == obama)
+            let notMigrated = try await stack.faceLogin(token, device: "biden-phone", photo: "biden.jpg")
+            #expect(notMigrated.errorCode == "NO_MATCH_FACE", "a user without an SFace template must enroll again")
+        }
+    }
+
     /// Templates made by one model are never compared with another model's probe: when an app's model
     /// changes, the old templates stop matching (until re-enrolled) instead of matching by accident.
     @Test func templatesOfAnotherModelAreNeverCompared() async throws {

@@ -69,6 +69,11 @@ import Testing
             let left = try await stack.database.pool.query("SELECT count(*)::int AS n FROM kiosk_sessions WHERE customer_id = \(UUID(uuidString: customer)!)")
             #expect(try left.first?.decode("n", as: Int.self) == 0)
             #expect(try await stack.call("GET", "/v1/kiosk/sessions/\(session.id)", headers: ["X-Interview-Token": session.token]).status != 200)
+
+            // After the run, no topic and no table holds a photo, and the erased customer's document number and birth date
+            // are nowhere: job messages were sealed, and the session that held the document is gone.
+            let findings = try await PrivacyScan.findings(in: stack, secrets: ["D23145890", "1961-08-04", "Barack Hussein"])
+            #expect(findings.isEmpty, "\(findings.prefix(20))")
         }
     }
 

@@ -25,7 +25,10 @@ import Testing
                                      topics: Topics(prefix: prefix), metrics: MetricsRegistry())
             }
 
-            // A forged reply races the (absent) matcher: unsigned, or signed by a service the job did not go to.
+            // A forged reply races the (absent) matcher: unsigned, or signed by a service the job did not go to. A reader
+            // of the broker cannot open the job (it is sealed to the matcher); this forger is handed the matcher's key to
+            // learn where the answer goes, as an insider would, and still has only other keys to sign with.
+            let matcherKeys = try signer("matcher-worker")
             let forger = Task {
                 let jobs = try KafkaConsumer(configuration: KafkaConfiguration(brokers: try TestEnvironment.value("FACEGATE_TEST_KAFKA_BROKERS"),
                                                                                 clientId: "forger-reader"), groupId: nil)
@@ -35,7 +38,8 @@ import Testing
                 try jobs.assign((0..<partitions).map { (KafkaTopicPartition(topic: faceJobs, partition: Int32($0)), KafkaOffset.beginning) })
                 let ctid = try signer("ctid-verifier")
                 for try await message in jobs.messages() {
-                    let job = try MessageEnvelope<FaceJob>.decode(message.value)
+                    #expect((try? MessageEnvelope<FaceJob>.decode(message.value)) == nil, "a job is not readable on the broker")
+                    let job = try MessageEnvelope<FaceJob>.decode(try matcherKeys.open(message).get())
                     guard job.payload.kind == .identify, let replyTo = job.replyTo else { continue }
                     let lie = FaceJobResult(outcome: .match, candidates: [FaceCandidate(userId: UUID(uuidString: victim)!, templateId: UUID(), distance: 0.1)])
                     let reply = MessageEnvelope(type: "face.identify.result", correlationId: job.correlationId, appId: job.appId,
@@ -83,13 +87,27 @@ import Testing
 
             // A replay of the gateway's own, genuine enrollment job for the victim.
             let genuine = try await Self.read(faceJobs) { message in
-                (try? MessageEnvelope<FaceJob>.decode(message.value))?.payload.kind == .enroll
+                (try? matcherKeys.open(message).get()).flatMap { try? MessageEnvelope<FaceJob>.decode($0) }?.payload.kind == .enroll
             }
             _ = try await producer.send(KafkaRecord(topic: faceJobs, key: genuine.key, value: genuine.value, headers: genuine.headers))
+            // Its photo is not in the topic: only the sealed value is, which no other service's key opens.
+            let photo = Data(try TestEnvironment.image("obama.jpg")).base64EncodedString()
+            #expect(!String(decoding: genuine.value, as: UTF8.self).contains(photo.prefix(64)), "the enrollment photo is readable in face.jobs")
+            #expect(!String(decoding: genuine.value, as: UTF8.self).contains("face.enroll"), "the job's envelope is readable in face.jobs")
+            for service in ["auth-gateway", "ctid-verifier", "kiosk-orchestrator"] {
+                guard case .failure(let refusal) = try signer(service).open(genuine) else {
+                    Issue.record("\(service)'s key opened a job sealed to the matcher")
+                    continue
+                }
+                #expect(refusal.reason == "unreadable")
+            }
+            // A job the gateway sealed to the ctid-verifier, signed again for face.jobs: the matcher cannot open it.
+            let sealedElsewhere = try signer("auth-gateway").sign(KafkaRecord(topic: prefix + "ctid.jobs.v1", key: unsigned.key, value: try enroll.encoded()))
+            _ = try await producer.send(try signer("auth-gateway").sign(KafkaRecord(topic: faceJobs, key: unsigned.key, value: sealedElsewhere.value)))
 
             let refusals = [
                 (faceJobs, "unsigned"), (prefix + "ctid.jobs.v1", "producer-not-allowed"), (faceJobs, "bad-signature"),
-                (faceJobs, "without a platform reply topic"), (faceJobs, "replayed"),
+                (faceJobs, "without a platform reply topic"), (faceJobs, "replayed"), (faceJobs, "unreadable"),
             ]
             for (topic, reason) in refusals {
                 let dead = try await Self.read(topic + ".dlq") { message in

@@ -38,7 +38,7 @@ import Testing
     /// Broker TLS and SASL reach librdkafka from their named variables, and a misspelt protocol stops the
     /// service at start instead of connecting in plain text.
     @Test func kafkaSecurityComesFromNamedVariables() throws {
-        let keys = ServiceKeys.generate(for: ["t"])
+        let keys = ServiceKeys.generate(for: ["t"] + ServiceKeys.platformServices)
         let base = ["FACEGATE_DATABASE_URL": "postgres://x@127.0.0.1/x", "FACEGATE_KAFKA_BROKERS": "127.0.0.1:9092",
                     "FACEGATE_SERVICE_KEY": keys.seeds["t"]!, "FACEGATE_SERVICE_PUBLIC_KEYS": keys.publicKeys]
         let secured = try CommonConfiguration(serviceName: "t", defaultAdminPort: 0, environment: Environment(base.merging([

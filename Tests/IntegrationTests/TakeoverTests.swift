@@ -1,5 +1,6 @@
 import FaceGateCore
 import Foundation
+import Glibc
 import KafkaClient
 import PostgresClient
 import Testing
@@ -235,4 +236,61 @@ import Testing
             #expect(try await stack.call("POST", path + "/event-tickets", headers: ["X-Interview-Token": session.token]).status == 410)
         }
     }
+
+    /// Open event streams are capped per client address: one more is 429 with Retry-After, and a stream that ended
+    /// gives its place back.
+    @Test func openEventStreamsAreCappedPerClient() async throws {
+        try await TestStack.with(withMatcher: false, withKiosk: true, extra: ["FACEGATE_EVENT_STREAMS_PER_CLIENT": "2"]) { stack in
+            let app = try await stack.createApp()
+            let kiosk = try await KioskDriver(stack: stack, app: app)
+            let session = try await kiosk.start()
+            let path = "/v1/kiosk/sessions/\(session.id)/events"
+            let held = (0..<2).map { _ in HeldStream(port: stack.gateway.httpPort, path: path, token: session.token) }
+            #expect(held.map(\.status) == [200, 200])
+            let refused = try await stack.call("GET", path, headers: ["X-Interview-Token": session.token])
+            #expect(refused.status == 429)
+            #expect(refused.errorCode == "RATE_LIMITED")
+            #expect(refused.headers["retry-after"] == "5")
+            // Cancelling ends the open streams (a final event), and their places come back.
+            let cancelled = try await stack.call("DELETE", "/v1/kiosk/sessions/\(session.id)", bearer: kiosk.accessToken,
+                                                 headers: ["X-Device-Id": kiosk.device, "X-Interview-Token": session.token])
+            #expect(cancelled.status == 204)
+            var reopened = 0
+            for _ in 0..<50 where reopened != 200 {
+                reopened = try await stack.call("GET", path, headers: ["X-Interview-Token": session.token]).status
+                if reopened != 200 { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(reopened == 200)
+            held.forEach { $0.close() }
+        }
+    }
+}
+
+/// An HTTP GET on a raw socket, left open after the response head: an event stream a client keeps reading.
+final class HeldStream {
+    let status: Int
+    private let socket: Int32
+
+    init(port: Int, path: String, token: String) {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.socket = socket
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Interview-Token: \(token)\r\nAccept: text/event-stream\r\n\r\n"
+        var head: [UInt8] = []
+        if connected == 0 {
+            _ = request.withCString { Glibc.send(socket, $0, strlen($0), 0) }
+            var byte: UInt8 = 0
+            while !head.reversed().starts(with: Array("\n\r\n\r".utf8)), Glibc.recv(socket, &byte, 1, 0) == 1 { head.append(byte) }
+        }
+        let statusLine = String(decoding: head, as: UTF8.self).split(separator: " ")
+        status = statusLine.count > 1 ? Int(statusLine[1]) ?? 0 : 0
+    }
+
+    func close() { Glibc.close(socket) }
 }

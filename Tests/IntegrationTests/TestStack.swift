@@ -51,7 +51,11 @@ struct TestDatabase {
         components.path = "/" + name
         components.user = "facegate_owner"
         let url = components.string!
-        let pool = PostgresPool(configuration: try PostgresConfiguration(url: url))
+        // The tests inspect and arrange every app's rows as the schema owner: row-level security is FORCEd,
+        // so the owner too names the explicit every-app scope, for the whole session.
+        var configuration = try PostgresConfiguration(url: url)
+        configuration.sessionSettings = [Tenant.setting: Tenant.everyApp]
+        let pool = PostgresPool(configuration: configuration)
         try await ServiceRuntime.migrate(pool)
         return TestDatabase(name: String(name), url: String(url), pool: pool, admin: admin)
     }

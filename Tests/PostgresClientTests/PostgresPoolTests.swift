@@ -52,6 +52,25 @@ private struct DeliberateFailure: Error {}
         }
     }
 
+    /// A scope's values hold for every statement of the task, with SET LOCAL: a value named mid-scope counts from
+    /// the next statement on, and nothing leaks to the pooled connection's next borrower.
+    @Test func scopeSettingsAreSetLocallyInEveryStatement() async throws {
+        try await withTestDatabase(poolSize: 1) { database in
+            let pool = database.pool
+            let read: PostgresQuery = "SELECT coalesce(current_setting('app.tenant', true), '') AS v"
+            let scope = PostgresScope(["app.tenant": "first"])
+            try await PostgresScope.$current.withValue(scope) {
+                #expect(try await pool.query(read).first?.decode("v", as: String.self) == "first")
+                scope.set("app.tenant", to: "second")
+                #expect(try await pool.withTransaction { try await $0.query(read).first!.decode("v", as: String.self) } == "second")
+                var streamed: [String] = []
+                try await pool.forEachRow(read) { streamed.append(try $0.decode("v", as: String.self)) }
+                #expect(streamed == ["second"])
+            }
+            #expect(try await pool.query(read).first?.decode("v", as: String.self) == "", "the value ended with its transaction")
+        }
+    }
+
     @Test func withConnectionRollsBackWhatTheBorrowerLeftOpen() async throws {
         try await withTestDatabase(poolSize: 1) { database in
             let pool = database.pool

@@ -109,7 +109,9 @@ class Stack:
 
     def psql(self, sql, url=None):
         """Rows of a statement as lists of strings (tab-separated output of psql)."""
+        # Row-level security is FORCEd: the owner names the every-app scope to see every app's rows.
         done = subprocess.run(["psql", url or self.owner_url, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-tA", "-F", "\t", "-c", sql],
+                              env={**os.environ, "PGOPTIONS": "-c facegate.app_id=*"},
                               check=True, capture_output=True, text=True, timeout=120)
         return [line.split("\t") for line in done.stdout.splitlines() if line]
 

@@ -124,7 +124,9 @@ class Stack:
 
     def psql(self, sql, database=None):
         url = database or self.base_db_url
-        return subprocess.run(["psql", url, "-v", "ON_ERROR_STOP=1", "-tAc", sql], check=True, capture_output=True, text=True).stdout.strip()
+        # Row-level security is FORCEd: the owner names the every-app scope to see every app's rows.
+        return subprocess.run(["psql", url, "-v", "ON_ERROR_STOP=1", "-tAc", sql], check=True, capture_output=True, text=True,
+                              env={**os.environ, "PGOPTIONS": "-c facegate.app_id=*"}).stdout.strip()
 
     def start(self):
         self.psql(f"CREATE DATABASE {self.db_name} OWNER facegate_owner")

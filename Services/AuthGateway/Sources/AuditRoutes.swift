@@ -158,7 +158,8 @@ extension GatewayContext {
             if case .header = state { return Array(AuditItem.csvHeader.utf8) }
             guard case .after(let cursor) = state else { return nil }
             do {
-                let rows = try await database.query(query(cursor))
+                // The stream runs after the handler returned, outside the request's scope.
+                let rows = try await Tenant.acrossApps { try await database.query(query(cursor)) }
                 let records = try rows.rows.map { try TransactionLog.record(from: $0) }
                 pages.advance(records.count < 1000 ? nil : records.last.map { PageCursor(time: $0.createdAt, id: $0.id) })
                 return records.isEmpty ? [] : Array(records.map { AuditItem($0).csvLine }.joined().utf8)
@@ -213,7 +214,9 @@ extension GatewayContext {
     }
 
     func signedCheckpoint(_ appId: UUID) async throws -> SignedCheckpoint {
-        let head = try await database.query("SELECT last_seq, last_hash FROM transaction_chain_heads WHERE app_id = \(appId)").first
+        let head = try await Tenant.run(app: appId) {
+            try await database.query("SELECT last_seq, last_hash FROM transaction_chain_heads WHERE app_id = \(appId)").first
+        }
         let claims = AuditCheckpoint(issuer: configuration.issuer, appId: appId, count: try head?.decode("last_seq", as: Int64.self) ?? 0,
                                      head: try head?.decode("last_hash", as: [UInt8].self) ?? TransactionRecord.genesisHash)
         return SignedCheckpoint(appId: appId.wire, count: claims.count, headHash: claims.headHash, issuedAt: claims.issuedAt,
@@ -223,7 +226,7 @@ extension GatewayContext {
     /// Signs the head of every chain that grew since this instance last did, and publishes it on the audit
     /// topic (header `facegate-type: audit.checkpoint`), so a copy lives outside the database.
     func publishCheckpoints(after published: inout [UUID: Int64]) async throws {
-        let rows = try await database.query("SELECT app_id, last_seq FROM transaction_chain_heads")
+        let rows = try await Tenant.acrossApps { try await database.query("SELECT app_id, last_seq FROM transaction_chain_heads") }
         for row in rows.rows {
             let appId: UUID = try row.decode("app_id")
             let count: Int64 = try row.decode("last_seq")

@@ -10,8 +10,12 @@ import KafkaClient
 extension GatewayContext {
     func registerCTIDRoutes(on router: APIRoutes) {
         router.add("POST", "/v1/ctid/serial-numbers", maxBodyBytes: 4096, idempotent: true) { [self] request in try await issueCTIDSerial(request) }
-        router.add("POST", "/v1/ctid/verifications") { [self] request in try await verifyCTID(request) }
-        router.add("POST", "/v1/apps/{appId}/ctid-registry") { [self] request in try await registerCTIDIdentity(request) }
+        router.add("POST", "/v1/ctid/verifications", authenticated: { [self] in _ = try await requireClient($0) }) { [self] request in
+            try await verifyCTID(request)
+        }
+        router.add("POST", "/v1/apps/{appId}/ctid-registry", authenticated: { [self] in _ = try await operatorApp($0) }) { [self] request in
+            try await registerCTIDIdentity(request)
+        }
     }
 
     /// Every envelope fault answers exactly these bytes (fixed here, not re-encoded per call, so not even

@@ -39,3 +39,51 @@ final class ClientRateLimit: Sendable {
         }
     }
 }
+
+/// Open kiosk event streams (Server-Sent Events): each holds a connection and polls PostgreSQL, so their number is
+/// capped per gateway (`FACEGATE_EVENT_STREAMS`) and per client address (`FACEGATE_EVENT_STREAMS_PER_CLIENT`).
+/// A stream holds its `Slot` and gives it back when the response is done with it.
+final class EventStreamSlots: Sendable {
+    final class Slot: Sendable {
+        private let release: @Sendable () -> Void
+        init(release: @escaping @Sendable () -> Void) { self.release = release }
+        deinit { release() }
+    }
+
+    private struct Counts {
+        var total = 0
+        var byClient: [String: Int] = [:]
+    }
+
+    private let limit: Int
+    private let perClient: Int
+    private let counts = Mutex(Counts())
+
+    init(limit: Int, perClient: Int) {
+        self.limit = limit
+        self.perClient = perClient
+    }
+
+    var open: Int { counts.withLock { $0.total } }
+
+    /// A slot for one more stream from `client`, or the refusal: 429 over the client's share, 503 over the gateway's.
+    func take(for client: String) throws -> Slot {
+        try counts.withLock { counts in
+            if counts.byClient[client, default: 0] >= perClient {
+                throw APIError(.rateLimited, "this client already has \(perClient) event streams open; close one first", retryAfter: 5)
+            }
+            if counts.total >= limit {
+                throw APIError(.serviceUnavailable, "this gateway has \(limit) event streams open; try again shortly", retryAfter: 5)
+            }
+            counts.total += 1
+            counts.byClient[client, default: 0] += 1
+        }
+        return Slot { [self] in
+            self.counts.withLock { counts in
+                counts.total -= 1
+                counts.byClient[client, default: 1] -= 1
+                if counts.byClient[client] == 0 { counts.byClient[client] = nil }
+            }
+        }
+    }
+}

@@ -10,7 +10,9 @@ import PostgresClient
 /// is bound after a confirmation; success is a short-lived single-use identity token.
 extension GatewayContext {
     func registerFaceLoginRoutes(on router: APIRoutes) {
-        router.add("POST", "/v1/face-login") { [self] request in try await faceLogin(request) }
+        router.add("POST", "/v1/face-login", authenticated: { [self] in _ = try await requireClient($0) }) { [self] request in
+            try await faceLogin(request)
+        }
         router.add("POST", "/v1/face-login/confirm", maxBodyBytes: 4096) { [self] request in try await confirmFaceLogin(request) }
     }
 
@@ -68,6 +70,7 @@ extension GatewayContext {
                         draft.userId = user
                         draft.score = result.candidates.first?.distance
                         draft.detail["search"] = "1:1"
+                        reenrollForMigration(app: app, user: user, image: image, distance: draft.score)
                         return (try loginSuccess(app: app, user: user, device: device, transaction: draft.id), .success)
                     }
                 }
@@ -82,6 +85,7 @@ extension GatewayContext {
         switch result.outcome {
         case .match, .noMatchFace, .ambiguousMatch:
             if let matched, bound.contains(matched) {
+                if let image = job.image { reenrollForMigration(app: app, user: matched, image: image, distance: draft.score) }
                 return (try loginSuccess(app: app, user: matched, device: device, transaction: draft.id), .success)
             }
             if device.isKey && bound.isEmpty {

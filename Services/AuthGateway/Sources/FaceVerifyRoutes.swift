@@ -8,8 +8,12 @@ import PostgresClient
 /// SearchFacesByImage). Both are audited, throttled and counted against the face-login module like a login.
 extension GatewayContext {
     func registerFaceVerifyRoutes(on router: APIRoutes) {
-        router.add("POST", "/v1/face-verify") { [self] request in try await verifyFace(request) }
-        router.add("POST", "/v1/apps/{appId}/faces/search") { [self] request in try await searchFaces(request) }
+        router.add("POST", "/v1/face-verify", authenticated: { [self] in _ = try await requireAppServerOrClient($0) }) { [self] request in
+            try await verifyFace(request)
+        }
+        router.add("POST", "/v1/apps/{appId}/faces/search", authenticated: { [self] in _ = try await requireAppServerOrOperator($0) }) { [self] request in
+            try await searchFaces(request)
+        }
     }
 
     /// A client app (access token, device rules as face login) learns only yes or no: a score would let
@@ -19,8 +23,8 @@ extension GatewayContext {
     /// Charged like a binding attempt to the claimed user (shared with face-login confirmations, so the
     /// two cannot be alternated for more tries), and for clients to the device and the address.
     func verifyFace(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let isAppServer = (request.headers["Authorization"] ?? "").lowercased().hasPrefix("basic ")
-        let app = isAppServer ? try await requireAppServer(request) : try await requireClient(request)
+        let isAppServer = Self.isAppServer(request)
+        let app = try await requireAppServerOrClient(request)
         return try await recorded(request, kind: "face.verify", appId: app.id) { draft in
             var subjects: [AttemptGuard.Subject] = []
             if !isAppServer {
@@ -94,14 +98,8 @@ extension GatewayContext {
     /// server sees only the decision. Charged to the client address like a login (a stranger's face is a
     /// failed attempt, so a flood of probes waits).
     func searchFaces(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let isAppServer = (request.headers["Authorization"] ?? "").lowercased().hasPrefix("basic ")
-        let app: AppRecord
-        if isAppServer {
-            app = try await requireAppServer(request)
-            guard app.id == (try request.uuidParameter("appId")) else { throw APIError(.forbidden, "these app server credentials are for another app") }
-        } else {
-            app = try await operatorApp(request)
-        }
+        let isAppServer = Self.isAppServer(request)
+        let app = try await requireAppServerOrOperator(request)
         let limit = try request.query["limit"].map { text in
             guard let value = Int(text), (1...20).contains(value) else { throw APIError(.invalidRequest, "limit must be 1–20") }
             return value
@@ -148,5 +146,22 @@ extension GatewayContext {
             SELECT id, employee_number FROM users WHERE app_id = \(app) AND id = ANY(\(Self.arrayLiteral(users))::uuid[])
             """)
         return Dictionary(uniqueKeysWithValues: try rows.rows.map { (try $0.decode("id", as: UUID.self), try $0.decode("employee_number", as: String.self)) })
+    }
+
+    static func isAppServer(_ request: HTTPRequest) -> Bool {
+        (request.headers["Authorization"] ?? "").lowercased().hasPrefix("basic ")
+    }
+
+    /// The app server (HTTP Basic) or a client app (access token).
+    func requireAppServerOrClient(_ request: HTTPRequest) async throws -> AppRecord {
+        Self.isAppServer(request) ? try await requireAppServer(request) : try await requireClient(request)
+    }
+
+    /// The app server of the `{appId}` app, or an operator covering it.
+    func requireAppServerOrOperator(_ request: HTTPRequest) async throws -> AppRecord {
+        guard Self.isAppServer(request) else { return try await operatorApp(request) }
+        let app = try await requireAppServer(request)
+        guard app.id == (try request.uuidParameter("appId")) else { throw APIError(.forbidden, "these app server credentials are for another app") }
+        return app
     }
 }

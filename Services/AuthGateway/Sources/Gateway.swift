@@ -86,6 +86,7 @@ final class GatewayContext: Sendable {
     let interviewTokens: InterviewTokens
     let idempotentRequests: IdempotentRequests
     let clientRateLimit: ClientRateLimit
+    let eventStreams: EventStreamSlots
 
     init(configuration: GatewayConfiguration, runtime: ServiceRuntime, producer: KafkaProducer, requester: RequesterService,
          signingKey: JWTSigningKey, keySet: JWTKeySet, kioskKeySet: JWTKeySet, jwks: [UInt8]) throws {
@@ -106,6 +107,7 @@ final class GatewayContext: Sendable {
         interviewTokens = try InterviewTokens(signingSeed: configuration.signingKey)
         idempotentRequests = IdempotentRequests(database: runtime.database)
         clientRateLimit = ClientRateLimit(rate: configuration.clientRate, burst: configuration.clientBurst)
+        eventStreams = EventStreamSlots(limit: configuration.eventStreams, perClient: configuration.eventStreamsPerClient)
     }
 
     func registerRoutes(on router: Router) {
@@ -126,6 +128,7 @@ final class GatewayContext: Sendable {
         registerKioskLoginRoutes(on: router)
         registerKeyRoutes(on: router)
         registerFaceVerifyRoutes(on: router)
+        registerFaceModelMigrationRoutes(on: router)
     }
 
     /// A failed authentication, on the platform chain (`auth.refused`, the code as outcome, the route): no
@@ -146,8 +149,10 @@ final class GatewayContext: Sendable {
     /// Deletes single-use records that can no longer be used: spent or expired token ids (the token's own
     /// `exp` refuses it from then on), challenges, confirmations, CTID serials and liveness frame digests, an hour after expiry.
     func sweepExpiredRecords() async throws {
-        for table in ["used_token_ids", "one_time_challenges", "login_confirmations", "ctid_serials", "used_liveness_frames"] {
-            _ = try await database.query(PostgresQuery(unsafeSQL: "DELETE FROM \(table) WHERE expires_at < now() - interval '1 hour'"))
+        try await Tenant.acrossApps {
+            for table in ["used_token_ids", "one_time_challenges", "login_confirmations", "ctid_serials", "used_liveness_frames"] {
+                _ = try await database.query(PostgresQuery(unsafeSQL: "DELETE FROM \(table) WHERE expires_at < now() - interval '1 hour'"))
+            }
         }
         try await idempotentRequests.sweep()
     }
@@ -180,20 +185,45 @@ struct APIRoutes {
     /// False when the request's client has used up its rate (`ClientRateLimit`).
     let admit: @Sendable (HTTPRequest) -> Bool
 
-    func add(_ method: String, _ pattern: String, maxBodyBytes: Int? = nil, idempotent: Bool = false, _ handler: @escaping HTTPHandler) {
+    /// Only a route that names how its caller is `authenticated` before the body is read takes a body over 64 KB
+    /// (photos, documents): the credential is checked from the headers, and a stranger's upload is refused unread.
+    /// The handler authenticates again as usual.
+    static let unauthenticatedBodyBytes = 64 << 10
+
+    func add(_ method: String, _ pattern: String, maxBodyBytes: Int? = nil, idempotent: Bool = false,
+             authenticated: (@Sendable (HTTPRequest) async throws -> Void)? = nil, _ handler: @escaping HTTPHandler) {
         let (refusal, logger, idempotency, admit) = (refusal, logger, idempotency, admit)
         let wire: HTTPHandler = { request in
             // The caller's trace (W3C traceparent), or a new one: every job this call sends carries it.
             let trace = request.headers["traceparent"].flatMap(TraceContext.init(traceparent:)) ?? .random()
             return try await TraceContext.$current.withValue(trace) {
                 do {
-                    return try await handler(request)
+                    // Row-level security: the request sees no app's rows until its caller is authenticated.
+                    return try await Tenant.request { try await handler(request) }
                 } catch let error as APIError {
                     throw error.http(transactionId: error.code.refusesCredentials ? await refusal(request, error) : nil)
                 }
             }
         }
-        router.add(method, pattern, maxBodyBytes: maxBodyBytes) { request in
+        var admission: HTTPAdmission?
+        if let authenticated {
+            admission = { @Sendable request -> HTTPResponse? in
+                do {
+                    try await authenticated(request)
+                    return nil
+                } catch let error as APIError {
+                    let transactionId = error.code.refusesCredentials ? await refusal(request, error) : nil
+                    return error.http(transactionId: transactionId).response
+                } catch let error as PostgresError where error.isServerUnavailable {
+                    return APIError(.serviceUnavailable, "the service is unavailable right now; try again").http(transactionId: nil).response
+                } catch {
+                    logger.error("request failed", ["http.route": pattern, "error": "\(error)"])
+                    return HTTPError.internalError.response
+                }
+            }
+        }
+        let bodyLimit = maxBodyBytes ?? (authenticated == nil ? Self.unauthenticatedBodyBytes : nil)
+        router.add(method, pattern, maxBodyBytes: bodyLimit, admission: admission) { request in
             guard admit(request) else {
                 throw APIError(.rateLimited, "too many requests from this client; slow down", retryAfter: 1).http(transactionId: nil)
             }

@@ -14,6 +14,9 @@ public struct GatewayConfiguration: Sendable {
     /// (`FACEGATE_CLIENT_BURST`); beyond them the answer is 429 `RATE_LIMITED`.
     public var clientRate: Int
     public var clientBurst: Int
+    /// Open kiosk event streams per gateway (`FACEGATE_EVENT_STREAMS`) and per client address (`FACEGATE_EVENT_STREAMS_PER_CLIENT`).
+    public var eventStreams: Int
+    public var eventStreamsPerClient: Int
     /// Hash of the bootstrap operator key (`FACEGATE_ADMIN_KEY`), if set.
     public var bootstrapAdminKeyHash: [UInt8]?
     public var signingKey: [UInt8]
@@ -72,6 +75,8 @@ public struct GatewayConfiguration: Sendable {
         httpPerIPLimit = try env.int("FACEGATE_HTTP_PER_IP_LIMIT", default: 0, range: 0...1_000_000)
         clientRate = try env.int("FACEGATE_CLIENT_RATE", default: 50, range: 0...1_000_000)
         clientBurst = try env.int("FACEGATE_CLIENT_BURST", default: 100, range: 1...1_000_000)
+        eventStreams = try env.int("FACEGATE_EVENT_STREAMS", default: 256, range: 1...100_000)
+        eventStreamsPerClient = try env.int("FACEGATE_EVENT_STREAMS_PER_CLIENT", default: 8, range: 1...100_000)
         bootstrapAdminKeyHash = env.optionalString("FACEGATE_ADMIN_KEY").map { SHA256.hash(Array($0.utf8)) }
         signingKey = try env.base64Key("FACEGATE_SIGNING_KEY", bytes: 32)
         ctidPublicKey = try env.base64Key("FACEGATE_CTID_PUBLIC_KEY", bytes: 32)

@@ -11,7 +11,9 @@ import PostgresClient
 /// error envelope.
 extension GatewayContext {
     func registerKioskLoginRoutes(on router: APIRoutes) {
-        router.add("POST", "/v1/kiosk/login") { [self] request in try await kioskLogin(request) }
+        router.add("POST", "/v1/kiosk/login", authenticated: { [self] in _ = try await requireClient($0) }) { [self] request in
+            try await kioskLogin(request)
+        }
     }
 
     struct KioskLoginReply: Encodable {
@@ -114,6 +116,7 @@ extension GatewayContext {
         let interview = try await database.query("""
             SELECT id FROM kiosk_sessions
             WHERE app_id = \(app.id) AND customer_id = \(userId) AND state = 'completed'
+              AND coalesce((data->'result'->>'existingUser')::boolean, false) = false
             ORDER BY updated_at DESC, created_at DESC LIMIT 1
             """).first.map { try $0.decode("id", as: UUID.self) }
         let token = try issueIdentityToken(app: app.id, user: userId, device: device, method: "kiosk", transaction: draft.id)

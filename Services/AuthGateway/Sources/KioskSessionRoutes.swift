@@ -14,9 +14,18 @@ extension GatewayContext {
         router.add("POST", "/v1/kiosk/sessions", maxBodyBytes: 4096) { [self] request in try await createKioskSession(request) }
         router.add("GET", "/v1/kiosk/sessions/{interviewId}") { [self] request in try await kioskSession(request) }
         router.add("DELETE", "/v1/kiosk/sessions/{interviewId}") { [self] request in try await cancelKioskSession(request) }
-        router.add("POST", "/v1/kiosk/sessions/{interviewId}/selfie") { [self] request in try await kioskSelfie(request) }
-        router.add("POST", "/v1/kiosk/sessions/{interviewId}/id-front") { [self] request in try await kioskDocument(request, step: .idFront) }
-        router.add("POST", "/v1/kiosk/sessions/{interviewId}/id-back") { [self] request in try await kioskDocument(request, step: .idBack) }
+        // Before a photo is read: the client's access token and the session's interview token.
+        let step: @Sendable (HTTPRequest) async throws -> Void = { [self] request in
+            _ = try await requireClient(request)
+            _ = try requireInterview(request)
+        }
+        router.add("POST", "/v1/kiosk/sessions/{interviewId}/selfie", authenticated: step) { [self] request in try await kioskSelfie(request) }
+        router.add("POST", "/v1/kiosk/sessions/{interviewId}/id-front", authenticated: step) { [self] request in
+            try await kioskDocument(request, step: .idFront)
+        }
+        router.add("POST", "/v1/kiosk/sessions/{interviewId}/id-back", authenticated: step) { [self] request in
+            try await kioskDocument(request, step: .idBack)
+        }
         router.add("GET", "/v1/kiosk/sessions/{interviewId}/events") { [self] request in try await kioskEvents(request) }
         router.add("POST", "/v1/kiosk/sessions/{interviewId}/event-tickets", maxBodyBytes: 1024) { [self] request in
             try await kioskEventTicket(request)
@@ -60,7 +69,7 @@ extension GatewayContext {
 
     func cancelKioskSession(_ request: HTTPRequest) async throws -> HTTPResponse {
         let id = try requireInterview(request)
-        guard let session = try await kioskSessions.session(id) else { throw APIError(.notFound, "no such kiosk session") }
+        guard let session = try await interviewSession(id) else { throw APIError(.notFound, "no such kiosk session") }
         _ = try await kioskCommand(KioskCommand(sessionId: id, appId: session.appId, clientIp: request.remoteAddress, step: .cancel))
         return HTTPResponse(status: 204)
     }
@@ -76,10 +85,18 @@ extension GatewayContext {
 
     /// The session named in the path, while its interview token is valid: the token expires with it.
     func liveSession(_ id: UUID) async throws -> KioskSession {
-        guard let session = try await kioskSessions.session(id) else { throw APIError(.notFound, "no such kiosk session") }
+        guard let session = try await interviewSession(id) else { throw APIError(.notFound, "no such kiosk session") }
         guard session.expiresAt.addingTimeInterval(Self.interviewReadGrace) > Date() else {
             throw APIError(.sessionExpired, "the kiosk session has expired, and its interview token with it")
         }
+        return session
+    }
+
+    /// A session named by its id alone (its interview token or event ticket proves the caller): found across
+    /// apps, after which the request sees only the session's app.
+    func interviewSession(_ id: UUID) async throws -> KioskSession? {
+        guard let session = try await Tenant.acrossApps({ try await kioskSessions.session(id) }) else { return nil }
+        Tenant.enter(app: session.appId)
         return session
     }
 
@@ -106,6 +123,7 @@ extension GatewayContext {
         let id: UUID
         if let ticket = request.query["ticket"], request.headers["X-Interview-Token"] == nil {
             id = try request.uuidParameter("interviewId")
+            _ = try await interviewSession(id)
             let spent = try await database.query("""
                 UPDATE one_time_challenges SET used_at = now()
                 WHERE id = \(ticket) AND purpose = 'kiosk-events' AND subject = \(id.wire) AND used_at IS NULL AND expires_at > now()
@@ -119,10 +137,13 @@ extension GatewayContext {
         let session = try await liveSession(id)
         let lastEventId = request.headers["Last-Event-ID"] ?? request.query["lastEventId"] ?? "0"
         guard let after = Int(lastEventId), after >= 0 else { throw APIError(.invalidRequest, "Last-Event-ID must be an event id") }
+        let slot = try eventStreams.take(for: clientAddress(request))
         let sessions = kioskSessions
         let logger = self.logger
+        let appId = session.appId
         let cursor = Mutex(EventCursor(seq: after, expiresAt: session.expiresAt))
         let stream = AsyncStream<[UInt8]> {
+            withExtendedLifetime(slot) {}  // the stream holds its slot until the response lets go of it
             if cursor.withLock({ $0.opened == false }) {
                 cursor.withLock { $0.opened = true }
                 return Array("retry: 2000\n\n".utf8)
@@ -131,7 +152,8 @@ extension GatewayContext {
                 let (seq, finished, expiresAt, quietSince) = cursor.withLock { ($0.seq, $0.finished, $0.expiresAt, $0.lastWrite) }
                 if finished { return nil }
                 do {
-                    let events = try await sessions.events(of: id, after: seq, limit: 50)
+                    // The stream runs after the handler returned, outside the request's scope.
+                    let events = try await Tenant.run(app: appId) { try await sessions.events(of: id, after: seq, limit: 50) }
                     if !events.isEmpty {
                         cursor.withLock {
                             $0.seq = events.last!.seq

@@ -151,6 +151,16 @@ enum OpenAPIDocument {
       "AppList": {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/App"}}}},
       "RotatedSecret": {"type": "object", "required": ["appId", "appSecret", "previousSecretValidForSeconds"], "properties": {
         "appId": {"type": "string", "format": "uuid"}, "appSecret": {"type": "string"}, "previousSecretValidForSeconds": {"type": "integer"}}},
+      "MigrationPending": {"type": "object", "required": ["userId", "employeeNumber"], "properties": {"userId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"}}},
+      "FaceModelMigration": {"type": "object", "required": ["appId", "from", "to", "users", "ready", "readyShare", "notReady"], "properties": {
+        "appId": {"type": "string", "format": "uuid"}, "from": {"$ref": "#/components/schemas/FaceModel"}, "to": {"$ref": "#/components/schemas/FaceModel"},
+        "users": {"type": "integer", "description": "Users holding a template of the app's current model"},
+        "ready": {"type": "integer", "description": "Of those, the users that also hold a template of the target model (enrolled, or re-enrolled at a confident login on a bound device)"},
+        "readyShare": {"type": "number"}, "notReady": {"type": "array", "maxItems": 1000, "items": {"$ref": "#/components/schemas/MigrationPending"}, "description": "Users who need a new enrollment before a switch, oldest first"}}},
+      "FaceModelSwitch": {"type": "object", "required": ["to"], "properties": {"to": {"$ref": "#/components/schemas/FaceModel"},
+        "matchThreshold": {"type": "number", "description": "In the new model's units (Euclidean distance); its default otherwise"}}},
+      "FaceModelSwitched": {"type": "object", "required": ["app", "users", "ready", "notReady"], "properties": {"app": {"$ref": "#/components/schemas/App"},
+        "users": {"type": "integer"}, "ready": {"type": "integer"}, "notReady": {"type": "array", "items": {"$ref": "#/components/schemas/MigrationPending"}}}},
       "NewUser": {"type": "object", "required": ["employeeNumber", "name"], "properties": {
         "employeeNumber": {"type": "string", "minLength": 1, "maxLength": 64}, "name": {"type": "string", "minLength": 1, "maxLength": 200}}},
       "CreatedUser": {"type": "object", "required": ["userId", "employeeNumber", "name"], "properties": {
@@ -375,6 +385,24 @@ enum OpenAPIDocument {
           "201": {"description": "The new secret", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RotatedSecret"}}}},
           "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
           "404": {"$ref": "#/components/responses/NotFound"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/apps/{appId}/face-model-migration": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}],
+      "get": {"operationId": "getFaceModelMigration", "tags": ["apps"], "summary": "How many users are ready for the app's move to another face model, and who is not", "security": [{"operatorKey": []}],
+        "parameters": [{"name": "to", "in": "query", "schema": {"$ref": "#/components/schemas/FaceModel"}, "description": "The target model; sface-2021dec by default"}],
+        "responses": {
+          "200": {"description": "The migration's state", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FaceModelMigration"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}},
+      "post": {"operationId": "switchFaceModel", "tags": ["apps"], "summary": "Switch the app to another face model, in one step: from then on it matches only that model's templates", "security": [{"operatorKey": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FaceModelSwitch"}}}},
+        "responses": {
+          "200": {"description": "The app as switched, and who still needs a new enrollment", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FaceModelSwitched"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "409": {"$ref": "#/components/responses/Conflict", "description": "CONFLICT: the app already uses that model, its kiosk approval does not fit the new model, or it changed meanwhile"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
           "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/apps/{appId}/users": {
@@ -856,6 +884,8 @@ enum OpenAPIDocument {
           "400": {"$ref": "#/components/responses/BadRequest", "description": "INVALID_REQUEST: Last-Event-ID is not an event id"},
           "401": {"$ref": "#/components/responses/Unauthorized", "description": "UNAUTHORIZED: neither this session's interview token nor a live ticket"},
           "404": {"$ref": "#/components/responses/NotFound"}, "410": {"$ref": "#/components/responses/Gone"},
+          "429": {"$ref": "#/components/responses/RateLimited", "description": "RATE_LIMITED: this client already has FACEGATE_EVENT_STREAMS_PER_CLIENT streams open"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable", "description": "SERVICE_UNAVAILABLE: this gateway already has FACEGATE_EVENT_STREAMS streams open"},
           "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/audit/transactions": {

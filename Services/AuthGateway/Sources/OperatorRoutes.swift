@@ -24,7 +24,9 @@ extension GatewayContext {
             return .json(try await user(try request.uuidParameter("userId"), app: app.id))
         }
         router.add("DELETE", "/v1/apps/{appId}/users/{userId}") { [self] request in try await deleteUser(request) }
-        router.add("POST", "/v1/apps/{appId}/users/{userId}/faces", idempotent: true) { [self] request in try await enrollFace(request) }
+        router.add("POST", "/v1/apps/{appId}/users/{userId}/faces", idempotent: true, authenticated: { [self] in _ = try await operatorApp($0) }) {
+            [self] request in try await enrollFace(request)
+        }
         router.add("GET", "/v1/apps/{appId}/users/{userId}/faces") { [self] request in try await listFaces(request) }
         router.add("DELETE", "/v1/apps/{appId}/users/{userId}/faces/{templateId}") { [self] request in try await deleteFace(request) }
         router.add("POST", "/v1/apps/{appId}/devices/{deviceId}/reset") { [self] request in try await resetDevice(request) }

@@ -117,15 +117,21 @@ extension GatewayContext {
         let scope = try await requireAdmin(request)
         let app = try await existingApp(request)
         guard scope.covers(app.id) else { throw APIError(.forbidden, "this operator key does not cover that app") }
+        Tenant.enter(app: app.id)
         return app
     }
 
-    /// Auditor (or operator): returns the apps the caller may read, nil meaning all.
+    /// Auditor (or operator): returns the apps the caller may read, nil meaning all. The rest of the request
+    /// reads across apps: the audit queries narrow themselves to these.
     func requireAuditor(_ request: HTTPRequest) async throws -> [UUID]? {
         let key = try bearer(request, missing: .unauthorized)
         let hash = SHA256.hash(Array(key.utf8))
-        if let bootstrap = configuration.bootstrapAdminKeyHash, constantTimeEquals(bootstrap, hash) { return nil }
+        if let bootstrap = configuration.bootstrapAdminKeyHash, constantTimeEquals(bootstrap, hash) {
+            Tenant.enterAcrossApps()
+            return nil
+        }
         guard let row = try await liveKey(hash) else { throw APIError(.unauthorized, "an auditor key is required") }
+        Tenant.enterAcrossApps()
         return try Self.appList(row)
     }
 
@@ -156,6 +162,7 @@ extension GatewayContext {
         else {
             throw APIError(.unauthorized, "unknown app or wrong secret")
         }
+        Tenant.enter(app: app.id)
         return app
     }
 
@@ -177,6 +184,7 @@ extension GatewayContext {
         if let rotated = app.secretRotatedAt, claims.iat < Int64(rotated.timeIntervalSince1970) {
             throw APIError(.accessTokenExpired, "the app's secret was rotated since this access token was issued; get a new one from your app server")
         }
+        Tenant.enter(app: app.id)
         return app
     }
 

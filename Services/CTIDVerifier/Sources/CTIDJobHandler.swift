@@ -50,9 +50,12 @@ final class CTIDJobHandler: Sendable {
             deadlineMisses.increment(["topic": message.topic, "side": "worker"])
         } else {
             do {
-                switch envelope.payload.kind {
-                case .verify: result = try await verify(envelope.payload, messageId: envelope.id)
-                case .register: result = try await register(envelope.payload)
+                let job = envelope.payload
+                result = try await Tenant.run(app: job.appId) {
+                    switch job.kind {
+                    case .verify: try await verify(job, messageId: envelope.id)
+                    case .register: try await register(job)
+                    }
                 }
             } catch {
                 logger.warning("ctid job failed", ["error": "\(error)", "job.id": envelope.id])

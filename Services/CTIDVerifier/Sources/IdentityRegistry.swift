@@ -25,26 +25,23 @@ public protocol IdentityRegistry: Sendable {
     func register(appId: UUID, number: String, identity: RegisteredIdentity) async throws
 }
 
-/// The `ctid_registry` table: rows keyed by HMAC-SHA256(key derived from the sealing key, number), so
+/// The `ctid_registry` table: rows keyed by HMAC-SHA256(key derived from `numberKey`, number), so
 /// the plain number is never stored; the name is sealed and bound to its row.
 public struct PostgresIdentityRegistry: IdentityRegistry {
     private let database: PostgresPool
     private let sealer: Sealer
     private let numberKey: [UInt8]
 
-    public init(database: PostgresPool, sealingKey: [UInt8]) throws {
+    public init(database: PostgresPool, sealer: Sealer, numberKey: [UInt8]) throws {
         self.database = database
-        sealer = try Sealer(key: sealingKey)
-        numberKey = try HKDF.sha256(ikm: sealingKey, salt: [], info: Array("facegate.ctid-registry.number.v1".utf8), length: 32)
+        self.sealer = sealer
+        self.numberKey = try HKDF.sha256(ikm: numberKey, salt: [], info: Array("facegate.ctid-registry.number.v1".utf8), length: 32)
     }
 
     func numberHash(_ number: String) -> [UInt8] {
         HMACSHA256.authenticationCode(key: numberKey, data: Array(number.uppercased().utf8))
     }
 
-    private func nameContext(appId: UUID, hash: [UInt8]) -> String {
-        "facegate.ctid-registry.name.v1:\(appId.uuidString.lowercased()):" + hash.map { String(format: "%02x", $0) }.joined()
-    }
 
     public func lookup(appId: UUID, number: String) async throws -> RegisteredIdentity? {
         let hash = numberHash(number)
@@ -52,7 +49,7 @@ public struct PostgresIdentityRegistry: IdentityRegistry {
             SELECT name_sealed, valid_start, valid_end, template_sealed FROM ctid_registry
             WHERE app_id = \(appId) AND number_hash = \(hash)
             """).first else { return nil }
-        let name = try sealer.open(try row.decode("name_sealed", as: [UInt8].self), context: nameContext(appId: appId, hash: hash))
+        let name = try sealer.open(try row.decode("name_sealed", as: [UInt8].self), context: Sealer.registryNameContext(appId: appId, numberHash: hash))
         return RegisteredIdentity(name: String(decoding: name, as: UTF8.self), validStart: try row.decode("valid_start"),
                                   validEnd: try row.decode("valid_end"),
                                   sealedTemplate: try row.decode("template_sealed", as: [UInt8]?.self).map { Data($0) })
@@ -60,7 +57,7 @@ public struct PostgresIdentityRegistry: IdentityRegistry {
 
     public func register(appId: UUID, number: String, identity: RegisteredIdentity) async throws {
         let hash = numberHash(number)
-        let name = try sealer.seal(Array(identity.name.utf8), context: nameContext(appId: appId, hash: hash))
+        let name = try sealer.seal(Array(identity.name.utf8), context: Sealer.registryNameContext(appId: appId, numberHash: hash))
         let template = identity.sealedTemplate.map { Array($0) }
         _ = try await database.query("""
             INSERT INTO ctid_registry (app_id, number_hash, name_sealed, valid_start, valid_end, template_sealed)

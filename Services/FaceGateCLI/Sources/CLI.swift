@@ -20,6 +20,8 @@ public enum FaceGateCLI {
     setup
       migrate                                   apply database migrations (FACEGATE_DATABASE_URL)
       keys                                      print fresh signing, sealing, CTID and per-service message keys
+      reseal                                    re-seal templates and CTID registry rows under FACEGATE_SEALING_KEY,
+                                                opening with FACEGATE_PREVIOUS_SEALING_KEYS (FACEGATE_DATABASE_URL, online)
       --version                                 this tool's release; --help anywhere prints this
     operators (FACEGATE_URL, FACEGATE_ADMIN_KEY)
       app create NAME [--formal] [--model M] [--threshold D | --false-match-rate R] [--binding B] [--binding-policy P]
@@ -27,6 +29,8 @@ public enum FaceGateCLI {
                                                 P: appServerTicket (default), boundDevice or employeeNumber
       app get APP_ID | app list
       app binding APP_ID B [P]                  how devices are identified and new keys bound
+      app migrate-model APP_ID [M] [--switch]   share of users ready for model M (sface-2021dec) and who is not;
+                                                --switch moves the app to M (its users without an M template must enroll again)
       app modules APP_ID MODULE=STATE...        e.g. faceLogin=formal ctid=disabled
       app rotate-secret APP_ID
       user create APP_ID EMPLOYEE_NUMBER NAME
@@ -79,6 +83,14 @@ public enum FaceGateCLI {
             let applied = try await ServiceRuntime.migrate(pool)
             print(applied.isEmpty ? "schema up to date" : "applied migrations \(applied.map(String.init).joined(separator: ", "))")
             await pool.close()
+        case ("reseal", _):
+            let sealer = try Sealer(key: try environment.base64Key("FACEGATE_SEALING_KEY", bytes: 32), previous: try environment.previousSealingKeys())
+            let pool = PostgresPool(configuration: try PostgresConfiguration(url: try environment.required("FACEGATE_DATABASE_URL")))
+            let counts = try await Resealer(database: pool, sealer: sealer).run()
+            await pool.close()
+            for (table, counts) in counts.sorted(by: { $0.key < $1.key }) {
+                print("\(table): \(counts.checked) checked, \(counts.resealed) re-sealed")
+            }
         case ("keys", _):
             let ctid = X25519PrivateKey()
             print("FACEGATE_SIGNING_KEY=\(Data(SecureRandom.bytes(32)).base64EncodedString())")
@@ -131,6 +143,15 @@ public enum FaceGateCLI {
             var body = ["deviceBinding": try argument(rest, 2, "BINDING")]
             if rest.count > 3 { body["deviceBindingPolicy"] = rest[3] }
             try await admin(environment).print("PATCH", "/v1/apps/\(try argument(rest, 1, "APP_ID"))", json: body)
+        case ("app", "migrate-model"):
+            let app = try argument(rest, 1, "APP_ID")
+            let positional = rest.dropFirst(2).filter { !$0.hasPrefix("--") }
+            let model = positional.first ?? FaceModel.defaultForNewApps.rawValue
+            if rest.contains("--switch") {
+                try await admin(environment).print("POST", "/v1/apps/\(app)/face-model-migration", json: ["to": model])
+            } else {
+                try await admin(environment).print("GET", "/v1/apps/\(app)/face-model-migration?to=\(model)")
+            }
         case ("app", "get"):
             try await admin(environment).print("GET", "/v1/apps/\(try argument(rest, 1, "APP_ID"))")
         case ("app", "list"):

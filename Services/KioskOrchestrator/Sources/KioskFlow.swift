@@ -34,7 +34,7 @@ final class KioskFlow: Sendable {
         self.producer = producer
         self.faces = faces
         self.documents = documents
-        sealer = try Sealer(key: configuration.sealingKey)
+        sealer = try Sealer(key: configuration.sealingKey, previous: configuration.previousSealingKeys)
         let key = try Ed25519PrivateKey(seed: configuration.signingKey)
         signingKey = JWTSigningKey(kid: KioskTokenKey.kidPrefix + JWTSigningKey.keyId(key.publicKey), privateKey: key)
         transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger,
@@ -52,7 +52,7 @@ final class KioskFlow: Sendable {
         }
         let reply: KioskCommandReply
         do {
-            reply = try await process(envelope.payload)
+            reply = try await Tenant.run(app: envelope.payload.appId) { try await process(envelope.payload) }
         } catch {
             logger.warning("kiosk command failed", ["error": "\(error)", "kiosk.session": envelope.payload.sessionId.wire,
                                                     "kiosk.step": envelope.payload.step.rawValue])
@@ -121,29 +121,36 @@ final class KioskFlow: Sendable {
     /// Deletes sessions that ended more than `seconds` ago, with their document data and events (the
     /// audit trail keeps the transactions).
     func eraseFinishedSessions(olderThan seconds: Int) async throws -> Int {
-        try await database.query("""
-            DELETE FROM kiosk_sessions
-            WHERE state IN ('completed', 'failed', 'cancelled', 'expired') AND updated_at < now() - make_interval(secs => \(seconds))
-            """).affectedRows
+        try await Tenant.acrossApps {
+            try await database.query("""
+                DELETE FROM kiosk_sessions
+                WHERE state IN ('completed', 'failed', 'cancelled', 'expired') AND updated_at < now() - make_interval(secs => \(seconds))
+                """).affectedRows
+        }
     }
 
     func expireSessions() async throws -> Int {
-        let rows = try await database.query("""
-            SELECT id, app_id FROM kiosk_sessions
-            WHERE state NOT IN ('completed', 'failed', 'cancelled', 'expired') AND expires_at < now()
-            ORDER BY expires_at LIMIT 100
-            """)
+        let rows = try await Tenant.acrossApps {
+            try await database.query("""
+                SELECT id, app_id FROM kiosk_sessions
+                WHERE state NOT IN ('completed', 'failed', 'cancelled', 'expired') AND expires_at < now()
+                ORDER BY expires_at LIMIT 100
+                """)
+        }
         var expired = 0
         for row in rows {
             let id: UUID = try row.decode("id")
-            guard var session = try await store.session(id), session.isExpired else { continue }
-            var run = Run(command: KioskCommand(sessionId: id, appId: try row.decode("app_id"), step: .cancel))
-            do {
-                try await commit(&session, &run, to: .expired, events: [(.kioskError, KioskEventData(message: "the session has expired", code: .sessionExpired))],
-                                 data: KioskSessionData())
-                expired += 1
-            } catch KioskFlowError.moved {
-                continue
+            let appId: UUID = try row.decode("app_id")
+            expired += try await Tenant.run(app: appId) {
+                guard var session = try await store.session(id), session.isExpired else { return 0 }
+                var run = Run(command: KioskCommand(sessionId: id, appId: appId, step: .cancel))
+                do {
+                    try await commit(&session, &run, to: .expired, events: [(.kioskError, KioskEventData(message: "the session has expired", code: .sessionExpired))],
+                                     data: KioskSessionData())
+                    return 1
+                } catch KioskFlowError.moved {
+                    return 0
+                }
             }
         }
         return expired
@@ -191,7 +198,7 @@ final class KioskFlow: Sendable {
             try await commit(&session, &run, to: .completed, events: [
                 (.selfieScanCompleted, KioskEventData(success: true, existingUser: true, spoofAttempt: false)),
                 (.kioskFlowCompleted, KioskEventData(success: true, existingUser: true, customerUUID: userId, name: name)),
-            ], data: data, transaction: transaction)
+            ], data: data, transaction: transaction, customerId: userId)  // erased with the customer, like their onboarding
         case .noMatchFace:
             let best = result.bestFrameIndex ?? 0
             var data = session.data
@@ -412,7 +419,7 @@ final class KioskFlow: Sendable {
         if let transaction { transactions.publish(transaction) }
         for event in stored {
             do {
-                var value = try FaceGateJSON.encode(event)
+                var value = try FaceGateJSON.encode(event.withoutPersonalData)
                 value = Array(#"{"interviewId":"\#(id.wire)","appId":"\#(session.appId.wire)","#.utf8) + value.dropFirst()
                 _ = try await producer.send(KafkaRecord(topic: eventsTopic, key: Array(id.wire.utf8), value: value))
             } catch {

@@ -9,6 +9,7 @@ public struct KioskConfiguration: Sendable {
     public var sessionTTLSeconds: Int
     public var auditKeys: AuditKeys
     public var sealingKey: [UInt8]
+    public var previousSealingKeys: [[UInt8]]
     /// Identity tokens for approved or recognised customers are signed with the gateway's key.
     public var signingKey: [UInt8]
     public var issuer: String
@@ -29,6 +30,7 @@ public struct KioskConfiguration: Sendable {
         auditKeys = try AuditKeys(environment: env)
         sessionTTLSeconds = try env.int("FACEGATE_KIOSK_SESSION_TTL_SECONDS", default: 1800, range: 60...86400)
         sealingKey = try env.base64Key("FACEGATE_SEALING_KEY", bytes: 32)
+        previousSealingKeys = try env.previousSealingKeys()
         signingKey = try env.base64Key("FACEGATE_KIOSK_SIGNING_KEY", bytes: 32)
         issuer = env.string("FACEGATE_ISSUER", default: "facegate")
         identityTokenTTL = TimeInterval(try env.int("FACEGATE_IDENTITY_TOKEN_TTL_SECONDS", default: 300, range: 10...3600))

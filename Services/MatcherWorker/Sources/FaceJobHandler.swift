@@ -99,9 +99,20 @@ final class FaceJobHandler: Sendable {
         }
     }
 
-    /// Every job runs on the engine of the app's face model, read from PostgreSQL (never from the message).
+    /// Every job runs on the engine of the app's face model, read from PostgreSQL (never from the message); the one
+    /// exception is an enrollment for the model the app migrates to (progressive re-enrollment).
     private func run(_ job: FaceJob, messageId: String) async throws -> FaceJobResult {
-        let model = try await appModels.model(of: job.appId)
+        try await Tenant.run(app: job.appId) { try await runInApp(job, messageId: messageId) }
+    }
+
+    private func runInApp(_ job: FaceJob, messageId: String) async throws -> FaceJobResult {
+        var model = try await appModels.model(of: job.appId)
+        if let target = job.model, target != model {
+            guard job.kind == .enroll, target == .defaultForNewApps else {
+                return FaceJobResult(outcome: .internalError, message: "only an enrollment may name a model: the one apps migrate to, \(FaceModel.defaultForNewApps.rawValue)")
+            }
+            model = target
+        }
         guard let pool = engines[model] else {
             return FaceJobResult(outcome: .internalError, message: "this matcher does not run the app's face model \(model.rawValue)")
         }
@@ -126,14 +137,6 @@ final class FaceJobHandler: Sendable {
         MatchRule(threshold: job.threshold ?? configuration.defaultThreshold(for: model), margin: job.margin ?? configuration.margin(for: model))
     }
 
-    /// The key a reference template (CTID registry portrait, kiosk document portrait) is sealed under:
-    /// one per model, so a template of one model never opens for a comparison under another.
-    static func referenceKey(_ model: FaceModel) -> UUID {
-        switch model {
-        case .dlibResNetV1: platformAppId  // the key of every reference sealed before there were two models
-        case .sface2021dec: UUID(uuidString: "00000000-0000-0000-0000-5f4ace202112")!
-        }
-    }
 
     /// An outcome that ends a job early (no face, bad image, …), thrown from deep in a job and answered as is.
     struct Stop: Error {
@@ -192,7 +195,7 @@ final class FaceJobHandler: Sendable {
         } else if let sealed = job.referenceSealedTemplate {
             let reference: [Float]
             do {
-                reference = try sealer.openTemplate(Array(sealed), templateId: Self.referenceKey(engine.model))
+                reference = try sealer.openTemplate(Array(sealed), templateId: engine.model.referenceTemplateKey)
             } catch {
                 return FaceJobResult(outcome: .internalError, message: "the reference template was not made with the app's face model \(engine.model.rawValue)")
             }
@@ -309,7 +312,7 @@ final class FaceJobHandler: Sendable {
         let quality = Self.report(face.quality)
         if let refused = qualityGate(face, faces: faces, model: engine.model, timings: timings) { return refused }
         var result = FaceJobResult(outcome: .detected, faceCount: faces.count, quality: quality, timings: timings)
-        result.sealedTemplate = Data(try sealer.sealTemplate(face.embedding!, templateId: Self.referenceKey(engine.model)))
+        result.sealedTemplate = Data(try sealer.sealTemplate(face.embedding!, templateId: engine.model.referenceTemplateKey))
         return result
     }
 

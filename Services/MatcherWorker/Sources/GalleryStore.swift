@@ -54,25 +54,28 @@ final class GalleryStore: Sendable {
             SELECT id, app_id, user_id, model_id, embedding_sealed, change_seq FROM face_templates
             WHERE change_seq > \(since) OR created_at > now() - interval '5 minutes'
             """)
-        try await database.forEachRow("""
-            SELECT template_id, change_seq FROM gallery_tombstones WHERE change_seq > \(since) OR deleted_at > now() - interval '5 minutes'
-            """) { row in
-            self.remove(templateId: try row.decode("template_id"))
-            self.noteSeq(try row.decode("change_seq"))
+        try await Tenant.acrossApps {
+            try await database.forEachRow("""
+                SELECT template_id, change_seq FROM gallery_tombstones WHERE change_seq > \(since) OR deleted_at > now() - interval '5 minutes'
+                """) { row in
+                self.remove(templateId: try row.decode("template_id"))
+                self.noteSeq(try row.decode("change_seq"))
+            }
         }
     }
 
     @discardableResult
     private func load(query: PostgresQuery) async throws -> Int {
         var loaded = 0
-        try await database.forEachRow(query) { row in
+        // The gallery holds every app's templates: the one read across apps a matcher makes.
+        try await Tenant.acrossApps { try await database.forEachRow(query) { row in
             let templateId: UUID = try row.decode("id")
             self.noteSeq(try row.decode("change_seq"))
             guard self.owns(templateId), let model = FaceModel(rawValue: try row.decode("model_id")), self.registries[model] != nil else { return }
             let embedding = try self.sealer.openTemplate(try row.decode("embedding_sealed"), templateId: templateId)
             self.add(templateId: templateId, appId: try row.decode("app_id"), userId: try row.decode("user_id"), model: model, embedding: embedding)
             loaded += 1
-        }
+        } }
         return loaded
     }
 
@@ -81,9 +84,9 @@ final class GalleryStore: Sendable {
     /// there, so a message forged on the broker cannot remap a face to another user or drop one.
     func apply(_ change: GalleryChange) async throws {
         noteSeq(change.changeSeq)
-        let rows = try await database.query("""
-            SELECT app_id, user_id, model_id, embedding_sealed FROM face_templates WHERE id = \(change.templateId)
-            """)
+        let rows = try await Tenant.acrossApps {
+            try await database.query("SELECT app_id, user_id, model_id, embedding_sealed FROM face_templates WHERE id = \(change.templateId)")
+        }
         guard let row = rows.first else {
             remove(templateId: change.templateId)  // erased (or never stored): nothing to hold
             return

@@ -12,6 +12,7 @@ public struct MatcherConfiguration: Sendable {
     public var storage: GalleryStorage
     public var reconcileSeconds: Int
     public var sealingKey: [UInt8]
+    public var previousSealingKeys: [[UInt8]]
     public var maxPixels: Int
     /// The face models this matcher runs (`MATCHER_MODELS`, comma list; default: all). Every replica of a
     /// deployment should run every model its apps use.
@@ -43,6 +44,7 @@ public struct MatcherConfiguration: Sendable {
         }
         reconcileSeconds = try env.int("MATCHER_RECONCILE_SECONDS", default: 30, range: 1...86400)
         sealingKey = try env.base64Key("FACEGATE_SEALING_KEY", bytes: 32)
+        previousSealingKeys = try env.previousSealingKeys()
         maxPixels = try env.int("FACEGATE_MAX_PIXELS", default: 16_000_000, range: 1...500_000_000)
         models = []
         for name in env.string("MATCHER_MODELS", default: FaceModel.allCases.map(\.rawValue).joined(separator: ",")).split(separator: ",") {

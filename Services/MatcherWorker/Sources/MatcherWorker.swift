@@ -18,7 +18,7 @@ public final class MatcherWorker: Sendable {
     public init(configuration: MatcherConfiguration) throws {
         let runtime = try ServiceRuntime(configuration: configuration.common)
         self.runtime = runtime
-        let sealer = try Sealer(key: configuration.sealingKey)
+        let sealer = try Sealer(key: configuration.sealingKey, previous: configuration.previousSealingKeys)
         var engines: [FaceModel: FaceEnginePool] = [:]
         for model in configuration.models {
             var engineConfiguration = FaceEngineConfiguration(modelDirectory: configuration.modelDirectory)

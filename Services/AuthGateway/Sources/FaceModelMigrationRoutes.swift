@@ -1,0 +1,118 @@
+import FaceGateCore
+import Foundation
+import HTTPServer
+import PostgresClient
+import ServiceKit
+
+/// Moving an app to a newer face model without asking everyone to come back. While an app is on an older model,
+/// each confident face login on a device bound to the user embeds the same probe with the new model too and keeps
+/// it as that user's new-model template (the photo itself is not kept): progressive re-enrollment. The operator
+/// watches the share of users ready and switches the app when it suffices; the users still without a template of
+/// the new model are listed, to be enrolled again.
+extension GatewayContext {
+    func registerFaceModelMigrationRoutes(on router: APIRoutes) {
+        router.add("GET", "/v1/apps/{appId}/face-model-migration") { [self] request in
+            let app = try await operatorApp(request)
+            return .json(try await migrationStatus(app, to: try targetModel(request.query["to"], app: app)))
+        }
+        router.add("POST", "/v1/apps/{appId}/face-model-migration", maxBodyBytes: 4096) { [self] request in
+            try await switchFaceModel(request)
+        }
+    }
+
+    struct MigrationStatus: Encodable {
+        struct Pending: Encodable { var userId: String; var employeeNumber: String }
+        var appId: String
+        var from: FaceModel
+        var to: FaceModel
+        /// Users holding a template of the app's current model.
+        var users: Int
+        /// Of those, the ones that also hold a template of `to`.
+        var ready: Int
+        var readyShare: Double
+        /// Up to 1,000 of the users not ready, oldest first: they need a new enrollment (or a login) before a switch.
+        var notReady: [Pending]
+    }
+
+    func targetModel(_ text: String?, app: AppRecord) throws -> FaceModel {
+        guard let text else { return FaceModel.defaultForNewApps }
+        guard let model = FaceModel(rawValue: text) else {
+            throw APIError(.invalidRequest, "to must be one of \(FaceModel.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return model
+    }
+
+    func migrationStatus(_ app: AppRecord, to target: FaceModel) async throws -> MigrationStatus {
+        let counts = try await database.query("""
+            SELECT count(*)::int AS users, count(*) FILTER (WHERE EXISTS (
+                       SELECT 1 FROM face_templates n WHERE n.user_id = u.id AND n.model_id = \(target.rawValue)))::int AS ready
+            FROM users u
+            WHERE u.app_id = \(app.id) AND EXISTS (SELECT 1 FROM face_templates t WHERE t.user_id = u.id AND t.model_id = \(app.faceModel.rawValue))
+            """).first
+        let (users, ready) = (try counts?.decode("users", as: Int.self) ?? 0, try counts?.decode("ready", as: Int.self) ?? 0)
+        let pending = try await database.query("""
+            SELECT u.id, u.employee_number FROM users u
+            WHERE u.app_id = \(app.id)
+              AND EXISTS (SELECT 1 FROM face_templates t WHERE t.user_id = u.id AND t.model_id = \(app.faceModel.rawValue))
+              AND NOT EXISTS (SELECT 1 FROM face_templates n WHERE n.user_id = u.id AND n.model_id = \(target.rawValue))
+            ORDER BY u.created_at, u.id LIMIT 1000
+            """).rows.map { MigrationStatus.Pending(userId: (try $0.decode("id", as: UUID.self)).wire, employeeNumber: try $0.decode("employee_number")) }
+        return MigrationStatus(appId: app.id.wire, from: app.faceModel, to: target, users: users, ready: ready,
+                               readyShare: users == 0 ? 1 : Double(ready) / Double(users), notReady: pending)
+    }
+
+    struct SwitchBody: Decodable {
+        var to: FaceModel
+        /// In the new model's units; its default otherwise.
+        var matchThreshold: Float?
+    }
+
+    /// Switches the app's face model (and its threshold) in one statement: from then on every job of the app runs on
+    /// the new model and matches only its templates. Answers the app and who still needs a new enrollment.
+    func switchFaceModel(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let app = try await operatorApp(request)
+        let body = try request.decodeJSON(SwitchBody.self)
+        guard body.to != app.faceModel else { throw APIError(.conflict, "the app already uses \(body.to.rawValue)") }
+        if let problem = app.kioskApproval.validationError(model: body.to) {
+            throw APIError(.conflict, "the app's kiosk approval does not fit \(body.to.rawValue): \(problem); PATCH it first")
+        }
+        let threshold = try Self.threshold(body.matchThreshold, falseMatchRate: nil, model: body.to, otherwise: body.to.defaultThreshold)
+        return try await recorded(request, kind: "app.face-model.switch", appId: app.id) { draft in
+            let status = try await migrationStatus(app, to: body.to)
+            let switched = try await database.query("""
+                UPDATE apps SET face_model = \(body.to.rawValue), match_threshold = \(Double(threshold)), updated_at = now()
+                WHERE id = \(app.id) AND face_model = \(app.faceModel.rawValue)
+                """)
+            guard switched.affectedRows == 1 else { throw APIError(.conflict, "the app's face model changed meanwhile; look again") }
+            draft.detail = ["from": app.faceModel.rawValue, "to": body.to.rawValue, "ready": String(status.ready), "users": String(status.users)]
+            guard let updated = try await apps.find(app.id) else { throw APIError(.notFound, "no such app") }
+            struct Switched: Encodable { var app: AppRecord.Public; var ready: Int; var users: Int; var notReady: [MigrationStatus.Pending] }
+            return .json(Switched(app: updated.publicView, ready: status.ready, users: status.users, notReady: status.notReady))
+        }
+    }
+
+    /// Progressive re-enrollment: after a confident login (within the threshold by at least the model's margin) of a
+    /// user of an app still on an older model, the same probe is enrolled with the newer model, once per user, in the
+    /// background: the login's answer does not wait, and a failure only leaves the user not ready yet.
+    func reenrollForMigration(app: AppRecord, user: UUID, image: Data, distance: Float?) {
+        let target = FaceModel.defaultForNewApps
+        guard app.faceModel != target, let distance, distance <= app.matchThreshold - app.faceModel.defaultMargin else { return }
+        Task { [self] in
+            do {
+                let held = try await database.query("""
+                    SELECT 1 FROM face_templates WHERE app_id = \(app.id) AND user_id = \(user) AND model_id = \(target.rawValue) LIMIT 1
+                    """).first != nil
+                guard !held else { return }
+                let started = ContinuousClock.now
+                let result = try await faceJob(FaceJob(kind: .enroll, appId: app.id, image: image, userId: user, duplicateCheck: false, model: target))
+                let outcome = result.outcome == .enrolled ? "SUCCESS" : (result.outcome.errorCode?.rawValue ?? result.outcome.rawValue)
+                try await transactions.append(TransactionRecord(
+                    id: UUID(), appId: app.id, kind: "face.migrate", outcome: outcome, userId: user, deviceId: nil, clientIp: nil, score: nil,
+                    latencyMs: Int((ContinuousClock.now - started).seconds * 1000),
+                    detail: ["model": target.rawValue, "templateId": result.templateId?.wire ?? ""]))
+            } catch {
+                logger.warning("re-enrollment for the model migration failed", ["app.id": app.id.wire, "error": "\(error)"])
+            }
+        }
+    }
+}
