@@ -213,8 +213,8 @@ public final class MessageAuthenticator: Sendable {
     }
 }
 
-/// The value of a job message, sealed to every key its consuming service is listed with (one while a key is
-/// rotated in, two during the change), so a reader of the broker, its disks or its dead-letter topics sees no
+/// The value of a job message, sealed to every key its consuming service is listed with (one, or two while a key
+/// is rotated in), so a reader of the broker, its disks or its dead-letter topics sees no
 /// photo, portrait or document data. Layout: "FGBOX1" ‖ recipient count (1 byte) ‖ per recipient: key id (the
 /// UTF-8 of `ServiceKeys.keyId`, 16 bytes) ‖ `PublicKeyBox` of a fresh AES-256 content key (92 bytes), then
 /// AES-256-GCM(nonce ‖ ciphertext ‖ tag) of the value under the content key. Both layers authenticate
