@@ -16,6 +16,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("ctid", "CTID envelope seal/open and forged-tag refusal on one core vs Python cryptography", runCTIDBenchmark),
     ("frames", "write a synthetic liveness burst from a photo (not a benchmark; not part of all)", runLivenessFramesCommand),
     ("kiosk", "kiosk onboarding, returning customer and kiosk login over HTTP: latency per step", runKioskFlowBenchmark),
+    ("walls", "cost of sealed job messages and of row-level security scopes, each against the same work without", runWallsBenchmark),
     ("accuracy", "open-set rank-1, FNIR/FPIR, TPIR at FPIR 0.01/0.001 per model on identity/image folders (not part of all)", runAccuracyTool),
 ]
 

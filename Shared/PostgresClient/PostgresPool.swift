@@ -78,10 +78,7 @@ public final class PostgresPool: Sendable {
         let connection = try await acquire()
         let settings = PostgresScope.current?.settings ?? []
         do {
-            if !settings.isEmpty {
-                _ = try await connection.query("BEGIN", file: file, line: line)
-                try await Self.apply(settings, on: connection, file: file, line: line)
-            }
+            if !settings.isEmpty { try await Self.begin(.readCommitted, settings, on: connection, file: file, line: line) }
             try await connection.forEachRow(query, file: file, line: line, body)
             if !settings.isEmpty { _ = try await connection.query("COMMIT", file: file, line: line) }
         } catch {
@@ -122,8 +119,7 @@ public final class PostgresPool: Sendable {
             let connection = try await acquire()
             var committing = false
             do {
-                _ = try await connection.query(isolation.beginStatement, file: file, line: line)
-                try await Self.apply(PostgresScope.current?.settings ?? [], on: connection, file: file, line: line)
+                try await Self.begin(isolation, PostgresScope.current?.settings ?? [], on: connection, file: file, line: line)
                 let value = try await body(connection)
                 committing = true
                 let commit = try await connection.query("COMMIT", file: file, line: line)
@@ -148,10 +144,26 @@ public final class PostgresPool: Sendable {
         }
     }
 
-    /// The current scope's values, for the transaction just begun on `connection`.
-    private static func apply(
-        _ settings: [(name: String, value: String)], on connection: PostgresConnection, file: String, line: Int
+    /// BEGIN, then the current scope's values with SET LOCAL — in one round trip when the values are plain (names of
+    /// letters, digits, `_` and `.`; values without quotes or backslashes, as app ids are), else one statement each.
+    private static func begin(
+        _ isolation: PostgresIsolation, _ settings: [(name: String, value: String)], on connection: PostgresConnection, file: String, line: Int
     ) async throws(PostgresError) {
+        func plain(_ text: String, _ allowed: (Character) -> Bool) -> Bool { !text.isEmpty && text.allSatisfy(allowed) }
+        let inline = settings.allSatisfy { setting in
+            plain(setting.name) { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == ".") }
+                && setting.value.allSatisfy { $0.isASCII && $0 != "'" && $0 != "\\" && !$0.isNewline }
+        }
+        if inline && !settings.isEmpty {
+            let sets = settings.map { "SELECT set_config('\($0.name)', '\($0.value)', true);" }.joined(separator: " ")
+            do {
+                try await connection.executeScript(isolation.beginStatement.description + "; " + sets)
+            } catch {
+                throw error.located(file: file, line: line)
+            }
+            return
+        }
+        _ = try await connection.query(isolation.beginStatement, file: file, line: line)
         for setting in settings {
             _ = try await connection.query("SELECT set_config(\(setting.name), \(setting.value), true)", file: file, line: line)
         }
