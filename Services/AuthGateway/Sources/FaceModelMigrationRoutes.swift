@@ -13,7 +13,7 @@ extension GatewayContext {
     func registerFaceModelMigrationRoutes(on router: APIRoutes) {
         router.add("GET", "/v1/apps/{appId}/face-model-migration") { [self] request in
             let app = try await operatorApp(request)
-            return .json(try await migrationStatus(app, to: try targetModel(request.query["to"], app: app)))
+            return .json(try await migrationStatus(app, to: try targetModel(request.query["to"])))
         }
         router.add("POST", "/v1/apps/{appId}/face-model-migration", maxBodyBytes: 4096) { [self] request in
             try await switchFaceModel(request)
@@ -34,7 +34,7 @@ extension GatewayContext {
         var notReady: [Pending]
     }
 
-    func targetModel(_ text: String?, app: AppRecord) throws -> FaceModel {
+    func targetModel(_ text: String?) throws -> FaceModel {
         guard let text else { return FaceModel.defaultForNewApps }
         guard let model = FaceModel(rawValue: text) else {
             throw APIError(.invalidRequest, "to must be one of \(FaceModel.allCases.map(\.rawValue).joined(separator: ", "))")
