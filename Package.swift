@@ -96,7 +96,8 @@ let package = Package(
             path: "Benchmarks/Sources"),
 
         // Test fixtures made from the real photos: ID-card images with a valid MRZ, liveness frame bursts.
-        .target(name: "FaceGateTestSupport", dependencies: ["FaceEngine", "FaceGateCore"], path: "Tests/Support"),
+        .target(name: "FaceGateTestSupport", dependencies: ["FaceEngine", "FaceGateCore", "CWarp"], path: "Tests/Support", exclude: ["CWarp"]),
+        .target(name: "CWarp", path: "Tests/Support/CWarp", cSettings: optimizedC),
 
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "JWT"], path: "Tests/CryptoTests"),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"], path: "Tests/PostgresClientTests"),
