@@ -51,8 +51,11 @@ let package = Package(
             name: "ServiceKit",
             dependencies: ["KafkaClient", "PostgresClient", "HTTPServer", "FaceGateCore", "Crypto"],
             path: "Shared/ServiceKit"),
-        // Domain vocabulary: messages, envelopes, event codes, ID numbers, MRZ.
-        .target(name: "FaceGateCore", dependencies: ["Crypto", "JWT"], path: "Shared/FaceGateCore"),
+        // Wire contracts, Foundation only: HTTP bodies, error and event codes, job and reply messages, topics,
+        // token claims, face models and the match rule. Shared by the services and FaceGateClient.
+        .target(name: "FaceGateContracts", path: "Shared/FaceGateContracts"),
+        // Domain over the contracts (re-exported): sealing, key boxes, the audit record, ID numbers, MRZ, the schema.
+        .target(name: "FaceGateCore", dependencies: ["FaceGateContracts", "Crypto", "JWT"], path: "Shared/FaceGateCore"),
 
         // Services: a library with the behaviour, a thin executable around it.
         .target(
@@ -85,7 +88,8 @@ let package = Package(
         // On Apple platforms it uses CryptoKit and CommonCrypto instead of the OpenSSL wrapper.
         .target(
             name: "FaceGateClient",
-            dependencies: [.target(name: "Crypto", condition: .when(platforms: [.linux])), .target(name: "JWT", condition: .when(platforms: [.linux]))],
+            dependencies: ["FaceGateContracts", .target(name: "Crypto", condition: .when(platforms: [.linux])),
+                           .target(name: "JWT", condition: .when(platforms: [.linux]))],
             path: "Client/FaceGateClient"),
 
         // Benchmarks: one executable, one subcommand per benchmark; peers run beside it from Benchmarks/peers.

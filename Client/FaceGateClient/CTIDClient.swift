@@ -1,3 +1,4 @@
+import FaceGateContracts
 import Foundation
 
 /// A CTID authentication mode, as the wire writes it (`"0x42"`).
@@ -41,18 +42,8 @@ public struct CTIDIdentity: Sendable, Equatable {
     }
 }
 
-/// The opened answer envelope.
-public struct CTIDVerificationResult: Sendable, Equatable, Decodable {
-    public var bizSerialNum: String
-    /// `""` when every checked element passed; else 4 characters (identity, portrait, `XX`).
-    public var authResult: String
-    /// `"0"` verified, `"1"` not verified, `"3"` malformed input, ...
-    public var resultCode: String
-    public var message: String
-    public var transactionId: String
-
-    public var isVerified: Bool { resultCode == "0" && authResult.isEmpty }
-}
+/// The opened answer envelope (the contract the ctid-verifier seals).
+public typealias CTIDVerificationResult = CTIDVerificationAnswer
 
 /// CTID identity verification: serial number, then the identity sealed in a v1 envelope under the app's
 /// `ctidKey`; the answer envelope is verified (MAC first) and opened here.

@@ -61,9 +61,6 @@ public struct TransactionRecord: Codable, Sendable, Equatable {
     public static let genesisHash = [UInt8](repeating: 0, count: 32)
 }
 
-/// The chain that records calls not owned by any app (operator actions such as creating an app).
-public let platformAppId = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
-
 /// A signed statement of an app's audit chain: `count` rows, the last with hash `head` (JWT claims, EdDSA
 /// under the gateway's token key, `typ` `facegate-checkpoint+jwt`). Kept outside the database — by auditors,
 /// on `audit.transactions.v1` — it lets a later verification notice a rewritten head, a deleted tail, or

@@ -1,5 +1,8 @@
 import Foundation
 
+/// The chain that records calls not owned by any app (operator actions such as creating an app).
+public let platformAppId = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
+
 /// JWT `typ` values and claim sets of the tokens the gateway issues (EdDSA, verifiable offline with the JWKS).
 public enum TokenType {
     public static let access = "at+jwt"

@@ -164,6 +164,9 @@ public struct CTIDVerificationAnswer: Codable, Sendable, Equatable {
         self.message = message
         self.transactionId = transactionId
     }
+
+    /// Every checked element passed (`resultCode` "0" and no failing element).
+    public var isVerified: Bool { resultCode == "0" && authResult.isEmpty }
 }
 
 /// CTID authentication modes this platform answers without the national network credential.
