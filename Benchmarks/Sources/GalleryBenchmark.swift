@@ -43,8 +43,9 @@ private struct GalleryBenchOptions {
     }
 }
 
-/// Seeded generator shared by nothing else: the data file is what both sides read.
-private struct BenchRandom {
+/// Seeded generator (SplitMix64) for the benchmarks' synthetic templates; the gallery benchmark writes what it draws to
+/// the data file both sides read.
+struct BenchRandom {
     var state: UInt64
     mutating func next() -> UInt64 {
         state &+= 0x9e37_79b9_7f4a_7c15

@@ -8,6 +8,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("face-engine", "per-image pipeline and embedding equality vs Python face_recognition", runFaceEngineBenchmark),
     ("sface-engine", "YuNet + SFace pipeline per photo vs opencv-python (same ONNX files) and face_recognition", runSFaceEngineBenchmark),
     ("gallery", "1:N search at 10k/100k/1M templates vs numpy and FAISS; memory per template", runGalleryBenchmark),
+    ("batching", "identify throughput of one matcher's pipeline with and without search batching at concurrency 1, 4, 16", runSearchBatchingBenchmark),
     ("gallery-load", "matcher start-up with 1M sealed templates in PostgreSQL; memory per template", runGalleryLoadBenchmark),
     ("e2e", "face login over HTTP through the whole stack, 1 and 2 matcher replicas; requests in flight", runEndToEndBenchmark),
     ("dpop", "DPoP proof make/verify cost; face login on a bound key (1:1) vs header mode (1:N) over HTTP, p50/p99", runDPoPBenchmark),

@@ -39,6 +39,14 @@ public struct Topics: Sendable {
         }
     }
 
+    /// The one service that may read a topic's values: a job topic's consumer, or the service a reply topic
+    /// (`replies.<service>.v1`) belongs to. Such values are sealed to that service; nil for every other topic.
+    public func reader(of topic: String) -> String? {
+        if let responder = responder(of: topic) { return responder }
+        guard isReplyTopic(topic) else { return nil }
+        return String(topic.dropFirst(prefix.count + "replies.".count).dropLast(".v1".count))
+    }
+
     /// One of the platform's reply topics: the only place a job's `replyTo` may point.
     public func isReplyTopic(_ topic: String) -> Bool {
         topic.hasPrefix(prefix + "replies.") && topic.hasSuffix(".v1") && !topic.contains(".dlq")

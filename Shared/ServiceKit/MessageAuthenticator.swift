@@ -113,11 +113,11 @@ public final class MessageAuthenticator: Sendable {
                                        help: "Messages this process saw again at the same offset (a rebalance or a consumer restart), by topic")
     }
 
-    /// Seals a job topic's value to its consuming service (`MessageBox`), then signs the record.
+    /// Seals a job or reply topic's value to the one service that reads it (`Topics.reader(of:)`, `MessageBox`), then signs the record.
     public func sign(_ record: KafkaRecord) -> KafkaRecord {
         var signed = record
-        if let responder = topics.responder(of: record.topic), !MessageBox.isSealed(record.value) {
-            let recipients = keys.trusted.filter { $0.value.service == responder }.map { (keyId: $0.key, key: $0.value.agreementKey) }
+        if let reader = topics.reader(of: record.topic), !MessageBox.isSealed(record.value) {
+            let recipients = keys.trusted.filter { $0.value.service == reader }.map { (keyId: $0.key, key: $0.value.agreementKey) }
             guard let sealed = try? MessageBox.seal(record.value, topic: record.topic, to: recipients) else {
                 fatalError("message sealing failed")  // X25519 and AES-GCM fail only when OpenSSL cannot allocate
             }
@@ -135,10 +135,10 @@ public final class MessageAuthenticator: Sendable {
     /// The plaintext of an authenticated message: a job topic's value opened with this service's key, any other
     /// topic's value as it is. A job that is not sealed, or not to this service's current key, is refused (and counted).
     public func open(_ message: KafkaMessage) -> Result<[UInt8], MessageRejection> {
-        guard topics.responder(of: message.topic) != nil else { return .success(message.value) }
+        guard topics.reader(of: message.topic) != nil else { return .success(message.value) }
         let result: Result<[UInt8], MessageRejection>
         if !MessageBox.isSealed(message.value) {
-            result = .failure(MessageRejection(reason: "unsealed", detail: "a job on \(message.topic) must be sealed to its consumer"))
+            result = .failure(MessageRejection(reason: "unsealed", detail: "a message on \(message.topic) must be sealed to its reader"))
         } else if let plaintext = try? MessageBox.open(message.value, topic: message.topic, keyId: keys.keyId, key: keys.agreementKey) {
             result = .success(plaintext)
         } else {

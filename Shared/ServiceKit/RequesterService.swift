@@ -60,13 +60,15 @@ public final class RequesterService: Service {
         guard let requester = requester.withLock({ $0 }) else { throw RequesterUnavailable() }
         let correlationId = UUID().wire
         let wallDeadline = Date().addingTimeInterval(timeout.seconds)
-        // Only a reply signed by the service that consumes `topic` counts: a forged answer is dropped.
+        // Only a reply signed by the service that consumes `topic`, and sealed to this one, counts: a forged answer is dropped.
         let messages = runtime.messages
         let responder = runtime.topics.responder(of: topic) ?? ""
         let replies: [KafkaMessage]
         do {
             replies = try await requester.request(correlationId: correlationId, deadline: .now + timeout, expectedReplies: expectedReplies,
-                                                  accept: { reply in (try? messages.authenticate(reply, from: responder).get()) != nil }) { replyTo in
+                                                  accept: { reply in
+                                                      (try? messages.authenticate(reply, from: responder).flatMap { _ in messages.open(reply) }.get()) != nil
+                                                  }) { replyTo in
                 let envelope = MessageEnvelope(type: type, id: messageId ?? UUID().wire, correlationId: correlationId, appId: appId.wire, deadline: wallDeadline,
                                                replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: payload)
                 return KafkaRecord(topic: topic, key: Array((key ?? correlationId).utf8), value: try envelope.encoded(),
@@ -76,7 +78,7 @@ public final class RequesterService: Service {
             runtime.deadlineMisses.increment(["topic": topic, "side": "requester"])
             throw error
         }
-        return try replies.map { try MessageEnvelope<Answer>.decode($0.value).payload }
+        return try replies.map { try MessageEnvelope<Answer>.decode(try messages.open($0).get()).payload }
     }
 
     /// A face job on `face.jobs.v1`: the matchers' answers, one per shard.

@@ -237,6 +237,37 @@ func makeGallery(_ templates: [Template], storage: GalleryStorage = .float32, ke
         #expect(FaceGallery().search(batch: queries, k: 5).allSatisfy { $0.isEmpty })
     }
 
+    /// The matcher's search queue: queries that wait while a scan runs share the next one, and each answer is
+    /// its own query's, from its own gallery, with its own k, exactly as a lone search answers it.
+    @Test func queuedSearchesShareScansAndAnswerAsAlone() async {
+        var rng = SplitMix64(seed: 11)
+        let first = makeTemplates(20_000, users: 5_000, rng: &rng), second = makeTemplates(2_000, users: 400, rng: &rng)
+        let galleries = [makeGallery(first), makeGallery(second)]
+        let queue = GallerySearchQueue(maxBatch: 16)
+        let queries = (0..<64).map { i in (gallery: i % 3 == 0 ? 1 : 0, k: [1, 5, 12][i % 3], vector: rng.unitScaleVector()) }
+        let answers = await withTaskGroup(of: (Int, [GalleryMatch]).self) { group in
+            for (index, query) in queries.enumerated() {
+                group.addTask { (index, await queue.search(query.vector, k: query.k, in: galleries[query.gallery])) }
+            }
+            var answers = [[GalleryMatch]](repeating: [], count: queries.count)
+            for await (index, matches) in group { answers[index] = matches }
+            return answers
+        }
+        for (query, answer) in zip(queries, answers) {
+            let alone = galleries[query.gallery].search(query.vector, k: query.k)
+            #expect(answer.map(\.templateId) == alone.map(\.templateId))
+            #expect(zip(answer, alone).allSatisfy { abs($0.distance - $1.distance) <= 1e-6 })
+        }
+        let counts = queue.counts
+        #expect(counts.queries == queries.count)
+        // 64 queries submitted at once against scans of milliseconds: most waited and shared one.
+        #expect(counts.scans < queries.count / 2, "\(counts.scans) scans for \(counts.queries) queries")
+        #expect(await queue.search([1, 2], k: 3, in: galleries[0]).isEmpty, "a malformed query answers nothing")
+        queue.close()
+        #expect(await queue.search(queries[0].vector, k: 2, in: galleries[0]).map(\.templateId)
+                == galleries[0].search(queries[0].vector, k: 2).map(\.templateId), "after close, searches run on the caller")
+    }
+
     @Test(arguments: [GalleryStorage.float16, .int8])
     func compactStorageFindsPlantedDuplicates(storage: GalleryStorage) {
         var rng = SplitMix64(seed: 2024)

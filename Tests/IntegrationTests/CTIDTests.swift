@@ -154,6 +154,17 @@ import Testing
                 #expect(String(decoding: sealed, as: UTF8.self).contains("张三") == false)
                 #expect(try row.decode("number_hash", as: [UInt8].self) != Array(Self.alice.utf8))
             }
+            // The caller's W3C trace travels with the job and comes back on the verifier's reply.
+            let traceId = "0af7651916cd43dd8448eb211c80319c"
+            var traced = Self.claim(Self.alice, "张三")
+            (traced.bizSerialNum, traced.randNum) = try await Self.serial(stack, app, mode: "0x40")
+            let tracedReply = try await stack.call("POST", "/v1/ctid/verifications", bearer: app.token,
+                                                   body: Data(try FaceGateJSON.encode(try Self.envelope(app, traced))), contentType: "application/json",
+                                                   headers: ["X-Device-Id": "ctid-test-device", "traceparent": "00-\(traceId)-b7ad6b7169203331-01"])
+            #expect(try Self.answer(tracedReply, app).resultCode == "0")
+            let replies = try await PrivacyScan.readAll(stack.environment["FACEGATE_TOPIC_PREFIX"]! + "replies.auth-gateway.v1")
+            #expect(replies.contains { $0.header(MessageHeader.traceparent).map { String(decoding: $0, as: UTF8.self) }?.contains(traceId) == true },
+                    "none of \(replies.count) replies carries the caller's trace")
         }
     }
 

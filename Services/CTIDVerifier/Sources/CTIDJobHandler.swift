@@ -17,9 +17,6 @@ final class CTIDJobHandler: Sendable {
     private let transactions: TransactionLog
     private let privateKey: [UInt8]
     private let logger: Logger
-    /// `replyTo` must name one of these (a job cannot send its answer anywhere else).
-    private let replyTopics: Topics
-    private let deadlineMisses: Counter
     private let keys = Mutex<[UUID: [UInt8]]>([:])
     /// Distances this far above the app's threshold are "suspected" rather than "different".
     static let suspectedBand: Float = 0.1
@@ -32,45 +29,20 @@ final class CTIDJobHandler: Sendable {
         self.faces = faces
         self.privateKey = privateKey
         logger = runtime.logger
-        replyTopics = runtime.topics
-        deadlineMisses = runtime.deadlineMisses
         transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger,
                                        keys: auditKeys)
     }
 
-    func handle(_ message: KafkaMessage) async -> JobDisposition {
-        let envelope: MessageEnvelope<CTIDJob>
-        do { envelope = try MessageEnvelope<CTIDJob>.decode(message.value) } catch { return .reject(error.description) }
-        guard let replyTo = envelope.replyTo, replyTopics.isReplyTopic(replyTo.topic) else {
-            return .reject("ctid job without a platform reply topic in replyTo")
-        }
-        let result: CTIDJobResult
-        if envelope.isExpired() {
-            result = CTIDJobResult(outcome: .unavailable, message: "deadline passed before the job was taken")
-            deadlineMisses.increment(["topic": message.topic, "side": "worker"])
-        } else {
-            do {
-                let job = envelope.payload
-                result = try await Tenant.run(app: job.appId) {
-                    switch job.kind {
-                    case .verify: try await verify(job, messageId: envelope.id)
-                    case .register: try await register(job)
-                    }
-                }
-            } catch {
-                logger.warning("ctid job failed", ["error": "\(error)", "job.id": envelope.id])
-                return .retry("\(error)")
-            }
-        }
-        do {
-            let reply = MessageEnvelope(type: "\(envelope.payload.kind.messageType).result", correlationId: envelope.correlationId,
-                                        appId: envelope.appId, deadline: envelope.deadline, replyTo: nil, payload: result)
-            _ = try await producer.send(replyRecord(to: ReplyAddress(topic: replyTo.topic, partition: replyTo.partition),
-                                                    correlationId: envelope.correlationId, value: try reply.encoded()))
-        } catch {
-            return .retry("reply not sent: \(error)")
-        }
-        return .completed
+    /// The consumer loop's handler: envelope, deadline, app scope and reply are the responder's.
+    func responder(_ runtime: ServiceRuntime) -> JobResponder<CTIDJob, CTIDJobResult> {
+        JobResponder("ctid job", runtime: runtime, producer: producer, replyType: { "\($0.kind.messageType).result" }, app: \.appId,
+                     late: { _ in CTIDJobResult(outcome: .unavailable, message: "deadline passed before the job was taken") },
+                     work: { [self] envelope in
+                         switch envelope.payload.kind {
+                         case .verify: try await verify(envelope.payload, messageId: envelope.id)
+                         case .register: try await register(envelope.payload)
+                         }
+                     })
     }
 
     // MARK: - Keys

@@ -23,8 +23,6 @@ final class KioskFlow: Sendable {
     private let transactions: TransactionLog
     private let eventsTopic: String
     private let logger: Logger
-    /// `replyTo` must name one of these (a job cannot send its answer anywhere else).
-    private let replyTopics: Topics
 
     init(configuration: KioskConfiguration, runtime: ServiceRuntime, producer: KafkaProducer, faces: RequesterService,
          documents: any DocumentReader) throws {
@@ -41,33 +39,16 @@ final class KioskFlow: Sendable {
                                        keys: configuration.auditKeys)
         eventsTopic = runtime.topics.kioskEvents
         logger = runtime.logger
-        replyTopics = runtime.topics
     }
 
-    func handle(_ message: KafkaMessage) async -> JobDisposition {
-        let envelope: MessageEnvelope<KioskCommand>
-        do { envelope = try MessageEnvelope<KioskCommand>.decode(message.value) } catch { return .reject(error.description) }
-        guard let replyTo = envelope.replyTo, replyTopics.isReplyTopic(replyTo.topic) else {
-            return .reject("kiosk command without a platform reply topic in replyTo")
-        }
-        let reply: KioskCommandReply
-        do {
-            reply = try await Tenant.run(app: envelope.payload.appId) { try await process(envelope.payload) }
-        } catch {
-            logger.warning("kiosk command failed", ["error": "\(error)", "kiosk.session": envelope.payload.sessionId.wire,
-                                                    "kiosk.step": envelope.payload.step.rawValue])
-            return .retry("\(error)")
-        }
-        do {
-            let answer = MessageEnvelope(type: KioskCommand.messageType + ".result", correlationId: envelope.correlationId,
-                                         appId: envelope.appId, deadline: envelope.deadline, replyTo: nil, payload: reply)
-            _ = try await producer.send(replyRecord(to: ReplyAddress(topic: replyTo.topic, partition: replyTo.partition),
-                                                    correlationId: envelope.correlationId, value: try answer.encoded()))
-        } catch {
-            // The session already moved on; the client sees it through GET or the event stream.
-            logger.warning("kiosk reply not sent", ["error": "\(error)"])
-        }
-        return .completed
+    /// The consumer loop's handler: envelope, app scope and reply are the responder's. A command has no deadline
+    /// answer (a step is worth finishing), and a reply the broker did not take is not retried: the session already
+    /// moved on, and the client sees it through GET or the event stream.
+    func responder(_ runtime: ServiceRuntime) -> JobResponder<KioskCommand, KioskCommandReply> {
+        JobResponder("kiosk command", runtime: runtime, producer: producer, replyType: { _ in KioskCommand.messageType + ".result" },
+                     app: \.appId, late: nil, retryUnsentReply: false,
+                     logFields: { ["kiosk.session": $0.sessionId.wire, "kiosk.step": $0.step.rawValue] },
+                     work: { [self] envelope in try await process(envelope.payload) })
     }
 
     func process(_ command: KioskCommand) async throws -> KioskCommandReply {

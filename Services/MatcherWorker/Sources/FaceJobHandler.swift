@@ -11,84 +11,68 @@ final class FaceJobHandler: Sendable {
     private let engines: [FaceModel: FaceEnginePool]
     private let appModels: AppFaceModels
     private let store: GalleryStore
+    /// Batches identify scans; nil scans each query alone.
+    private let searches: GallerySearchQueue?
     private let database: PostgresPool
     private let producer: KafkaProducer
     private let sealer: Sealer
     private let configuration: MatcherConfiguration
     private let changesTopic: String
     private let logger: Logger
-    /// `replyTo` must name one of these (a job cannot send its answer anywhere else).
-    private let replyTopics: Topics
-    private let deadlineMisses: Counter
     private let stageSeconds: Histogram
     private let outcomes: Counter
 
-    init(engines: [FaceModel: FaceEnginePool], store: GalleryStore, database: PostgresPool, producer: KafkaProducer, sealer: Sealer,
-         configuration: MatcherConfiguration, changesTopic: String, runtime: ServiceRuntime) {
+    init(engines: [FaceModel: FaceEnginePool], store: GalleryStore, searches: GallerySearchQueue?, database: PostgresPool,
+         producer: KafkaProducer, sealer: Sealer, configuration: MatcherConfiguration, changesTopic: String, runtime: ServiceRuntime) {
         self.engines = engines
         self.appModels = AppFaceModels(database: database)
         self.store = store
+        self.searches = searches
         self.database = database
         self.producer = producer
         self.sealer = sealer
         self.configuration = configuration
         self.changesTopic = changesTopic
         self.logger = runtime.logger
-        replyTopics = runtime.topics
-        deadlineMisses = runtime.deadlineMisses
         stageSeconds = runtime.metrics.histogram("facegate_matcher_stage_seconds", help: "Face pipeline time per stage")
         outcomes = runtime.metrics.counter("facegate_matcher_outcomes_total", help: "Face job outcomes by kind and outcome")
     }
 
-    func handle(_ message: KafkaMessage) async -> JobDisposition {
-        let envelope: MessageEnvelope<FaceJob>
-        do {
-            envelope = try MessageEnvelope<FaceJob>.decode(message.value)
-        } catch {
-            return .reject(error.description)
-        }
-        guard let replyTo = envelope.replyTo, replyTopics.isReplyTopic(replyTo.topic) else {
-            return .reject("face job without a platform reply topic in replyTo")
-        }
-        let job = envelope.payload
-        let log = logger.with(["job.id": envelope.id, "app.id": job.appId.uuidString.lowercased(), "job.kind": job.kind.rawValue])
-        let started = ContinuousClock.now
-        log.debug("face job started")
+    /// The consumer loop's handler: envelope, deadline, app scope and reply are the responder's.
+    func responder(_ runtime: ServiceRuntime) -> JobResponder<FaceJob, FaceJobResult> {
+        JobResponder("face job", runtime: runtime, producer: producer, replyType: { "\($0.kind.messageType).result" }, app: \.appId,
+                     late: { [self] job in
+                         answered(job, FaceJobResult(outcome: .timeout, message: "deadline passed before the job was taken"), started: .now)
+                     },
+                     work: { [self] envelope in try await answer(envelope) })
+    }
 
-        var result: FaceJobResult
-        if envelope.isExpired() {
-            result = FaceJobResult(outcome: .timeout, message: "deadline passed before the job was taken")
-            deadlineMisses.increment(["topic": message.topic, "side": "worker"])
-        } else {
-            do {
-                result = try await run(job, messageId: envelope.id)
-            } catch let stop as Stop {
-                result = stop.result
-            } catch let error as FaceEngineError {
-                result = Self.result(for: error)
-            } catch {
-                // Database or broker trouble: worth another attempt.
-                log.warning("face job failed", ["error": "\(error)"])
-                return .retry("\(error)")
-            }
+    private func answer(_ envelope: MessageEnvelope<FaceJob>) async throws -> FaceJobResult {
+        let job = envelope.payload
+        let started = ContinuousClock.now
+        logger.debug("face job started", ["job.id": envelope.id, "job.kind": job.kind.rawValue])
+        let result: FaceJobResult
+        do {
+            result = try await runInApp(job, messageId: envelope.id)
+        } catch let stop as Stop {
+            result = stop.result
+        } catch let error as FaceEngineError {
+            result = Self.result(for: error)
         }
+        let answered = answered(job, result, started: started)
+        logger.info("face job answered", ["job.id": envelope.id, "app.id": job.appId.uuidString.lowercased(), "job.kind": job.kind.rawValue,
+                                          "outcome": answered.outcome.rawValue, "duration_ms": String(format: "%.1f", answered.timings["total"] ?? 0)])
+        return answered
+    }
+
+    /// The result with this shard's place and the total time, counted by outcome.
+    private func answered(_ job: FaceJob, _ result: FaceJobResult, started: ContinuousClock.Instant) -> FaceJobResult {
+        var result = result
         result.shardIndex = configuration.shardIndex
         result.shardCount = configuration.shardCount
         result.timings["total"] = (ContinuousClock.now - started).milliseconds
         outcomes.increment(["kind": job.kind.rawValue, "outcome": result.outcome.rawValue])
-
-        do {
-            let reply = MessageEnvelope(type: "\(job.kind.messageType).result", correlationId: envelope.correlationId,
-                                        appId: envelope.appId, deadline: envelope.deadline, replyTo: nil, payload: result)
-            var headers: [KafkaHeader] = []
-            if let trace = message.header(MessageHeader.traceparent) { headers.append(KafkaHeader(key: MessageHeader.traceparent, value: trace)) }
-            _ = try await producer.send(replyRecord(to: ReplyAddress(topic: replyTo.topic, partition: replyTo.partition),
-                                                    correlationId: envelope.correlationId, value: try reply.encoded(), headers: headers))
-        } catch {
-            return .retry("reply not sent: \(error)")
-        }
-        log.info("face job answered", ["outcome": result.outcome.rawValue, "duration_ms": String(format: "%.1f", result.timings["total"] ?? 0)])
-        return .completed
+        return result
     }
 
     static func result(for error: FaceEngineError) -> FaceJobResult {
@@ -101,10 +85,6 @@ final class FaceJobHandler: Sendable {
 
     /// Every job runs on the engine of the app's face model, read from PostgreSQL (never from the message); the one
     /// exception is an enrollment for the model the app migrates to (progressive re-enrollment).
-    private func run(_ job: FaceJob, messageId: String) async throws -> FaceJobResult {
-        try await Tenant.run(app: job.appId) { try await runInApp(job, messageId: messageId) }
-    }
-
     private func runInApp(_ job: FaceJob, messageId: String) async throws -> FaceJobResult {
         var model = try await appModels.model(of: job.appId)
         if let target = job.model, target != model {
@@ -131,6 +111,13 @@ final class FaceJobHandler: Sendable {
     struct ModelEngine {
         var model: FaceModel
         var pool: FaceEnginePool
+    }
+
+    /// The k nearest templates of the app's gallery of the engine's model.
+    private func search(_ embedding: [Float], k: Int, _ job: FaceJob, _ engine: ModelEngine) async -> [GalleryMatch] {
+        let gallery = store.gallery(of: job.appId, model: engine.model)
+        guard let searches else { return gallery.search(embedding, k: k) }
+        return await searches.search(embedding, k: k, in: gallery)
     }
 
     private func rule(for job: FaceJob, _ model: FaceModel) -> MatchRule {
@@ -164,7 +151,7 @@ final class FaceJobHandler: Sendable {
         let (face, faces) = try await probe(job.image, engine, timings: &timings)
         let faceCount = faces.count
         let searchStart = ContinuousClock.now
-        let matches = store.gallery(of: job.appId, model: engine.model).search(face.embedding!, k: max(1, min(job.topK, 100)))
+        let matches = await search(face.embedding!, k: max(1, min(job.topK, 100)), job, engine)
         timings["search"] = (ContinuousClock.now - searchStart).milliseconds
         stageSeconds.observe(timings["search"]! / 1000, ["stage": "search"])
         let candidates = matches.map(Self.candidate)
@@ -262,7 +249,7 @@ final class FaceJobHandler: Sendable {
         let embedding = face.embedding!
         if job.duplicateCheck {
             let threshold = min(job.threshold ?? configuration.defaultThreshold(for: engine.model), engine.model.duplicateThreshold)
-            let others = store.gallery(of: job.appId, model: engine.model).search(embedding, k: 10)
+            let others = await search(embedding, k: 10, job, engine)
                 .filter { $0.userId != userId && $0.distance <= threshold }
             if let duplicate = others.first {
                 return FaceJobResult(outcome: .duplicateFace, message: "the face is already enrolled for another user",
@@ -348,7 +335,7 @@ final class FaceJobHandler: Sendable {
         let k = job.identify ? max(1, min(job.topK, 100)) : min(job.topK, 100)
         if k > 0, let embedding = best.embedding {
             let searchStart = ContinuousClock.now
-            result.candidates = store.gallery(of: job.appId, model: engine.model).search(embedding, k: k).map(Self.candidate)
+            result.candidates = await search(embedding, k: k, job, engine).map(Self.candidate)
             result.timings["search"] = (ContinuousClock.now - searchStart).milliseconds
             stageSeconds.observe(result.timings["search"]! / 1000, ["stage": "search"])
         }

@@ -24,6 +24,9 @@ public struct MatcherConfiguration: Sendable {
     /// Enrollment quality gate: overrides of the models' minimum face width, and the minimum sharpness.
     public var minimumFaceWidthOverride: Int?
     public var minimumSharpness: Double
+    /// The most identify queries of one gallery a single scan answers (`MATCHER_SEARCH_BATCH`, default 16): queries
+    /// that arrive while a scan runs wait for the next one and share it. 1 scans each query alone on its job's thread.
+    public var searchBatch: Int
 
     public init(environment env: Environment) throws(ConfigurationError) {
         common = try CommonConfiguration(serviceName: "matcher-worker", defaultAdminPort: 9101,
@@ -60,6 +63,7 @@ public struct MatcherConfiguration: Sendable {
         minimumFaceWidthOverride = env.optionalString("MATCHER_MIN_FACE_WIDTH") == nil
             ? nil : try env.int("MATCHER_MIN_FACE_WIDTH", default: 0, range: 1...10000)
         minimumSharpness = try env.double("MATCHER_MIN_SHARPNESS", default: 10)
+        searchBatch = try env.int("MATCHER_SEARCH_BATCH", default: 16, range: 1...256)
     }
 
     func defaultThreshold(for model: FaceModel) -> Float { model == .dlibResNetV1 ? dlibThreshold : model.defaultThreshold }

@@ -33,21 +33,38 @@ public final class MatcherWorker: Sendable {
         let store = GalleryStore(database: runtime.database, sealer: sealer, storage: configuration.storage, models: configuration.models,
                                  shardIndex: configuration.shardIndex, shardCount: configuration.shardCount, logger: runtime.logger)
         gallery = GallerySync(store: store, runtime: runtime, reconcileEvery: .seconds(configuration.reconcileSeconds))
-        let handler = FaceJobHandler(engines: engines, store: store, database: runtime.database, producer: producer, sealer: sealer,
-                                     configuration: configuration, changesTopic: runtime.topics.galleryChanges, runtime: runtime)
+        let searches = configuration.searchBatch > 1 ? GallerySearchQueue(maxBatch: configuration.searchBatch) : nil
+        let handler = FaceJobHandler(engines: engines, store: store, searches: searches, database: runtime.database, producer: producer,
+                                     sealer: sealer, configuration: configuration, changesTopic: runtime.topics.galleryChanges, runtime: runtime)
+        let responder = handler.responder(runtime)
         // Prefixed like the topics, so deployments (and test stacks) sharing a broker never share the group.
         jobs = try JobConsumer(name: "face-jobs", runtime: runtime, topic: runtime.topics.faceJobs, groupId: configuration.consumerGroup,
-                               producer: producer, concurrency: configuration.engines * 2) { message in await handler.handle(message) }
+                               producer: producer, concurrency: configuration.engines * 2) { message in await responder.handle(message) }
         admin = runtime.adminServer()
         let gallery = self.gallery
         runtime.readiness.add("gallery") { gallery.isLoaded }
         runtime.metrics.gauge("facegate_gallery_templates", help: "Templates held in memory") { Double(store.templateCount) }
         runtime.metrics.gauge("facegate_gallery_bytes", help: "Bytes held for templates") { Double(store.memoryBytes) }
-        group = ServiceGroup(services: [admin, gallery, jobs, ProducerService(producer: producer), TopicsService(runtime: runtime)], logger: runtime.logger,
+        var services: [any Service] = [admin, gallery, jobs, ProducerService(producer: producer), TopicsService(runtime: runtime)]
+        if let searches {
+            runtime.metrics.gauge("facegate_gallery_scans", help: "Gallery scans run for identify queries (batched)") { Double(searches.counts.scans) }
+            runtime.metrics.gauge("facegate_gallery_scanned_queries", help: "Identify queries those scans answered") { Double(searches.counts.queries) }
+            services.append(SearchQueueService(queue: searches))
+        }
+        group = ServiceGroup(services: services, logger: runtime.logger,
                              shutdownTimeout: .seconds(configuration.common.shutdownSeconds), failures: runtime.failures)
     }
 
     public var templateCount: Int { gallery.store.templateCount }
+}
+
+/// Ends the search thread with the process's other parts (after the job loop, which the group stops first).
+final class SearchQueueService: Service {
+    let name = "gallery-search"
+    private let queue: GallerySearchQueue
+    init(queue: GallerySearchQueue) { self.queue = queue }
+    func start() async throws {}
+    func shutdown() async { queue.close() }
 }
 
 /// Loads the gallery at start (retrying while PostgreSQL or the broker is away), then follows
