@@ -45,11 +45,15 @@ public struct FaceJob: Codable, Sendable {
     /// `enroll` only: embed with this model instead of the app's — the model the app is migrating to
     /// (`FaceModel.defaultForNewApps`), for progressive re-enrollment. Every other job runs on the app's model.
     public var model: FaceModel?
+    /// `enroll`: the most templates of the model the user may hold. The matcher refuses the enrollment past it
+    /// (`FACE_LIMIT_REACHED`) — after answering a redelivered or retried job from its record, so a retry whose first
+    /// attempt filled the last place gets that template, not a refusal. nil: no limit.
+    public var templateLimit: Int?
 
     public init(kind: FaceJobKind, appId: UUID, image: Data? = nil, referenceImage: Data? = nil, userId: UUID? = nil,
                 referenceSealedTemplate: Data? = nil, topK: Int = 5, threshold: Float? = nil, margin: Float? = nil,
                 duplicateCheck: Bool = true, frames: [Data]? = nil, actions: [LivenessAction]? = nil, identify: Bool = false,
-                model: FaceModel? = nil) {
+                model: FaceModel? = nil, templateLimit: Int? = nil) {
         self.kind = kind
         self.appId = appId
         self.image = image
@@ -64,6 +68,7 @@ public struct FaceJob: Codable, Sendable {
         self.actions = actions
         self.identify = identify
         self.model = model
+        self.templateLimit = templateLimit
     }
 
     /// Jobs from senders that predate a field decode with its default.
@@ -83,6 +88,7 @@ public struct FaceJob: Codable, Sendable {
         actions = try container.decodeIfPresent([LivenessAction].self, forKey: .actions)
         identify = try container.decodeIfPresent(Bool.self, forKey: .identify) ?? false
         model = try container.decodeIfPresent(FaceModel.self, forKey: .model)
+        templateLimit = try container.decodeIfPresent(Int.self, forKey: .templateLimit)
     }
 }
 
@@ -101,6 +107,7 @@ public enum FaceOutcome: String, Codable, Sendable {
     case imageFormatError = "IMAGE_FORMAT_ERROR"
     case lowQuality = "LOW_QUALITY"
     case duplicateFace = "DUPLICATE_FACE"
+    case faceLimitReached = "FACE_LIMIT_REACHED"
     case enrolled = "ENROLLED"
     case detected = "DETECTED"
     case live = "LIVE"
@@ -118,6 +125,7 @@ public enum FaceOutcome: String, Codable, Sendable {
         case .imageFormatError: .imageFormatError
         case .lowQuality: .lowQuality
         case .duplicateFace: .duplicateFace
+        case .faceLimitReached: .faceLimitReached
         case .spoofDetected: .spoofDetected
         case .timeout: .serviceUnavailable
         case .internalError: .internalError

@@ -302,12 +302,6 @@ extension GatewayContext {
         return try await recorded(request, kind: "face.enroll", appId: app.id) { draft in
             draft.userId = userId
             _ = try await user(userId, app: app.id)
-            let held = try await database.query("""
-                SELECT count(*) AS n FROM face_templates WHERE app_id = \(app.id) AND user_id = \(userId) AND model_id = \(app.faceModel.rawValue)
-                """).first?.decode("n", as: Int.self) ?? 0
-            guard held < configuration.maxFacesPerUser else {
-                throw APIError(.faceLimitReached, "the user already has \(held) face templates (at most \(configuration.maxFacesPerUser)); delete one first")
-            }
             let image = try image(request)
             if app.modules.faceLogin == .trial {
                 let enrolled = try await database.query("SELECT count(DISTINCT user_id) AS n FROM face_templates WHERE app_id = \(app.id)")
@@ -316,7 +310,7 @@ extension GatewayContext {
                 }
             }
             let result = try await faceJob(FaceJob(kind: .enroll, appId: app.id, image: Data(image), userId: userId,
-                                                   threshold: app.matchThreshold, duplicateCheck: true),
+                                                   threshold: app.matchThreshold, duplicateCheck: true, templateLimit: configuration.maxFacesPerUser),
                                            messageId: Self.enrollJobId(request, appId: app.id, userId: userId))
             if let code = result.outcome.errorCode {
                 throw APIError(code, result.message ?? Self.defaultMessage(code))

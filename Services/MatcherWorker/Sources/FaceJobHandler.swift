@@ -241,6 +241,15 @@ final class FaceJobHandler: Sendable {
             """).first, let bytes = try previous.decode("result", as: [UInt8]?.self) {
             return try FaceGateJSON.decode(FaceJobResult.self, from: bytes)
         }
+        if let limit = job.templateLimit {
+            let held = try await database.query("""
+                SELECT count(*) AS n FROM face_templates
+                WHERE app_id = \(job.appId) AND user_id = \(userId) AND model_id = \(engine.model.rawValue)
+                """).first?.decode("n", as: Int.self) ?? 0
+            if held >= limit {
+                return FaceJobResult(outcome: .faceLimitReached, message: "the user already has \(held) face templates (at most \(limit)); delete one first")
+            }
+        }
         var timings: [String: Double] = [:]
         let (face, faces) = try await probe(job.image, engine, timings: &timings)
         let faceCount = faces.count
