@@ -1,20 +1,37 @@
 #!/usr/bin/env bash
-# Builds the decoder fuzzer (libFuzzer + AddressSanitizer + UBSan) and runs it for a bounded time.
-#   fuzz/run.sh [SECONDS]        default 60; FACEGATE_TEST_IMAGES points at the seed photos
+# Builds a fuzzer (libFuzzer + AddressSanitizer + UBSan) and runs it for a bounded time.
+#   fuzz/run.sh [SECONDS] [decoder|sface]    default 60 seconds, decoder; FACEGATE_TEST_IMAGES points at the seed photos
+#   decoder: the image decoder alone (fe_image_probe / fe_image_decode, EXIF), thousands of runs a second;
+#   sface:   the SFace engine's entry points (fe_engine_analyze, fe_engine_embed_box) end to end: decode, YuNet,
+#            alignment, quality, SFace; needs the models (FACEGATE_MODEL_DIR, default .run/models), tens of runs a second.
 # Seeds: the test photos plus small generated JPEG/PNG variants (progressive, grey, CMYK, EXIF
 # orientation, 16-bit, palette, grey+alpha, interlaced). Crashes land in fuzz/artifacts/.
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-60}"
-images="${FACEGATE_TEST_IMAGES:-.run/testdata}"
+target="${2:-decoder}"
+images="${FACEGATE_TEST_IMAGES:-../.run/testdata}"
+export FACEGATE_MODEL_DIR="${FACEGATE_MODEL_DIR:-$PWD/../.run/models}"
 cxx="${CXX:-clang++}"
-mkdir -p build corpus seeds artifacts
+mkdir -p build "corpus/$target" seeds artifacts
 
 linker=()
 if "$cxx" -fuse-ld=lld -x c++ -o /dev/null - <<<'int main(){}' 2>/dev/null; then linker=(-fuse-ld=lld); fi
-"$cxx" -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined "${linker[@]}" \
-    -I ../Shared/CFaceEngine/include decoder_fuzzer.cpp ../Shared/CFaceEngine/image_decoder.cpp \
-    -ljpeg -lpng -lz -o build/decoder_fuzzer
+flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined "${linker[@]}" -I ../Shared/CFaceEngine/include)
+case "$target" in
+decoder)
+    "$cxx" "${flags[@]}" decoder_fuzzer.cpp ../Shared/CFaceEngine/image_decoder.cpp -ljpeg -lpng -lz -o build/decoder_fuzzer
+    ;;
+sface)
+    # The whole engine (both models' code, as the matcher links it); OpenCV and dlib themselves are not instrumented.
+    "$cxx" "${flags[@]}" -I/usr/include/opencv4 sface_fuzzer.cpp ../Shared/CFaceEngine/*.cpp \
+        -ldlib -lopenblas -llapack -lopencv_dnn -lopencv_imgproc -lopencv_core -ljpeg -lpng -lz -o build/sface_fuzzer
+    ;;
+*)
+    echo "fuzz/run.sh: unknown fuzzer '$target' (decoder or sface)" >&2
+    exit 2
+    ;;
+esac
 
 if [ -z "$(ls -A seeds)" ]; then
     cp "$images"/*.jpg "$images"/*.png seeds/
@@ -36,8 +53,8 @@ if [ -z "$(ls -A seeds)" ]; then
 fi
 
 # Every seed once, whole (the photos are up to 900 KB) ...
-./build/decoder_fuzzer -runs=0 seeds/*
-# ... then mutations, capped at 64 KB per input so that runs stay in the thousands per second;
-# longer seeds are cut, which still reaches their headers, EXIF and first rows.
-ASAN_OPTIONS=detect_leaks=1 ./build/decoder_fuzzer corpus seeds -max_len=65536 \
-    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -artifact_prefix=artifacts/ -print_final_stats=1
+"./build/${target}_fuzzer" -runs=0 seeds/*
+# ... then mutations, capped at 64 KB per input so that runs stay fast; longer seeds are cut, which still reaches
+# their headers, EXIF and first rows (and, for a small seed, its face).
+ASAN_OPTIONS=detect_leaks=1 "./build/${target}_fuzzer" "corpus/$target" seeds -max_len=65536 \
+    -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 -artifact_prefix="artifacts/$target-" -print_final_stats=1
