@@ -271,8 +271,8 @@ extension GatewayContext {
                             throw APIError(.authenticationFailed, "the signature does not verify")
                         }
                         try await advanceCounter(credential, to: body.counter)
-                        let token = try issueIdentityToken(app: client.id, user: credential.userId, device: device, keyThumbprint: caller.thumbprint, method: "device_biometric",
-                                                           transaction: draft.id)
+                        let token = try identityTokens.issue(app: client.id, user: credential.userId, device: device, method: "device_biometric",
+                                                             transaction: draft.id, keyThumbprint: caller.thumbprint)
                         return (.json(LoginSuccess(identityToken: token, expiresIn: Int(configuration.identityTokenTTL),
                                                    transactionId: draft.id.wire, userId: credential.userId.wire)), .success)
                     }

@@ -109,8 +109,8 @@ extension GatewayContext {
     }
 
     private func loginSuccess(app: AppRecord, user: UUID, device: ClientDevice, transaction: UUID) throws -> HTTPResponse {
-        let token = try issueIdentityToken(app: app.id, user: user, device: device.id, keyThumbprint: device.thumbprint, method: "face",
-                                           transaction: transaction)
+        let token = try identityTokens.issue(app: app.id, user: user, device: device.id, method: "face", transaction: transaction,
+                                             keyThumbprint: device.thumbprint)
         return .json(LoginSuccess(identityToken: token, expiresIn: Int(configuration.identityTokenTTL), transactionId: transaction.wire, userId: user.wire))
     }
 
@@ -225,10 +225,8 @@ extension GatewayContext {
         }
     }
 
-    func issueIdentityToken(app: UUID, user: UUID, device: String, keyThumbprint: String? = nil, method: String, transaction: UUID) throws -> String {
-        let claims = IdentityTokenClaims(issuer: configuration.issuer, appId: app, userId: user, deviceId: device, method: method,
-                                         transactionId: transaction, issuedAt: Date(), ttl: configuration.identityTokenTTL,
-                                         keyThumbprint: keyThumbprint)
-        return try JWT.sign(claims, type: TokenType.identity, key: signingKey)
+    /// Face, device-biometric and kiosk logins' identity tokens, signed with the gateway's key.
+    var identityTokens: IdentityTokenIssuer {
+        IdentityTokenIssuer(issuer: configuration.issuer, key: signingKey, ttl: configuration.identityTokenTTL)
     }
 }

@@ -119,7 +119,7 @@ extension GatewayContext {
               AND coalesce((data->'result'->>'existingUser')::boolean, false) = false
             ORDER BY updated_at DESC, created_at DESC LIMIT 1
             """).first.map { try $0.decode("id", as: UUID.self) }
-        let token = try issueIdentityToken(app: app.id, user: userId, device: device, method: "kiosk", transaction: draft.id)
+        let token = try identityTokens.issue(app: app.id, user: userId, device: device, method: "kiosk", transaction: draft.id)
         if let interview { draft.detail["interviewId"] = interview.wire }
         return (.json(KioskLoginReply(
             success: true, customerUUID: userId.wire, token: token, interviewId: interview?.wire, interviewToken: nil,

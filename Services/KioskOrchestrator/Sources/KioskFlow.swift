@@ -19,7 +19,8 @@ final class KioskFlow: Sendable {
     private let faces: RequesterService
     private let documents: any DocumentReader
     private let sealer: Sealer
-    private let signingKey: JWTSigningKey
+    /// Signs with the kiosk's own key (`kid` prefixed `kiosk-`), which vouches for kiosk logins only.
+    private let identityTokens: IdentityTokenIssuer
     private let transactions: TransactionLog
     private let eventsTopic: String
     private let logger: Logger
@@ -34,7 +35,9 @@ final class KioskFlow: Sendable {
         self.documents = documents
         sealer = try Sealer(key: configuration.sealingKey, previous: configuration.previousSealingKeys)
         let key = try Ed25519PrivateKey(seed: configuration.signingKey)
-        signingKey = JWTSigningKey(kid: KioskTokenKey.kidPrefix + JWTSigningKey.keyId(key.publicKey), privateKey: key)
+        identityTokens = IdentityTokenIssuer(issuer: configuration.issuer,
+                                             key: JWTSigningKey(kid: KioskTokenKey.kidPrefix + JWTSigningKey.keyId(key.publicKey), privateKey: key),
+                                             ttl: configuration.identityTokenTTL)
         transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger,
                                        keys: configuration.auditKeys)
         eventsTopic = runtime.topics.kioskEvents
@@ -435,9 +438,7 @@ final class KioskFlow: Sendable {
     }
 
     func identityToken(_ session: KioskSession, user: UUID, transaction: UUID) throws -> String {
-        let claims = IdentityTokenClaims(issuer: configuration.issuer, appId: session.appId, userId: user, deviceId: session.deviceId ?? "kiosk",
-                                         method: "kiosk", transactionId: transaction, issuedAt: Date(), ttl: configuration.identityTokenTTL)
-        return try JWT.sign(claims, type: TokenType.identity, key: signingKey)
+        try identityTokens.issue(app: session.appId, user: user, device: session.deviceId ?? "kiosk", method: "kiosk", transaction: transaction)
     }
 
     /// The customer number: the document's, prefixed by its issuer, unique per app.
