@@ -232,12 +232,18 @@ class Traffic:
 
     def retried(self, rng, send, attempts=RETRIES):
         """Calls `send()` until its answer is not ambiguous (503, no answer, an idempotent first try still running), at
-        most `attempts` times, a second or so apart as a client would. Answers every answer in order."""
+        most `attempts` times, a second or so apart as a client would, or until the run's budget ends after a first try.
+        Answers every answer in order."""
         answers = []
         for attempt in range(attempts):
             if attempt:
                 time.sleep(0.5 + rng.random())
-            answers.append(send())
+            try:
+                answers.append(send())
+            except Exhausted:
+                if not answers:
+                    raise
+                break  # the budget ended between tries: the last (ambiguous) answer stands, so the outcome is recorded as unknown
             if not answers[-1].ambiguous:
                 break
         return answers
