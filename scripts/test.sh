@@ -11,8 +11,12 @@ swift build --build-tests
 # One test at a time: several suites start whole stacks and real processes, and the 2-core machines this
 # runs on would otherwise starve the cooperative thread pool that every in-process server depends on.
 log=.run/test/swift-test.log
-swift test --skip-build --no-parallel "$@" 2>&1 | tee "$log"
+swift_status=0
+swift test --skip-build --no-parallel "$@" 2>&1 | tee "$log" || swift_status=$?
 passed="$(grep -oE 'Test run with [0-9]+ tests? in [0-9]+ suites? passed' "$log" | grep -oE '[0-9]+' | head -n 1)"
+swift_failed="$(grep -oE 'Test run with [0-9]+ tests? in [0-9]+ suites? failed .* with [0-9]+ issues?' "$log" \
+  | grep -oE 'with [0-9]+ issues?' | grep -oE '[0-9]+' | head -n 1)"
+[ "$swift_status" -eq 0 ] || [ "${swift_failed:-0}" -gt 0 ] || swift_failed=1
 scripts/validate-deploy.sh
 # Python suites against the binaries just built; each starts and stops its own services on this profile's PostgreSQL and
 # broker and ends with `<name>: N passed, N failed, N skipped`.
@@ -37,6 +41,14 @@ python_suite console
 # A client generated from the served OpenAPI document by a third-party generator (openapi-python-client), driving
 # face login and the operator API against a gateway + matcher (Tests/openapi).
 python_suite openapi
-# The summary line CI reads (the XCTest runner above reports 0 tests: every test is a Swift Testing test).
-echo "tests: $(( ${passed:-0} + python_passed )) passed, ${python_failed} failed"
-[ "$python_failed" -eq 0 ]
+# The summary CI reads last (the XCTest runner above reports 0 tests: every test is a Swift Testing test). Servers' logs
+# scroll the failures far up, so they are repeated here: each failed Swift test with its recorded issues, each failed
+# Python test by name.
+if [ "${swift_failed:-0}" -gt 0 ] || [ "$python_failed" -gt 0 ]; then
+  echo "failures:"
+  grep -E '^✘ Test .*(recorded an issue|failed after)' "$log" | grep -v '^✘ Test run with' | head -n 40 || true
+  grep -hE '^(FAIL|ERROR):' .run/test/chaos-test.log .run/test/console-test.log .run/test/openapi-test.log 2>/dev/null \
+    | head -n 40 || true
+fi
+echo "tests: $(( ${passed:-0} + python_passed )) passed, $(( ${swift_failed:-0} + python_failed )) failed"
+[ "${swift_failed:-0}" -eq 0 ] && [ "$python_failed" -eq 0 ]

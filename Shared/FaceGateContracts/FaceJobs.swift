@@ -15,6 +15,9 @@ public enum FaceJobKind: String, Codable, Sendable, CaseIterable {
     /// One face of an acceptable photo, returned as a template sealed with the platform key (for
     /// reference portraits stored outside the gallery, e.g. the CTID registry). Nothing is persisted.
     case template
+    /// The kept enrollment photos of some templates embedded with the model the app migrates to, each stored as
+    /// its user's template of that model. Nothing leaves the matcher but templates.
+    case reembed
 
     public var messageType: String { "face.\(rawValue)" }
 }
@@ -49,11 +52,16 @@ public struct FaceJob: Codable, Sendable {
     /// (`FACE_LIMIT_REACHED`) — after answering a redelivered or retried job from its record, so a retry whose first
     /// attempt filled the last place gets that template, not a refusal. nil: no limit.
     public var templateLimit: Int?
+    /// `enroll`: keep the photo, sealed to the new template, for a later move to another model (the app keeps
+    /// enrollment photos and the person consented).
+    public var keepPhoto: Bool
+    /// `reembed`: the templates whose kept photos to embed with `model`.
+    public var templateIds: [UUID]?
 
     public init(kind: FaceJobKind, appId: UUID, image: Data? = nil, referenceImage: Data? = nil, userId: UUID? = nil,
                 referenceSealedTemplate: Data? = nil, topK: Int = 5, threshold: Float? = nil, margin: Float? = nil,
                 duplicateCheck: Bool = true, frames: [Data]? = nil, actions: [LivenessAction]? = nil, identify: Bool = false,
-                model: FaceModel? = nil, templateLimit: Int? = nil) {
+                model: FaceModel? = nil, templateLimit: Int? = nil, keepPhoto: Bool = false, templateIds: [UUID]? = nil) {
         self.kind = kind
         self.appId = appId
         self.image = image
@@ -69,6 +77,8 @@ public struct FaceJob: Codable, Sendable {
         self.identify = identify
         self.model = model
         self.templateLimit = templateLimit
+        self.keepPhoto = keepPhoto
+        self.templateIds = templateIds
     }
 
     /// Jobs from senders that predate a field decode with its default.
@@ -89,6 +99,8 @@ public struct FaceJob: Codable, Sendable {
         identify = try container.decodeIfPresent(Bool.self, forKey: .identify) ?? false
         model = try container.decodeIfPresent(FaceModel.self, forKey: .model)
         templateLimit = try container.decodeIfPresent(Int.self, forKey: .templateLimit)
+        keepPhoto = try container.decodeIfPresent(Bool.self, forKey: .keepPhoto) ?? false
+        templateIds = try container.decodeIfPresent([UUID].self, forKey: .templateIds)
     }
 }
 
@@ -188,6 +200,8 @@ public struct FaceJobResult: Codable, Sendable {
     public var rule: MatchRule?
     /// Milliseconds per stage: decode, detect, embed, search, total.
     public var timings: [String: Double]
+    /// `reembed`: what became of each kept photo.
+    public var reembedded: [ReembedOutcome]?
 
     public init(outcome: FaceOutcome, message: String? = nil, candidates: [FaceCandidate] = [], faceCount: Int? = nil,
                 quality: FaceQualityReport? = nil, templateId: UUID? = nil, liveness: LivenessReport? = nil,
@@ -205,6 +219,24 @@ public struct FaceJobResult: Codable, Sendable {
         self.shardCount = shardCount
         self.rule = nil
         self.timings = timings
+        self.reembedded = nil
+    }
+}
+
+/// One kept enrollment photo of a `reembed` job: `ENROLLED` with the new template, `ENROLLED` without one when the user
+/// already held a template of the model, or why the photo was refused.
+public struct ReembedOutcome: Codable, Sendable, Equatable {
+    public var sourceTemplateId: UUID
+    public var userId: UUID
+    public var outcome: FaceOutcome
+    public var templateId: UUID?
+    public var message: String?
+    public init(sourceTemplateId: UUID, userId: UUID, outcome: FaceOutcome, templateId: UUID? = nil, message: String? = nil) {
+        self.sourceTemplateId = sourceTemplateId
+        self.userId = userId
+        self.outcome = outcome
+        self.templateId = templateId
+        self.message = message
     }
 }
 
@@ -221,6 +253,13 @@ extension FaceJobResult {
             merged.rule = rule
         } else if job.kind == .enroll, let owner = results.first(where: { $0.templateId != nil }) {
             merged = owner
+        } else if job.kind == .reembed {
+            // Every shard tries every photo and one of them stores it: per photo, the answer that made a template.
+            var best: [UUID: ReembedOutcome] = [:]
+            for outcome in results.flatMap({ $0.reembedded ?? [] }) where best[outcome.sourceTemplateId]?.templateId == nil {
+                if outcome.templateId != nil || best[outcome.sourceTemplateId] == nil { best[outcome.sourceTemplateId] = outcome }
+            }
+            merged.reembedded = results.allSatisfy { $0.reembedded != nil } ? best.values.sorted { $0.sourceTemplateId.uuidString < $1.sourceTemplateId.uuidString } : nil
         }
         return merged
     }

@@ -34,10 +34,14 @@ public enum Schema {
         Step(version: 11, name: "per-service grants", sql: perServiceGrants),
         Step(version: 12, name: "secret rotation time", sql: secretRotationTime),
         Step(version: 13, name: "forced row-level security", sql: forcedRowLevelSecurity),
+        Step(version: 14, name: "kept enrollment photos", sql: keptEnrollmentPhotos),
     ]
 
     /// The tables that hold an app's data, each with an `app_id` column.
-    public static let tenantTables = [
+    public static let tenantTables = tenantTablesAtStep13 + ["enrollment_photos"]
+
+    /// The tenant tables when step 13 forced row-level security on them (a shipped step's SQL never changes).
+    static let tenantTablesAtStep13 = [
         "users", "face_templates", "gallery_tombstones", "devices", "attempt_counters", "login_confirmations",
         "used_token_ids", "usage_counters", "ctid_serials", "ctid_registry", "kiosk_sessions", "device_credentials",
         "one_time_challenges", "used_liveness_frames", "transactions", "transaction_chain_heads",
@@ -440,17 +444,7 @@ public enum Schema {
         DROP POLICY tenant_transactions ON transactions;
 
         """
-        for table in tenantTables {
-            sql += """
-            ALTER TABLE \(table) ENABLE ROW LEVEL SECURITY;
-            ALTER TABLE \(table) FORCE ROW LEVEL SECURITY;
-            CREATE POLICY one_app ON \(table) USING (app_id::text = current_setting('facegate.app_id', true));
-            CREATE POLICY every_app_read ON \(table) FOR SELECT USING (current_setting('facegate.app_id', true) = '*');
-            CREATE POLICY every_app_sweep ON \(table) FOR DELETE USING (current_setting('facegate.app_id', true) = '*');
-            CREATE POLICY owner_every_app ON \(table) TO CURRENT_USER USING (current_setting('facegate.app_id', true) = '*');
-
-            """
-        }
+        for table in tenantTablesAtStep13 { sql += forcedPolicies(table) }
         sql += """
         -- Kiosk events belong to their session: visible exactly when the session is.
         ALTER TABLE kiosk_events ENABLE ROW LEVEL SECURITY;
@@ -462,4 +456,37 @@ public enum Schema {
         """
         return sql
     }()
+
+    static func forcedPolicies(_ table: String) -> String {
+        """
+        ALTER TABLE \(table) ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE \(table) FORCE ROW LEVEL SECURITY;
+        CREATE POLICY one_app ON \(table) USING (app_id::text = current_setting('facegate.app_id', true));
+        CREATE POLICY every_app_read ON \(table) FOR SELECT USING (current_setting('facegate.app_id', true) = '*');
+        CREATE POLICY every_app_sweep ON \(table) FOR DELETE USING (current_setting('facegate.app_id', true) = '*');
+        CREATE POLICY owner_every_app ON \(table) TO CURRENT_USER USING (current_setting('facegate.app_id', true) = '*');
+
+        """
+    }
+
+    /// Apps that choose to (`keepEnrollmentPhotos`) keep each enrollment photo whose subject consented, sealed and
+    /// bound to its template, so that a move to another face model can re-embed everyone at once. A photo is erased
+    /// with its template (and so with its user and app). Only the matcher reads the sealed bytes: the gateway sees
+    /// which templates have one and when consent was given, never the photo.
+    static let keptEnrollmentPhotos = """
+    ALTER TABLE apps ADD COLUMN keep_enrollment_photos boolean NOT NULL DEFAULT false;
+    CREATE TABLE enrollment_photos (
+        template_id uuid PRIMARY KEY REFERENCES face_templates(id) ON DELETE CASCADE,
+        app_id uuid NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        user_id uuid NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        photo_sealed bytea NOT NULL,
+        consent_at timestamptz NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE INDEX enrollment_photos_app ON enrollment_photos (app_id, created_at);
+    CREATE INDEX enrollment_photos_user ON enrollment_photos (user_id);
+    GRANT SELECT, INSERT ON enrollment_photos TO facegate_matcher;
+    GRANT SELECT (template_id, app_id, user_id, consent_at, created_at) ON enrollment_photos TO facegate_gateway;
+    \(forcedPolicies("enrollment_photos"))
+    """
 }

@@ -53,6 +53,17 @@ public struct Sealer: Sendable {
 
     public static func templateContext(_ templateId: UUID) -> String { "facegate.template.v1:\(templateId.uuidString.lowercased())" }
 
+    /// An enrollment photo kept for a model migration, bound to the template it was enrolled as.
+    public func sealEnrollmentPhoto(_ photo: [UInt8], templateId: UUID) throws(SealingError) -> [UInt8] {
+        try seal(photo, context: Self.enrollmentPhotoContext(templateId))
+    }
+
+    public func openEnrollmentPhoto(_ sealed: [UInt8], templateId: UUID) throws(SealingError) -> [UInt8] {
+        try open(sealed, context: Self.enrollmentPhotoContext(templateId))
+    }
+
+    public static func enrollmentPhotoContext(_ templateId: UUID) -> String { "facegate.enrollment-photo.v1:\(templateId.uuidString.lowercased())" }
+
     /// The context of a CTID registry row's sealed name: its app and number hash.
     public static func registryNameContext(appId: UUID, numberHash: [UInt8]) -> String {
         "facegate.ctid-registry.name.v1:\(appId.uuidString.lowercased()):" + numberHash.map { String(format: "%02x", $0) }.joined()

@@ -116,15 +116,16 @@ public final class KafkaRequester: Sendable {
     /// Sends the record built by `makeRecord` and waits for `expectedReplies` replies keyed by
     /// `correlationId`. Throws a `KafkaError` with `isTimeout` once `deadline` passes, `KafkaError.closed`
     /// on shutdown, the send's error if the record cannot be delivered, `CancellationError` on cancellation.
-    /// `accept` vets each reply before it counts (e.g. its signature); one it refuses is dropped like a stranger's.
+    /// `vet` checks each reply before it counts (e.g. its signature) and returns what to keep of it (e.g. its
+    /// opened value); a reply it answers nil to is dropped like a stranger's.
     public func request(
         correlationId: String, deadline: ContinuousClock.Instant, expectedReplies: Int = 1,
-        accept: (@Sendable (KafkaMessage) -> Bool)? = nil,
+        vet: (@Sendable (KafkaMessage) -> KafkaMessage?)? = nil,
         _ makeRecord: (ReplyAddress) throws -> KafkaRecord
     ) async throws -> [KafkaMessage] {
         guard expectedReplies >= 1 else { throw KafkaError.invalidArgument("expectedReplies must be at least 1") }
         if ContinuousClock.now >= deadline { throw KafkaError.requestDeadlinePassed }
-        let waiter = ReplyWaiter(expected: expectedReplies, accept: accept)
+        let waiter = ReplyWaiter(expected: expectedReplies, vet: vet)
         let address = try state.withLock { state throws(KafkaError) -> ReplyAddress in
             guard state.phase == .running, let address = state.address else {
                 throw state.phase == .shutDown ? KafkaError.closed : KafkaError.invalidArgument("requester not started")
@@ -233,8 +234,8 @@ public final class KafkaRequester: Sendable {
     private func deliver(_ message: KafkaMessage) {
         guard let correlationId = message.keyString,
             let waiter = state.withLock({ $0.waiters[correlationId] }),
-            waiter.accept?(message) ?? true,
-            waiter.offer(message)
+            let kept = waiter.vet.map({ $0(message) }) ?? message,
+            waiter.offer(kept)
         else {
             dropped.add(1, ordering: .relaxed)
             return
@@ -295,12 +296,12 @@ final class ReplyWaiter: Sendable {
     }
 
     let expected: Int
-    let accept: (@Sendable (KafkaMessage) -> Bool)?
+    let vet: (@Sendable (KafkaMessage) -> KafkaMessage?)?
     private let state = Mutex<State>(.collecting([], nil))
 
-    init(expected: Int, accept: (@Sendable (KafkaMessage) -> Bool)? = nil) {
+    init(expected: Int, vet: (@Sendable (KafkaMessage) -> KafkaMessage?)? = nil) {
         self.expected = expected
-        self.accept = accept
+        self.vet = vet
     }
 
     /// Adds a reply; false when the request already finished (the reply is late).

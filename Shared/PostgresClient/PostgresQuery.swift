@@ -84,3 +84,18 @@ public struct PostgresBindings: Sendable {
         lengths.append(-1)
     }
 }
+
+/// Whatever runs a statement: the pool (a connection of its own per statement) or one connection inside a
+/// transaction. Code that must work both alone and as part of a caller's transaction takes this.
+public protocol PostgresQueryable: Sendable {
+    func query(_ query: PostgresQuery, file: String, line: Int) async throws(PostgresError) -> PostgresRows
+}
+
+extension PostgresQueryable {
+    public func query(_ query: PostgresQuery, file: String = #fileID, line: Int = #line) async throws(PostgresError) -> PostgresRows {
+        try await self.query(query, file: file, line: line)
+    }
+}
+
+extension PostgresPool: PostgresQueryable {}
+extension PostgresConnection: PostgresQueryable {}

@@ -66,8 +66,12 @@ public final class RequesterService: Service {
         let replies: [KafkaMessage]
         do {
             replies = try await requester.request(correlationId: correlationId, deadline: .now + timeout, expectedReplies: expectedReplies,
-                                                  accept: { reply in
-                                                      (try? messages.authenticate(reply, from: responder).flatMap { _ in messages.open(reply) }.get()) != nil
+                                                  vet: { reply in
+                                                      guard let opened = try? messages.authenticate(reply, from: responder)
+                                                          .flatMap({ _ in messages.open(reply) }).get() else { return nil }
+                                                      var kept = reply
+                                                      kept.value = opened
+                                                      return kept
                                                   }) { replyTo in
                 let envelope = MessageEnvelope(type: type, id: messageId ?? UUID().wire, correlationId: correlationId, appId: appId.wire, deadline: wallDeadline,
                                                replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: payload)
@@ -78,7 +82,7 @@ public final class RequesterService: Service {
             runtime.deadlineMisses.increment(["topic": topic, "side": "requester"])
             throw error
         }
-        return try replies.map { try MessageEnvelope<Answer>.decode(try messages.open($0).get()).payload }
+        return try replies.map { try MessageEnvelope<Answer>.decode($0.value).payload }
     }
 
     /// A face job on `face.jobs.v1`: the matchers' answers, one per shard.

@@ -3,7 +3,7 @@ import Foundation
 import PostgresClient
 
 /// Moves what is sealed at rest under a previous sealing key to the current one (`facegate reseal`), a batch at a
-/// time, while the services run: face templates, and the CTID registry's names and portrait templates. A row is
+/// time, while the services run: face templates, kept enrollment photos, and the CTID registry's names and portrait templates. A row is
 /// rewritten only if it still holds the value that was read, so a concurrent change is never overwritten. Kiosk
 /// sessions are left alone: they end within their TTL, and the services open their sealed values with the previous
 /// keys meanwhile.
@@ -34,24 +34,29 @@ public struct Resealer: Sendable {
     /// Every table's counts, by table name. Throws on a value no key opens (named by its row), leaving the rest as is.
     public func run() async throws -> [String: Counts] {
         try await Tenant.acrossApps {
-            ["face_templates": try await templates(), "ctid_registry": try await registry()]
+            ["face_templates": try await resealByKey("face_templates", key: "id", column: "embedding_sealed", context: Sealer.templateContext),
+             "enrollment_photos": try await resealByKey("enrollment_photos", key: "template_id", column: "photo_sealed",
+                                                        context: Sealer.enrollmentPhotoContext),
+             "ctid_registry": try await registry()]
         }
     }
 
-    private func templates() async throws -> Counts {
+    /// A table whose sealed column is bound to the row's uuid key.
+    private func resealByKey(_ table: String, key: String, column: String, context: (UUID) -> String) async throws -> Counts {
         var counts = Counts()
         var after = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
         while true {
             let rows = try await database.query("""
-                SELECT id, embedding_sealed FROM face_templates WHERE id > \(after) ORDER BY id LIMIT \(batchSize)
+                SELECT \(unsafeRaw: key) AS id, \(unsafeRaw: column) AS sealed FROM \(unsafeRaw: table)
+                WHERE \(unsafeRaw: key) > \(after) ORDER BY \(unsafeRaw: key) LIMIT \(batchSize)
                 """)
             for row in rows.rows {
                 let id: UUID = try row.decode("id")
-                let sealed: [UInt8] = try row.decode("embedding_sealed")
+                let sealed: [UInt8] = try row.decode("sealed")
                 counts.checked += 1
-                guard let fresh = try reseal(sealed, contexts: [Sealer.templateContext(id)], row: "face_templates \(id.wire)") else { continue }
+                guard let fresh = try reseal(sealed, contexts: [context(id)], row: "\(table) \(id.wire)") else { continue }
                 counts.resealed += try await database.query("""
-                    UPDATE face_templates SET embedding_sealed = \(fresh) WHERE id = \(id) AND embedding_sealed = \(sealed)
+                    UPDATE \(unsafeRaw: table) SET \(unsafeRaw: column) = \(fresh) WHERE \(unsafeRaw: key) = \(id) AND \(unsafeRaw: column) = \(sealed)
                     """).affectedRows
             }
             guard rows.rows.count == batchSize, let last = rows.rows.last else { return counts }

@@ -62,8 +62,8 @@ import Testing
         }
     }
 
-    /// The sealing key is rotated while the stack runs: `facegate reseal` moves every template and CTID registry row to
-    /// the new key, after which a matcher holding only the new key still logs the user in and the registry still reads.
+    /// The sealing key is rotated while the stack runs: `facegate reseal` moves every template, kept enrollment photo and
+    /// CTID registry row to the new key, after which a matcher holding only the new key still logs the user in and the registry still reads.
     @Test func resealMovesEverySealedValueToTheNewKey() async throws {
         try await TestStack.with(withMatcher: false) { stack in
             let oldKey = Array(Data(base64Encoded: stack.environment["FACEGATE_SEALING_KEY"]!)!)
@@ -72,13 +72,16 @@ import Testing
                 try ServiceProcess("matcher-worker", environment: stack.environment(for: "matcher-worker")
                     .merging(["FACEGATE_ADMIN_PORT": "0"].merging(keys) { $1 }) { $1 }, name: name)
             }
-            let app = try await stack.createApp()
+            let app = try await stack.createApp(extra: ["keepEnrollmentPhotos": true])
             let user = try await stack.createUser(app, employeeNumber: "R1", name: "Barack Obama")
             let appId = try #require(UUID(uuidString: app.id))
             let first = try matcher("matcher-old-key", [:])
             try await first.waitFor("all services started", timeout: .seconds(60))
             var enrolled = 0
-            for _ in 0..<5 where enrolled != 201 { enrolled = try await stack.enroll(app, user: user, photo: "obama.jpg").status }
+            for _ in 0..<5 where enrolled != 201 {
+                enrolled = try await stack.call("POST", "/v1/apps/\(app.id)/users/\(user)/faces?photoConsent=true", bearer: stack.adminKey,
+                                                body: try TestEnvironment.image("obama.jpg"), contentType: "image/jpeg").status
+            }
             #expect(enrolled == 201)
             first.terminate()
             let registered = try PostgresIdentityRegistry(database: stack.database.pool, sealer: try Sealer(key: oldKey), numberKey: oldKey)
@@ -95,9 +98,12 @@ import Testing
             let (templateId, sealed): (UUID, [UInt8]) = (try template.decode("id"), try template.decode("embedding_sealed"))
             #expect((try? Sealer(key: newKey).openTemplate(sealed, templateId: templateId)) != nil)
             #expect((try? Sealer(key: oldKey).openTemplate(sealed, templateId: templateId)) == nil)
+            let photo = try #require(try await stack.database.pool.query("SELECT photo_sealed FROM enrollment_photos").first?.decode("photo_sealed", as: [UInt8].self))
+            #expect((try? Sealer(key: newKey).openEnrollmentPhoto(photo, templateId: templateId)) == Array(try TestEnvironment.image("obama.jpg")))
             let again = try await Resealer(database: stack.database.pool, sealer: try Sealer(key: newKey, previous: [oldKey])).run()
             #expect(again["face_templates"] == Resealer.Counts(checked: 1, resealed: 0))
             #expect(again["ctid_registry"] == Resealer.Counts(checked: 1, resealed: 0))
+            #expect(again["enrollment_photos"] == Resealer.Counts(checked: 1, resealed: 0))
 
             // Only the new key from now on: the registry name opens (its number key pinned), and the matcher logs the user in.
             let rotated = try PostgresIdentityRegistry(database: stack.database.pool, sealer: try Sealer(key: newKey), numberKey: oldKey)

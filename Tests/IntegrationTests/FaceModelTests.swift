@@ -1,6 +1,8 @@
 import FaceGateCore
 import FaceGateTestSupport
 import Foundation
+import PostgresClient
+import ServiceKit
 import Testing
 
 /// Face models per app: a dlib app and an SFace app served side by side by the same matcher, each
@@ -89,6 +91,71 @@ import Testing
             #expect(after.string("userId") == obama)
             let notMigrated = try await stack.faceLogin(token, device: "biden-phone", photo: "biden.jpg")
             #expect(notMigrated.errorCode == "NO_MATCH_FACE", "a user without an SFace template must enroll again")
+        }
+    }
+
+    /// An app that keeps enrollment photos (with each person's consent) moves to SFace at once: the matcher re-embeds
+    /// the kept photos, the users without one are listed, the gateway can never read a photo, and erasing the user
+    /// erases it.
+    @Test func keptEnrollmentPhotosMoveADlibAppAtOnce() async throws {
+        try await TestStack.with { stack in
+            let app = try await stack.createApp(extra: ["faceModel": "dlib-resnet-v1", "keepEnrollmentPhotos": true])
+            let obama = try await stack.createUser(app, employeeNumber: "E1", name: "Barack Obama")
+            let biden = try await stack.createUser(app, employeeNumber: "E2", name: "Joe Biden")
+            func enroll(_ user: String, _ photo: String, consent: String?) async throws -> TestStack.Reply {
+                try await stack.call("POST", "/v1/apps/\(app.id)/users/\(user)/faces" + (consent.map { "?photoConsent=\($0)" } ?? ""),
+                                     bearer: stack.adminKey, body: try TestEnvironment.image(photo), contentType: "image/jpeg")
+            }
+            #expect(try await enroll(obama, "obama.jpg", consent: "yes").errorCode == "INVALID_REQUEST")
+            let kept = try await enroll(obama, "obama.jpg", consent: "true")
+            #expect(kept.status == 201)
+            #expect(kept.json["photoKept"] as? Bool == true)
+            #expect(try await enroll(biden, "biden.jpg", consent: nil).json["photoKept"] as? Bool == false, "no consent, no photo")
+
+            // Sealed at rest and bound to its template; the gateway's login cannot read the photo column at all.
+            let rows = try await stack.database.pool.query("SELECT template_id, user_id, photo_sealed FROM enrollment_photos")
+            #expect(rows.rows.count == 1)
+            let sealed = try #require(try rows.first?.decode("photo_sealed", as: [UInt8].self))
+            #expect(!sealed.starts(with: [0xFF, 0xD8]), "not the JPEG itself")
+            #expect(try rows.first?.decode("template_id", as: UUID.self).wire == kept.string("templateId"))
+            let gateway = PostgresPool(configuration: try PostgresConfiguration(url: stack.database.url(for: "auth-gateway")))
+            await #expect(throws: PostgresError.self) {
+                _ = try await Tenant.acrossApps { try await gateway.query("SELECT photo_sealed FROM enrollment_photos") }
+            }
+            await gateway.close()
+
+            let status = try await stack.call("GET", "/v1/apps/\(app.id)/face-model-migration", bearer: stack.adminKey).json
+            #expect(status["keptPhotos"] as? Int == 1)
+            let pending = status["notReady"] as? [[String: Any]] ?? []
+            #expect(pending.map { $0["employeeNumber"] as? String } == ["E1", "E2"])
+            #expect(pending.map { $0["keptPhoto"] as? Bool } == [true, false])
+
+            // Re-embedded at once: E1 is ready without logging in, E2 still needs a new enrollment.
+            let reembedded = try await stack.call("POST", "/v1/apps/\(app.id)/face-model-migration/re-embed", bearer: stack.adminKey, json: [:])
+            #expect(reembedded.status == 200, "\(reembedded.json)")
+            #expect(reembedded.json["reembedded"] as? Int == 1)
+            #expect((reembedded.json["refused"] as? [Any])?.isEmpty == true)
+            #expect(reembedded.json["next"] == nil || reembedded.json["next"] is NSNull)
+            let after = reembedded.json["status"] as? [String: Any] ?? [:]
+            #expect(after["ready"] as? Int == 1)
+            #expect((after["notReady"] as? [[String: Any]])?.map { $0["userId"] as? String } == [biden])
+            let again = try await stack.call("POST", "/v1/apps/\(app.id)/face-model-migration/re-embed", bearer: stack.adminKey, json: [:])
+            #expect(again.json["reembedded"] as? Int == 0, "a user once ready is not re-embedded again")
+
+            // After the switch the re-embedded template finds E1 from another photo, on SFace.
+            #expect(try await stack.call("POST", "/v1/apps/\(app.id)/face-model-migration", bearer: stack.adminKey,
+                                         json: ["to": "sface-2021dec"]).status == 200)
+            #expect(try await stack.call("POST", "/v1/apps/\(app.id)/face-model-migration/re-embed", bearer: stack.adminKey,
+                                         json: [:]).status == 409, "nothing to move to any more")
+            try await Task.sleep(for: .seconds(6))  // the matcher re-reads an app's model after 5 s
+            let searched = try await stack.call("POST", "/v1/apps/\(app.id)/faces/search", bearer: stack.adminKey,
+                                                body: try TestEnvironment.image("obama2.jpg"), contentType: "image/jpeg")
+            #expect(searched.string("outcome") == "MATCH", "\(searched.json)")
+            #expect((searched.json["match"] as? [String: Any])?["employeeNumber"] as? String == "E1")
+
+            // Erasing the person erases the kept photo.
+            #expect(try await stack.call("DELETE", "/v1/apps/\(app.id)/users/\(obama)", bearer: stack.adminKey).status == 204)
+            #expect(try await stack.database.pool.query("SELECT 1 FROM enrollment_photos").rows.isEmpty)
         }
     }
 

@@ -114,6 +114,16 @@ import Testing
             #expect(rows.contains { $0["outcome"] as? String == "NO_MATCH_FACE" })
             let searches = try await stack.call("GET", "/v1/audit/transactions?appId=\(app.id)&kind=face.search", bearer: stack.adminKey)
             #expect((searches.json["items"] as? [Any])?.count ?? 0 >= 3)
+
+            // Two enrollments at once for the user's last place (the matcher takes two jobs at a time): one takes it, the other
+            // is refused, and the user holds the limit, not more.
+            async let one = stack.enroll(app, user: obama, photo: "obama2.jpg")
+            async let two = stack.enroll(app, user: obama, photo: "obama3.jpg")
+            let answers = try await [one, two]
+            #expect(answers.map(\.status).sorted() == [201, 409])
+            #expect(answers.contains { $0.errorCode == "FACE_LIMIT_REACHED" })
+            let held = try await stack.database.pool.query("SELECT count(*) AS n FROM face_templates WHERE user_id = \(UUID(uuidString: obama)!)")
+            #expect(try held.first?.decode("n", as: Int.self) == 2)
         }
     }
 

@@ -3,7 +3,7 @@ import FaceEngine
 import FaceGateCore
 import FaceGateTestSupport
 import Foundation
-import MatcherWorker
+@testable import MatcherWorker
 import PostgresClient
 import ServiceKit
 import Testing
@@ -270,6 +270,39 @@ import Testing
                 #expect(login.json["success"] as? Bool == true, "\(actions.map(\.rawValue)): \(whyLogin)")
             }
         }
+    }
+
+    /// Without dlib's 68-point model (trained on iBUG 300-W, not for commercial use) an SFace matcher still judges
+    /// head turns, from YuNet's five points. The burst is made of real photos of turned heads (obama2.jpg turns to his
+    /// right, its mirror image to his left): YuNet's points follow a real turn but not the synthetic warps the other
+    /// tests use, which move dlib's landmarks, not the head. A live burst passes its challenge, the same burst fails
+    /// the reverse order, and a held-up still passes no turn.
+    @Test func headTurnsAreJudgedWithoutThe68PointModel() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("yunet-only-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let models = try TestEnvironment.value("FACEGATE_MODEL_DIR")
+        for file in ["face_detection_yunet_2023mar.onnx", "face_recognition_sface_2021dec.onnx"] {
+            try FileManager.default.createSymbolicLink(atPath: directory + "/" + file, withDestinationPath: models + "/" + file)
+        }
+        var configuration = FaceEngineConfiguration(modelDirectory: directory)
+        configuration.model = .sface2021dec
+        let yunetOnly = try FaceEngine(configuration: configuration)
+        func judge(_ frames: [Data], _ actions: [LivenessAction]) throws -> LivenessReport {
+            let analyses = try frames.map { try yunetOnly.analyze(Array($0), options: FaceAnalysisOptions(embeddings: true, landmarks68: true, maxFaces: 1)) }
+            #expect(analyses.allSatisfy { $0.faces.first?.landmarks68 == nil }, "no 68 points without the model")
+            print("yaw from YuNet's points:", analyses.map { String(format: "%.1f", $0.faces.first?.quality.yaw ?? .nan) })
+            return LivenessAnalyzer.evaluate(frames: frames, analyses: analyses, actions: actions, sameFaceDistance: FaceModel.sface2021dec.defaultThreshold)
+        }
+        let frontal = try Self.photo("obama.jpg"), turned = try Self.photo("obama2.jpg")
+        let burst = [try SyntheticFrames.frame(photo: frontal, quality: 92), try SyntheticFrames.frame(photo: turned, mirrored: true),
+                     try SyntheticFrames.frame(photo: frontal, quality: 88), try SyntheticFrames.frame(photo: turned),
+                     try SyntheticFrames.frame(photo: frontal, quality: 84)]
+        let live = try judge(burst, [.turnLeft, .turnRight])
+        #expect(live.passed, "\(live.reasons)")
+        #expect(try judge(burst, [.turnRight, .turnLeft]).passed == false, "the turns in the other order")
+        let still = try (0..<5).map { try SyntheticFrames.frame(photo: frontal, quality: 92 - $0 * 2) }
+        #expect(try judge(still, [.turnLeft]).passed == false)
     }
 
     @Test func livenessJobsFromOlderSendersDecode() throws {

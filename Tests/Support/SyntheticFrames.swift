@@ -65,6 +65,12 @@ public enum SyntheticFrames {
         return try (0..<count).map { try face.render(.still, quality: 90 - $0 % 8, random: nil) }
     }
 
+    /// A real photo as a camera frame: mirrored (a head turned one way becomes the same turn the other way) or not,
+    /// re-encoded as JPEG at `quality` (frames of a camera are never byte-identical).
+    public static func frame(photo: URL, mirrored: Bool = false, quality: Int = 90) throws -> Data {
+        try runConvert([photo.path] + (mirrored ? ["-flop"] : []) + ["-quality", String(quality), "jpg:-"])
+    }
+
     /// Yaw and eye aspect ratio of each frame, as measured by the engine (for checking and tuning).
     public static func measure(_ frames: [Data], engine: FaceEngine? = nil) throws -> [Measurement] {
         let engine = try engine ?? defaultEngine()

@@ -77,6 +77,8 @@ struct AppRecord: Sendable {
     var deviceBindingPolicy: DeviceBindingPolicy
     var kioskApproval: KioskApprovalPolicy
     var quotas: Quotas
+    /// Whether enrollment photos whose subject consented are kept, sealed, for a later move to another face model.
+    var keepEnrollmentPhotos: Bool
     var createdAt: Date
 
     /// The app as operators see it: never a secret.
@@ -93,6 +95,7 @@ struct AppRecord: Sendable {
         var deviceBindingPolicy: DeviceBindingPolicy
         var kioskApproval: KioskApprovalPolicy
         var quotas: Quotas
+        var keepEnrollmentPhotos: Bool
         var createdAt: Date
     }
 
@@ -100,7 +103,7 @@ struct AppRecord: Sendable {
         Public(appId: id.wire, name: name, modules: modules, faceModel: faceModel, matchThreshold: matchThreshold,
                estimatedFalseMatchRate: faceModel.falseMatchRate(atThreshold: matchThreshold), liveness: liveness,
                deviceBinding: deviceBinding, deviceBindingPolicy: deviceBindingPolicy, kioskApproval: kioskApproval, quotas: quotas,
-               createdAt: createdAt)
+               keepEnrollmentPhotos: keepEnrollmentPhotos, createdAt: createdAt)
     }
 }
 
@@ -111,7 +114,7 @@ struct AppStore: Sendable {
     func find(_ id: UUID) async throws -> AppRecord? {
         let rows = try await database.query("""
             SELECT id, name, secret_hash, previous_secret_hash, previous_secret_valid_until, secret_rotated_at, modules::text AS modules,
-                   face_model, match_threshold, liveness::text AS liveness, device_binding, device_binding_policy, kiosk_approval::text AS kiosk_approval, quotas::text AS quotas, created_at
+                   face_model, match_threshold, liveness::text AS liveness, device_binding, device_binding_policy, kiosk_approval::text AS kiosk_approval, quotas::text AS quotas, keep_enrollment_photos, created_at
             FROM apps WHERE id = \(id)
             """)
         guard let row = rows.first else { return nil }
@@ -127,7 +130,8 @@ struct AppStore: Sendable {
             liveness: try json("liveness", LivenessPolicy.self),
             deviceBinding: DeviceBinding(rawValue: try row.decode("device_binding")) ?? .header,
             deviceBindingPolicy: DeviceBindingPolicy(rawValue: try row.decode("device_binding_policy")) ?? .employeeNumber,
-            kioskApproval: try json("kiosk_approval", KioskApprovalPolicy.self), quotas: try json("quotas", Quotas.self), createdAt: try row.decode("created_at"))
+            kioskApproval: try json("kiosk_approval", KioskApprovalPolicy.self), quotas: try json("quotas", Quotas.self),
+            keepEnrollmentPhotos: try row.decode("keep_enrollment_photos"), createdAt: try row.decode("created_at"))
     }
 
     /// Module gate for a client call: disabled → `MODULE_DISABLED`; trial beyond its daily quota →

@@ -8,7 +8,8 @@ import ServiceKit
 /// each confident face login on a device bound to the user embeds the same probe with the new model too and keeps
 /// it as that user's new-model template (the photo itself is not kept): progressive re-enrollment. The operator
 /// watches the share of users ready and switches the app when it suffices; the users still without a template of
-/// the new model are listed, to be enrolled again.
+/// the new model are listed, to be enrolled again. Apps that keep enrollment photos (with each person's consent) can
+/// have the matcher re-embed them all at once instead.
 extension GatewayContext {
     func registerFaceModelMigrationRoutes(on router: APIRoutes) {
         router.add("GET", "/v1/apps/{appId}/face-model-migration") { [self] request in
@@ -18,10 +19,18 @@ extension GatewayContext {
         router.add("POST", "/v1/apps/{appId}/face-model-migration", maxBodyBytes: 4096) { [self] request in
             try await switchFaceModel(request)
         }
+        router.add("POST", "/v1/apps/{appId}/face-model-migration/re-embed", maxBodyBytes: 4096) { [self] request in
+            try await reembedKeptPhotos(request)
+        }
     }
 
     struct MigrationStatus: Encodable {
-        struct Pending: Encodable { var userId: String; var employeeNumber: String }
+        struct Pending: Encodable {
+            var userId: String
+            var employeeNumber: String
+            /// The user has a kept enrollment photo: `…/re-embed` can make the new template without them.
+            var keptPhoto: Bool
+        }
         var appId: String
         var from: FaceModel
         var to: FaceModel
@@ -30,6 +39,8 @@ extension GatewayContext {
         /// Of those, the ones that also hold a template of `to`.
         var ready: Int
         var readyShare: Double
+        /// Of the users not ready, the ones with a kept enrollment photo.
+        var keptPhotos: Int
         /// Up to 1,000 of the users not ready, oldest first: they need a new enrollment (or a login) before a switch.
         var notReady: [Pending]
     }
@@ -44,22 +55,96 @@ extension GatewayContext {
 
     func migrationStatus(_ app: AppRecord, to target: FaceModel) async throws -> MigrationStatus {
         let counts = try await database.query("""
-            SELECT count(*)::int AS users, count(*) FILTER (WHERE EXISTS (
-                       SELECT 1 FROM face_templates n WHERE n.user_id = u.id AND n.model_id = \(target.rawValue)))::int AS ready
+            SELECT count(*)::int AS users,
+                   count(*) FILTER (WHERE \(unsafeRaw: Self.holds("u", target)))::int AS ready,
+                   count(*) FILTER (WHERE NOT \(unsafeRaw: Self.holds("u", target)) AND \(unsafeRaw: Self.keptPhoto("u")))::int AS kept
             FROM users u
-            WHERE u.app_id = \(app.id) AND EXISTS (SELECT 1 FROM face_templates t WHERE t.user_id = u.id AND t.model_id = \(app.faceModel.rawValue))
+            WHERE u.app_id = \(app.id) AND \(unsafeRaw: Self.holds("u", app.faceModel))
             """).first
-        let (users, ready) = (try counts?.decode("users", as: Int.self) ?? 0, try counts?.decode("ready", as: Int.self) ?? 0)
+        let (users, ready, kept) = (try counts?.decode("users", as: Int.self) ?? 0, try counts?.decode("ready", as: Int.self) ?? 0,
+                                    try counts?.decode("kept", as: Int.self) ?? 0)
         let pending = try await database.query("""
-            SELECT u.id, u.employee_number FROM users u
-            WHERE u.app_id = \(app.id)
-              AND EXISTS (SELECT 1 FROM face_templates t WHERE t.user_id = u.id AND t.model_id = \(app.faceModel.rawValue))
-              AND NOT EXISTS (SELECT 1 FROM face_templates n WHERE n.user_id = u.id AND n.model_id = \(target.rawValue))
+            SELECT u.id, u.employee_number, \(unsafeRaw: Self.keptPhoto("u")) AS kept FROM users u
+            WHERE u.app_id = \(app.id) AND \(unsafeRaw: Self.holds("u", app.faceModel)) AND NOT \(unsafeRaw: Self.holds("u", target))
             ORDER BY u.created_at, u.id LIMIT 1000
-            """).rows.map { MigrationStatus.Pending(userId: (try $0.decode("id", as: UUID.self)).wire, employeeNumber: try $0.decode("employee_number")) }
+            """).rows.map {
+            MigrationStatus.Pending(userId: (try $0.decode("id", as: UUID.self)).wire, employeeNumber: try $0.decode("employee_number"),
+                                    keptPhoto: try $0.decode("kept"))
+        }
         return MigrationStatus(appId: app.id.wire, from: app.faceModel, to: target, users: users, ready: ready,
-                               readyShare: users == 0 ? 1 : Double(ready) / Double(users), notReady: pending)
+                               readyShare: users == 0 ? 1 : Double(ready) / Double(users), keptPhotos: kept, notReady: pending)
     }
+
+    /// SQL: the user row `alias` holds a template of `model` (a program-chosen model name, never input).
+    static func holds(_ alias: String, _ model: FaceModel) -> String {
+        "EXISTS (SELECT 1 FROM face_templates t WHERE t.user_id = \(alias).id AND t.model_id = '\(model.rawValue)')"
+    }
+
+    /// SQL: the user row `alias` has a kept enrollment photo.
+    static func keptPhoto(_ alias: String) -> String {
+        "EXISTS (SELECT 1 FROM enrollment_photos p WHERE p.user_id = \(alias).id)"
+    }
+
+    struct ReembedBody: Decodable {
+        var to: FaceModel?
+        /// Continue after this kept photo's template (the `next` of an answer that ran out of time).
+        var after: UUID?
+    }
+
+    /// Re-embeds, with the model the app moves to, the kept enrollment photos of the users not ready for it: a page of
+    /// photos per matcher job, for up to `reembedBudget`; then answers what became of each and, if photos remain,
+    /// `next` to continue from. The photos stay in the matcher: this service can read only that they exist.
+    func reembedKeptPhotos(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let app = try await operatorApp(request)
+        let body = try request.decodeJSON(ReembedBody.self)
+        let target = body.to ?? FaceModel.defaultForNewApps
+        guard target == FaceModel.defaultForNewApps, target != app.faceModel else {
+            throw APIError(.conflict, "the app uses \(app.faceModel.rawValue); photos are re-embedded only for \(FaceModel.defaultForNewApps.rawValue), "
+                           + "the model apps move to, and only before the switch")
+        }
+        return try await recorded(request, kind: "face.migrate.re-embed", appId: app.id) { draft in
+            let started = ContinuousClock.now
+            var after = body.after ?? UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
+            var outcomes: [ReembedOutcome] = []
+            var next: UUID?
+            while true {
+                let page = try await database.query("""
+                    SELECT p.template_id FROM enrollment_photos p JOIN users u ON u.id = p.user_id
+                    WHERE p.app_id = \(app.id) AND p.template_id > \(after) AND NOT \(unsafeRaw: Self.holds("u", target))
+                      AND EXISTS (SELECT 1 FROM face_templates s WHERE s.id = p.template_id AND s.model_id = \(app.faceModel.rawValue))
+                    ORDER BY p.template_id LIMIT \(Self.reembedPage)
+                    """).rows.map { try $0.decode("template_id", as: UUID.self) }
+                guard let last = page.last else { break }
+                if ContinuousClock.now - started > Self.reembedBudget {
+                    next = after
+                    break
+                }
+                let result = try await faceJob(FaceJob(kind: .reembed, appId: app.id, duplicateCheck: false, model: target, templateIds: page))
+                guard let done = result.reembedded else { throw APIError(.internalError, result.message ?? "the matcher did not re-embed") }
+                outcomes += done
+                after = last
+            }
+            let status = try await migrationStatus(app, to: target)
+            let made = outcomes.filter { $0.templateId != nil }.count
+            let refused = outcomes.filter { $0.outcome != .enrolled }
+            draft.detail = ["to": target.rawValue, "reembedded": String(made), "refused": String(refused.count)]
+            struct Refused: Encodable { var userId: String; var templateId: String; var error: String; var message: String? }
+            struct Answer: Encodable {
+                var reembedded: Int
+                var refused: [Refused]
+                var next: String?
+                var status: MigrationStatus
+            }
+            return .json(Answer(reembedded: made,
+                                refused: refused.map { Refused(userId: $0.userId.wire, templateId: $0.sourceTemplateId.wire,
+                                                               error: ($0.outcome.errorCode ?? .internalError).rawValue, message: $0.message) },
+                                next: next?.wire, status: status))
+        }
+    }
+
+    /// Kept photos per matcher job, and how long one call goes on before answering with `next`.
+    static let reembedPage = 8
+    static let reembedBudget = Duration.seconds(30)
 
     struct SwitchBody: Decodable {
         var to: FaceModel

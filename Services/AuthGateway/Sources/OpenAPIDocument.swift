@@ -125,13 +125,13 @@ enum OpenAPIDocument {
         "falseMatchRate": {"type": "number", "minimum": 1e-8, "maximum": 1e-3, "description": "Instead of matchThreshold: a per-comparison false-match rate target (e.g. 1e-5 for 1 in 100,000), turned into the model's threshold by its calibration table"},
         "liveness": {"$ref": "#/components/schemas/Liveness"}, "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"},
         "deviceBinding": {"$ref": "#/components/schemas/DeviceBinding"}, "deviceBindingPolicy": {"$ref": "#/components/schemas/DeviceBindingPolicy"},
-        "quotas": {"$ref": "#/components/schemas/Quotas"}}},
+        "quotas": {"$ref": "#/components/schemas/Quotas"}, "keepEnrollmentPhotos": {"type": "boolean", "default": false, "description": "Keep each enrollment photo whose subject consented (photoConsent=true), sealed and bound to its template, so a move to another face model can re-embed it; erased with the template; never returned"}}},
       "AppChanges": {"type": "object", "properties": {
         "modules": {"$ref": "#/components/schemas/ModulesChange"}, "matchThreshold": {"type": "number"}, "falseMatchRate": {"type": "number", "minimum": 1e-8, "maximum": 1e-3, "description": "Instead of matchThreshold: a per-comparison false-match rate target (e.g. 1e-5 for 1 in 100,000), turned into the model's threshold by its calibration table"},
         "liveness": {"$ref": "#/components/schemas/Liveness"}, "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"},
         "deviceBinding": {"$ref": "#/components/schemas/DeviceBinding"}, "deviceBindingPolicy": {"$ref": "#/components/schemas/DeviceBindingPolicy"},
-        "quotas": {"$ref": "#/components/schemas/Quotas"}}},
-      "App": {"type": "object", "required": ["appId", "name", "modules", "faceModel", "matchThreshold", "liveness", "deviceBinding", "deviceBindingPolicy", "kioskApproval", "quotas", "createdAt"], "properties": {
+        "quotas": {"$ref": "#/components/schemas/Quotas"}, "keepEnrollmentPhotos": {"type": "boolean", "description": "Turning it off keeps the photos already kept (they go with their templates)"}}},
+      "App": {"type": "object", "required": ["appId", "name", "modules", "faceModel", "matchThreshold", "liveness", "deviceBinding", "deviceBindingPolicy", "kioskApproval", "quotas", "keepEnrollmentPhotos", "createdAt"], "properties": {
         "appId": {"type": "string", "format": "uuid"}, "name": {"type": "string"}, "modules": {"$ref": "#/components/schemas/Modules"},
         "faceModel": {"$ref": "#/components/schemas/FaceModel"},
         "matchThreshold": {"type": "number", "description": "Euclidean distance between the face model's vectors (sface-2021dec: unit vectors, cosine = 1 − d²/2)"},
@@ -139,26 +139,39 @@ enum OpenAPIDocument {
         "liveness": {"$ref": "#/components/schemas/Liveness"},
         "deviceBinding": {"$ref": "#/components/schemas/DeviceBinding"}, "deviceBindingPolicy": {"$ref": "#/components/schemas/DeviceBindingPolicy"},
         "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"}, "quotas": {"$ref": "#/components/schemas/Quotas"},
+        "keepEnrollmentPhotos": {"type": "boolean", "description": "Keep each enrollment photo whose subject consented (photoConsent=true), sealed and bound to its template, so a move to another face model can re-embed it; erased with the template; never returned"},
         "createdAt": {"type": "string", "format": "date-time"}}},
       "CreatedApp": {"type": "object", "description": "The new app with its secrets, shown only here",
-        "required": ["appId", "name", "appSecret", "ctidKey", "modules", "faceModel", "matchThreshold", "liveness", "deviceBinding", "deviceBindingPolicy", "kioskApproval", "quotas"], "properties": {
+        "required": ["appId", "name", "appSecret", "ctidKey", "modules", "faceModel", "matchThreshold", "liveness", "deviceBinding", "deviceBindingPolicy", "kioskApproval", "quotas", "keepEnrollmentPhotos"], "properties": {
         "appId": {"type": "string", "format": "uuid"}, "name": {"type": "string"}, "appSecret": {"type": "string"},
         "ctidKey": {"type": "string", "contentEncoding": "base64", "description": "The CTID institution key, 16 bytes"},
         "modules": {"$ref": "#/components/schemas/Modules"}, "faceModel": {"$ref": "#/components/schemas/FaceModel"}, "matchThreshold": {"type": "number"}, "estimatedFalseMatchRate": {"type": "number", "description": "The per-comparison false-match rate the threshold stands for by the model's calibration; absent beyond its table (1e-8 … 1e-3)"},
         "liveness": {"$ref": "#/components/schemas/Liveness"},
         "deviceBinding": {"$ref": "#/components/schemas/DeviceBinding"}, "deviceBindingPolicy": {"$ref": "#/components/schemas/DeviceBindingPolicy"},
-        "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"}, "quotas": {"$ref": "#/components/schemas/Quotas"}}},
+        "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"}, "quotas": {"$ref": "#/components/schemas/Quotas"},
+        "keepEnrollmentPhotos": {"type": "boolean"}}},
       "AppList": {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/App"}}}},
       "RotatedSecret": {"type": "object", "required": ["appId", "appSecret", "previousSecretValidForSeconds"], "properties": {
         "appId": {"type": "string", "format": "uuid"}, "appSecret": {"type": "string"}, "previousSecretValidForSeconds": {"type": "integer"}}},
-      "MigrationPending": {"type": "object", "required": ["userId", "employeeNumber"], "properties": {"userId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"}}},
-      "FaceModelMigration": {"type": "object", "required": ["appId", "from", "to", "users", "ready", "readyShare", "notReady"], "properties": {
+      "MigrationPending": {"type": "object", "required": ["userId", "employeeNumber", "keptPhoto"], "properties": {"userId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"},
+        "keptPhoto": {"type": "boolean", "description": "The user has a kept enrollment photo: POST …/face-model-migration/re-embed makes the new template without them"}}},
+      "FaceModelMigration": {"type": "object", "required": ["appId", "from", "to", "users", "ready", "readyShare", "keptPhotos", "notReady"], "properties": {
         "appId": {"type": "string", "format": "uuid"}, "from": {"$ref": "#/components/schemas/FaceModel"}, "to": {"$ref": "#/components/schemas/FaceModel"},
         "users": {"type": "integer", "description": "Users holding a template of the app's current model"},
         "ready": {"type": "integer", "description": "Of those, the users that also hold a template of the target model (enrolled, or re-enrolled at a confident login on a bound device)"},
-        "readyShare": {"type": "number"}, "notReady": {"type": "array", "maxItems": 1000, "items": {"$ref": "#/components/schemas/MigrationPending"}, "description": "Users who need a new enrollment before a switch, oldest first"}}},
+        "readyShare": {"type": "number"}, "keptPhotos": {"type": "integer", "description": "Of the users not ready, those with a kept enrollment photo"},
+        "notReady": {"type": "array", "maxItems": 1000, "items": {"$ref": "#/components/schemas/MigrationPending"}, "description": "Users who need a new enrollment before a switch, oldest first"}}},
       "FaceModelSwitch": {"type": "object", "required": ["to"], "properties": {"to": {"$ref": "#/components/schemas/FaceModel"},
         "matchThreshold": {"type": "number", "description": "In the new model's units (Euclidean distance); its default otherwise"}}},
+      "FaceModelReembed": {"type": "object", "properties": {"to": {"$ref": "#/components/schemas/FaceModel"},
+        "after": {"type": "string", "format": "uuid", "description": "The next of an earlier answer: continue after it"}}},
+      "FaceModelReembedded": {"type": "object", "required": ["reembedded", "refused", "status"], "properties": {
+        "reembedded": {"type": "integer", "description": "New templates of the target model made from kept photos in this call"},
+        "refused": {"type": "array", "items": {"type": "object", "required": ["userId", "templateId", "error"], "properties": {
+          "userId": {"type": "string", "format": "uuid"}, "templateId": {"type": "string", "format": "uuid", "description": "The template whose kept photo was refused"},
+          "error": {"type": "string", "description": "NO_FACE, LOW_QUALITY, IMAGE_FORMAT_ERROR or INTERNAL"}, "message": {"type": "string"}}}},
+        "next": {"type": "string", "format": "uuid", "description": "Present when the call ran out of time with photos left: send it as after"},
+        "status": {"$ref": "#/components/schemas/FaceModelMigration"}}},
       "FaceModelSwitched": {"type": "object", "required": ["app", "users", "ready", "notReady"], "properties": {"app": {"$ref": "#/components/schemas/App"},
         "users": {"type": "integer"}, "ready": {"type": "integer"}, "notReady": {"type": "array", "items": {"$ref": "#/components/schemas/MigrationPending"}}}},
       "NewUser": {"type": "object", "required": ["employeeNumber", "name"], "properties": {
@@ -173,8 +186,9 @@ enum OpenAPIDocument {
       "ImageUpload": {"type": "object", "required": ["image"], "properties": {"image": {"type": "string", "format": "binary", "description": "JPEG or PNG"}}},
       "Quality": {"type": "object", "required": ["faceWidth", "sharpness", "brightness", "yaw"], "properties": {
         "faceWidth": {"type": "integer"}, "sharpness": {"type": "number"}, "brightness": {"type": "number"}, "yaw": {"type": "number"}}},
-      "EnrolledFace": {"type": "object", "required": ["templateId", "quality"], "properties": {
-        "templateId": {"type": "string", "format": "uuid"}, "quality": {"$ref": "#/components/schemas/Quality"}}},
+      "EnrolledFace": {"type": "object", "required": ["templateId", "quality", "photoKept"], "properties": {
+        "templateId": {"type": "string", "format": "uuid"}, "quality": {"$ref": "#/components/schemas/Quality"},
+        "photoKept": {"type": "boolean", "description": "The photo is kept, sealed, for a later move to another face model (the app keeps enrollment photos and photoConsent=true)"}}},
       "FaceTemplate": {"type": "object", "required": ["templateId", "model", "quality", "createdAt"], "properties": {
         "templateId": {"type": "string", "format": "uuid"}, "model": {"$ref": "#/components/schemas/FaceModel"},
         "quality": {"$ref": "#/components/schemas/Quality"}, "createdAt": {"type": "string", "format": "date-time"}}},
@@ -405,6 +419,17 @@ enum OpenAPIDocument {
           "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
           "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
+    "/v1/apps/{appId}/face-model-migration/re-embed": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}],
+      "post": {"operationId": "reembedKeptPhotos", "tags": ["apps"], "summary": "Make target-model templates from the kept enrollment photos of the users not ready yet (before the switch)", "security": [{"operatorKey": []}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FaceModelReembed"}}}},
+        "responses": {
+          "200": {"description": "What became of each kept photo, and the migration's state", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FaceModelReembedded"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "409": {"$ref": "#/components/responses/Conflict", "description": "CONFLICT: the app already uses the target model"},
+          "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
     "/v1/apps/{appId}/users": {
       "parameters": [{"$ref": "#/components/parameters/appId"}],
       "post": {"operationId": "createUser", "tags": ["users"], "summary": "Create a user", "security": [{"operatorKey": []}],
@@ -459,7 +484,8 @@ enum OpenAPIDocument {
     "/v1/apps/{appId}/users/{userId}/faces": {
       "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/userId"}],
       "post": {"operationId": "enrollFace", "tags": ["faces"], "summary": "Enroll a face from a photo (quality gate, duplicate check); a user holds at most FACEGATE_MAX_FACES_PER_USER templates (default 5)", "security": [{"operatorKey": []}],
-        "parameters": [{"$ref": "#/components/parameters/idempotencyKey"}],
+        "parameters": [{"$ref": "#/components/parameters/idempotencyKey"},
+          {"name": "photoConsent", "in": "query", "schema": {"type": "boolean", "default": false}, "description": "The person agreed that the photo be kept, sealed, for a later move to another face model; kept only where the app's keepEnrollmentPhotos is on"}],
         "requestBody": {"required": true, "content": {"image/jpeg": {"schema": {"type": "string", "contentMediaType": "image/jpeg"}}, "image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}},
           "multipart/form-data": {"schema": {"$ref": "#/components/schemas/ImageUpload"}}}},
         "responses": {

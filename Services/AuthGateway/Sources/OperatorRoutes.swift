@@ -49,6 +49,7 @@ extension GatewayContext {
         var deviceBindingPolicy: DeviceBindingPolicy?
         var kioskApproval: KioskApprovalPolicy?
         var quotas: Quotas?
+        var keepEnrollmentPhotos: Bool?
     }
 
     struct CreatedApp: Encodable {
@@ -65,6 +66,7 @@ extension GatewayContext {
         var deviceBindingPolicy: DeviceBindingPolicy
         var kioskApproval: KioskApprovalPolicy
         var quotas: Quotas
+        var keepEnrollmentPhotos: Bool
     }
 
     func createApp(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -88,19 +90,21 @@ extension GatewayContext {
         // New apps identify devices by their keys and bind a new key only with the app server's ticket.
         let binding = body.deviceBinding ?? .dpop
         let policy = body.deviceBindingPolicy ?? .appServerTicket
+        let keepPhotos = body.keepEnrollmentPhotos ?? false
         return try await recorded(request, kind: "app.create", appId: platformAppId) { draft in
             _ = try await database.query("""
                 INSERT INTO apps (id, name, secret_hash, ctid_key_sealed, modules, face_model, match_threshold, liveness, device_binding,
-                                  device_binding_policy, kiosk_approval, quotas)
+                                  device_binding_policy, kiosk_approval, quotas, keep_enrollment_photos)
                 VALUES (\(appId), \(name), \(SHA256.hash(Array(secret.utf8))), \(try CTIDKeyBox.seal(ctidKey, appId: appId, to: configuration.ctidPublicKey)),
                         \(modules.jsonText)::jsonb, \(faceModel.rawValue), \(Double(threshold)), \(liveness.jsonText)::jsonb, \(binding.rawValue),
-                        \(policy.rawValue), \(approval.jsonText)::jsonb, \(quotas.jsonText)::jsonb)
+                        \(policy.rawValue), \(approval.jsonText)::jsonb, \(quotas.jsonText)::jsonb, \(keepPhotos))
                 """)
             draft.detail = ["appId": appId.uuidString.lowercased()]
             return .json(CreatedApp(appId: appId.wire, name: name, appSecret: secret, ctidKey: Data(ctidKey).base64EncodedString(), modules: modules,
                                     faceModel: faceModel, matchThreshold: threshold,
                                     estimatedFalseMatchRate: faceModel.falseMatchRate(atThreshold: threshold), liveness: liveness, deviceBinding: binding,
-                                    deviceBindingPolicy: policy, kioskApproval: approval, quotas: quotas), status: 201)
+                                    deviceBindingPolicy: policy, kioskApproval: approval, quotas: quotas, keepEnrollmentPhotos: keepPhotos),
+                         status: 201)
         }
     }
 
@@ -149,6 +153,8 @@ extension GatewayContext {
         var deviceBindingPolicy: DeviceBindingPolicy?
         var kioskApproval: KioskApprovalPolicy?
         var quotas: Quotas?
+        /// Turning it off keeps the photos already kept; they go with their templates.
+        var keepEnrollmentPhotos: Bool?
     }
 
     func patchApp(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -169,7 +175,8 @@ extension GatewayContext {
                 UPDATE apps SET modules = \(modules.jsonText)::jsonb, match_threshold = \(Double(threshold)),
                        liveness = \(liveness.jsonText)::jsonb, device_binding = \(binding.rawValue),
                        device_binding_policy = \(policy.rawValue), kiosk_approval = \(approval.jsonText)::jsonb,
-                       quotas = \(quotas.jsonText)::jsonb, updated_at = now()
+                       quotas = \(quotas.jsonText)::jsonb, keep_enrollment_photos = \(body.keepEnrollmentPhotos ?? app.keepEnrollmentPhotos),
+                       updated_at = now()
                 WHERE id = \(app.id)
                 """)
             draft.detail = ["modules": modules.jsonText, "deviceBinding": binding.rawValue, "deviceBindingPolicy": policy.rawValue]
@@ -309,8 +316,11 @@ extension GatewayContext {
                     throw APIError(.moduleNotFormal, "the trial gallery holds \(app.quotas.gallerySize) users; ask for the formal module")
                 }
             }
+            let consent = try Self.photoConsent(request)
+            let keepPhoto = app.keepEnrollmentPhotos && consent
             let result = try await faceJob(FaceJob(kind: .enroll, appId: app.id, image: Data(image), userId: userId,
-                                                   threshold: app.matchThreshold, duplicateCheck: true, templateLimit: configuration.maxFacesPerUser),
+                                                   threshold: app.matchThreshold, duplicateCheck: true, templateLimit: configuration.maxFacesPerUser,
+                                                   keepPhoto: keepPhoto),
                                            messageId: Self.enrollJobId(request, appId: app.id, userId: userId))
             if let code = result.outcome.errorCode {
                 throw APIError(code, result.message ?? Self.defaultMessage(code))
@@ -318,9 +328,19 @@ extension GatewayContext {
             guard let templateId = result.templateId, let quality = result.quality else {
                 throw APIError(.internalError, "the matcher did not return a template")
             }
-            draft.detail = ["templateId": templateId.uuidString.lowercased()]
-            struct Enrolled: Encodable { var templateId: String; var quality: FaceQualityReport }
-            return .json(Enrolled(templateId: templateId.wire, quality: quality), status: 201)
+            draft.detail = ["templateId": templateId.uuidString.lowercased(), "photoKept": String(keepPhoto)]
+            struct Enrolled: Encodable { var templateId: String; var quality: FaceQualityReport; var photoKept: Bool }
+            return .json(Enrolled(templateId: templateId.wire, quality: quality, photoKept: keepPhoto), status: 201)
+        }
+    }
+
+    /// `photoConsent=true` (query): the person agreed that the photo be kept, sealed, for a later move to another face
+    /// model. Kept only where the app keeps enrollment photos.
+    static func photoConsent(_ request: HTTPRequest) throws -> Bool {
+        switch request.query["photoConsent"] {
+        case nil, "false": return false
+        case "true": return true
+        default: throw APIError(.invalidRequest, "photoConsent must be true or false")
         }
     }
 

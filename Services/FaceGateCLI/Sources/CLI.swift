@@ -30,7 +30,8 @@ public enum FaceGateCLI {
       app get APP_ID | app list
       app binding APP_ID B [P]                  how devices are identified and new keys bound
       app migrate-model APP_ID [M] [--switch]   share of users ready for model M (sface-2021dec) and who is not;
-                                                --switch moves the app to M (its users without an M template must enroll again)
+                                                --switch moves the app to M (its users without an M template must enroll again);
+                                                --re-embed first makes M templates from the kept enrollment photos
       app modules APP_ID MODULE=STATE...        e.g. faceLogin=formal ctid=disabled
       app rotate-secret APP_ID
       user create APP_ID EMPLOYEE_NUMBER NAME
@@ -147,9 +148,21 @@ public enum FaceGateCLI {
             let app = try argument(rest, 1, "APP_ID")
             let positional = rest.dropFirst(2).filter { !$0.hasPrefix("--") }
             let model = positional.first ?? FaceModel.defaultForNewApps.rawValue
+            if rest.contains("--re-embed") {
+                // Page after page, until no kept photo is left to try.
+                let client = try admin(environment)
+                var body: [String: Any] = ["to": model]
+                var answer: [String: Any]
+                repeat {
+                    answer = try await client.json("POST", "/v1/apps/\(app)/face-model-migration/re-embed", json: body)
+                    body["after"] = answer["next"]
+                } while answer["next"] is String
+                let data = try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys, .prettyPrinted])
+                print(String(decoding: data, as: UTF8.self))
+            }
             if rest.contains("--switch") {
                 try await admin(environment).print("POST", "/v1/apps/\(app)/face-model-migration", json: ["to": model])
-            } else {
+            } else if !rest.contains("--re-embed") {
                 try await admin(environment).print("GET", "/v1/apps/\(app)/face-model-migration?to=\(model)")
             }
         case ("app", "get"):
@@ -338,8 +351,13 @@ struct APIClient {
     }
 
     /// A JSON object answer, for commands that combine several calls.
-    func json(_ method: String, _ path: String) async throws -> [String: Any] {
-        let (data, response) = try await URLSession.shared.data(for: try request(method, path))
+    func json(_ method: String, _ path: String, json body: [String: Any]? = nil) async throws -> [String: Any] {
+        var request = try request(method, path)
+        if let body {
+            request.httpBody = try JSONSerialization.data(withJSONObject: body)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         guard (200..<300).contains(status), let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             FileHandle.standardError.write(data)

@@ -88,8 +88,9 @@ final class FaceJobHandler: Sendable {
     private func runInApp(_ job: FaceJob, messageId: String) async throws -> FaceJobResult {
         var model = try await appModels.model(of: job.appId)
         if let target = job.model, target != model {
-            guard job.kind == .enroll, target == .defaultForNewApps else {
-                return FaceJobResult(outcome: .internalError, message: "only an enrollment may name a model: the one apps migrate to, \(FaceModel.defaultForNewApps.rawValue)")
+            guard job.kind == .enroll || job.kind == .reembed, target == .defaultForNewApps else {
+                return FaceJobResult(outcome: .internalError,
+                                     message: "only an enrollment or a re-embedding may name a model: the one apps migrate to, \(FaceModel.defaultForNewApps.rawValue)")
             }
             model = target
         }
@@ -104,6 +105,7 @@ final class FaceJobHandler: Sendable {
         case .detect: return try await detect(job, engine)
         case .liveness: return try await liveness(job, engine)
         case .template: return try await template(job, engine)
+        case .reembed: return try await reembed(job, engine)
         }
     }
 
@@ -230,6 +232,23 @@ final class FaceJobHandler: Sendable {
         return nil
     }
 
+    /// An answer that ends a transaction without writing.
+    private struct Refusal: Error {
+        let result: FaceJobResult
+    }
+
+    /// `FACE_LIMIT_REACHED` when the user already holds the job's `templateLimit` templates of `model`.
+    private static func templateLimitReached(_ job: FaceJob, userId: UUID, model: FaceModel,
+                                             on database: some PostgresQueryable) async throws -> FaceJobResult? {
+        guard let limit = job.templateLimit else { return nil }
+        let held = try await database.query("""
+            SELECT count(*) AS n FROM face_templates
+            WHERE app_id = \(job.appId) AND user_id = \(userId) AND model_id = \(model.rawValue)
+            """).first?.decode("n", as: Int.self) ?? 0
+        guard held >= limit else { return nil }
+        return FaceJobResult(outcome: .faceLimitReached, message: "the user already has \(held) face templates (at most \(limit)); delete one first")
+    }
+
     /// How much wider than the next face the enrolled face must be when a photo shows several.
     static let dominanceRatio = 1.5
 
@@ -241,15 +260,8 @@ final class FaceJobHandler: Sendable {
             """).first, let bytes = try previous.decode("result", as: [UInt8]?.self) {
             return try FaceGateJSON.decode(FaceJobResult.self, from: bytes)
         }
-        if let limit = job.templateLimit {
-            let held = try await database.query("""
-                SELECT count(*) AS n FROM face_templates
-                WHERE app_id = \(job.appId) AND user_id = \(userId) AND model_id = \(engine.model.rawValue)
-                """).first?.decode("n", as: Int.self) ?? 0
-            if held >= limit {
-                return FaceJobResult(outcome: .faceLimitReached, message: "the user already has \(held) face templates (at most \(limit)); delete one first")
-            }
-        }
+        // Counted here to spare the embedding, and again under the user's lock before the insert.
+        if let refused = try await Self.templateLimitReached(job, userId: userId, model: engine.model, on: database) { return refused }
         var timings: [String: Double] = [:]
         let (face, faces) = try await probe(job.image, engine, timings: &timings)
         let faceCount = faces.count
@@ -266,31 +278,64 @@ final class FaceJobHandler: Sendable {
             }
         }
         let templateId = UUID()
-        let sealed = try sealer.sealTemplate(embedding, templateId: templateId)
-        let qualityJSON = String(decoding: try FaceGateJSON.encode(quality), as: UTF8.self)
         var result = FaceJobResult(outcome: .enrolled, faceCount: faceCount, quality: quality, templateId: templateId, timings: timings)
         let resultBytes = try FaceGateJSON.encode(result)
-        let seq: Int64? = try await database.withTransaction { connection in
-            // The user must still exist in this app: a deleted user gets no template.
-            let inserted = try await connection.query("""
-                INSERT INTO face_templates (id, app_id, user_id, embedding_sealed, model_id, quality)
-                SELECT \(templateId), \(job.appId), id, \(sealed), \(engine.model.rawValue), \(qualityJSON)::jsonb
-                FROM users WHERE id = \(userId) AND app_id = \(job.appId)
-                RETURNING change_seq
-                """)
-            guard let row = inserted.first else { return nil }
+        let keptPhoto = job.keepPhoto ? job.image : nil
+        let stored: Result<Int64?, Refusal> = try await database.withTransaction { connection in
+            // Enrollments of one user take turns from here, so two at once cannot both take the last place.
+            try await Self.lockUser(userId, on: connection)
+            if let refused = try await Self.templateLimitReached(job, userId: userId, model: engine.model, on: connection) {
+                return .failure(Refusal(result: refused))
+            }
+            guard let seq = try await insertTemplate(templateId, of: userId, job.appId, embedding, engine.model, quality, photo: keptPhoto,
+                                                     on: connection) else { return .success(nil) }
             _ = try await connection.query("""
                 INSERT INTO processed_messages (consumer, message_id, result) VALUES ('matcher.enroll', \(messageId), \(resultBytes))
                 """)
-            return try row.decode("change_seq", as: Int64.self)
+            return .success(seq)
         }
-        guard let seq else {
+        switch stored {
+        case .failure(let refusal):
+            return refusal.result
+        case .success(nil):
             result = FaceJobResult(outcome: .internalError, message: "user not found in this app", faceCount: faceCount, quality: quality, timings: timings)
-            return result
+        case .success(let seq?):
+            await publish(templateId, of: userId, job.appId, embedding, engine.model, seq: seq)
         }
-        store.add(templateId: templateId, appId: job.appId, userId: userId, model: engine.model, embedding: embedding)
+        return result
+    }
+
+    private static func lockUser(_ userId: UUID, on connection: PostgresConnection) async throws {
+        _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(userId.wire), 0))")
+    }
+
+    /// Inserts a sealed template (and the enrollment photo, sealed to it, when kept) in the caller's transaction; its
+    /// change sequence, or nil when the user is not in the app (a deleted user gets no template).
+    private func insertTemplate(_ templateId: UUID, of userId: UUID, _ appId: UUID, _ embedding: [Float], _ model: FaceModel,
+                                _ quality: FaceQualityReport, photo: Data?, on connection: PostgresConnection) async throws -> Int64? {
+        let sealed = try sealer.sealTemplate(embedding, templateId: templateId)
+        let qualityJSON = String(decoding: try FaceGateJSON.encode(quality), as: UTF8.self)
+        let inserted = try await connection.query("""
+            INSERT INTO face_templates (id, app_id, user_id, embedding_sealed, model_id, quality)
+            SELECT \(templateId), \(appId), id, \(sealed), \(model.rawValue), \(qualityJSON)::jsonb
+            FROM users WHERE id = \(userId) AND app_id = \(appId)
+            RETURNING change_seq
+            """)
+        guard let row = inserted.first else { return nil }
+        if let photo {
+            _ = try await connection.query("""
+                INSERT INTO enrollment_photos (template_id, app_id, user_id, photo_sealed, consent_at)
+                VALUES (\(templateId), \(appId), \(userId), \(try sealer.sealEnrollmentPhoto(Array(photo), templateId: templateId)), now())
+                """)
+        }
+        return try row.decode("change_seq", as: Int64.self)
+    }
+
+    /// A committed template: into this matcher's gallery, and broadcast to the others.
+    private func publish(_ templateId: UUID, of userId: UUID, _ appId: UUID, _ embedding: [Float], _ model: FaceModel, seq: Int64) async {
+        store.add(templateId: templateId, appId: appId, userId: userId, model: model, embedding: embedding)
         store.noteSeq(seq)
-        let change = GalleryChange(operation: .upsert, appId: job.appId, userId: userId, templateId: templateId, changeSeq: seq)
+        let change = GalleryChange(operation: .upsert, appId: appId, userId: userId, templateId: templateId, changeSeq: seq)
         do {
             _ = try await producer.send(KafkaRecord(topic: changesTopic, key: Array(templateId.uuidString.lowercased().utf8),
                                                     value: try FaceGateJSON.encode(change)))
@@ -298,6 +343,56 @@ final class FaceJobHandler: Sendable {
             // Other matchers pick the template up at their next reconciliation.
             logger.warning("gallery change not broadcast", ["error": "\(error)", "template.id": templateId.uuidString.lowercased()])
         }
+    }
+
+    /// `reembed`: the kept enrollment photos of `job.templateIds`, each embedded with the job's model and stored as its
+    /// user's template of that model, unless the user already holds one (made by a login, or by another shard). The
+    /// photos are opened here and nowhere else, and leave this process only as templates.
+    private func reembed(_ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
+        let ids = "{" + (job.templateIds ?? []).map(\.wire).joined(separator: ",") + "}"
+        let rows = try await database.query("""
+            SELECT template_id, user_id, photo_sealed FROM enrollment_photos
+            WHERE app_id = \(job.appId) AND template_id = ANY(\(ids)::uuid[])
+            ORDER BY created_at, template_id
+            """)
+        var result = FaceJobResult(outcome: .enrolled)
+        var outcomes: [ReembedOutcome] = []
+        for row in rows.rows {
+            let source: UUID = try row.decode("template_id")
+            let userId: UUID = try row.decode("user_id")
+            var outcome = ReembedOutcome(sourceTemplateId: source, userId: userId, outcome: .enrolled)
+            do {
+                let photo = try sealer.openEnrollmentPhoto(try row.decode("photo_sealed"), templateId: source)
+                var timings: [String: Double] = [:]
+                let (face, faces) = try await probe(Data(photo), engine, timings: &timings)
+                if let refused = qualityGate(face, faces: faces, model: engine.model, timings: timings) { throw Stop(result: refused) }
+                let templateId = UUID()
+                let seq: Int64? = try await database.withTransaction { connection in
+                    try await Self.lockUser(userId, on: connection)
+                    let held = try await connection.query("""
+                        SELECT 1 FROM face_templates WHERE app_id = \(job.appId) AND user_id = \(userId) AND model_id = \(engine.model.rawValue) LIMIT 1
+                        """)
+                    guard held.first == nil else { return nil }
+                    return try await insertTemplate(templateId, of: userId, job.appId, face.embedding!, engine.model, Self.report(face.quality),
+                                                    photo: nil, on: connection)
+                }
+                if let seq {
+                    await publish(templateId, of: userId, job.appId, face.embedding!, engine.model, seq: seq)
+                    outcome.templateId = templateId
+                } else {
+                    outcome.message = "the user already holds a template of \(engine.model.rawValue)"
+                }
+            } catch let stop as Stop {
+                (outcome.outcome, outcome.message) = (stop.result.outcome, stop.result.message)
+            } catch let error as FaceEngineError {
+                let refused = Self.result(for: error)
+                (outcome.outcome, outcome.message) = (refused.outcome, refused.message)
+            } catch is SealingError {
+                (outcome.outcome, outcome.message) = (.internalError, "the kept photo does not open with the sealing keys")
+            }
+            outcomes.append(outcome)
+        }
+        result.reembedded = outcomes
         return result
     }
 
