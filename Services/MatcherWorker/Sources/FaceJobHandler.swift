@@ -11,6 +11,7 @@ final class FaceJobHandler: Sendable {
     private let engines: [FaceModel: FaceEnginePool]
     private let appModels: AppFaceModels
     private let store: GalleryStore
+    private let templates: TemplateStore
     /// Batches identify scans; nil scans each query alone.
     private let searches: GallerySearchQueue?
     private let database: PostgresPool
@@ -27,6 +28,7 @@ final class FaceJobHandler: Sendable {
         self.engines = engines
         self.appModels = AppFaceModels(database: database)
         self.store = store
+        self.templates = TemplateStore(database: database, sealer: sealer)
         self.searches = searches
         self.database = database
         self.producer = producer
@@ -190,12 +192,7 @@ final class FaceJobHandler: Sendable {
             }
             candidates.append(FaceCandidate(userId: platformAppId, templateId: platformAppId, distance: euclideanDistance(probe, reference)))
         } else if let userId = job.userId {
-            try await database.forEachRow("""
-                SELECT id, embedding_sealed FROM face_templates
-                WHERE app_id = \(job.appId) AND user_id = \(userId) AND model_id = \(engine.model.rawValue)
-                """) { row in
-                let templateId: UUID = try row.decode("id")
-                let reference = try self.sealer.openTemplate(try row.decode("embedding_sealed"), templateId: templateId)
+            for (templateId, reference) in try await templates.embeddings(appId: job.appId, userId: userId, model: engine.model) {
                 candidates.append(FaceCandidate(userId: userId, templateId: templateId, distance: euclideanDistance(probe, reference)))
             }
             guard !candidates.isEmpty else {
@@ -232,36 +229,18 @@ final class FaceJobHandler: Sendable {
         return nil
     }
 
-    /// An answer that ends a transaction without writing.
-    private struct Refusal: Error {
-        let result: FaceJobResult
-    }
-
-    /// `FACE_LIMIT_REACHED` when the user already holds the job's `templateLimit` templates of `model`.
-    private static func templateLimitReached(_ job: FaceJob, userId: UUID, model: FaceModel,
-                                             on database: some PostgresQueryable) async throws -> FaceJobResult? {
-        guard let limit = job.templateLimit else { return nil }
-        let held = try await database.query("""
-            SELECT count(*) AS n FROM face_templates
-            WHERE app_id = \(job.appId) AND user_id = \(userId) AND model_id = \(model.rawValue)
-            """).first?.decode("n", as: Int.self) ?? 0
-        guard held >= limit else { return nil }
-        return FaceJobResult(outcome: .faceLimitReached, message: "the user already has \(held) face templates (at most \(limit)); delete one first")
-    }
-
     /// How much wider than the next face the enrolled face must be when a photo shows several.
     static let dominanceRatio = 1.5
 
     private func enroll(_ job: FaceJob, _ engine: ModelEngine, messageId: String) async throws -> FaceJobResult {
         guard let userId = job.userId else { return FaceJobResult(outcome: .internalError, message: "enroll needs a user") }
         // A redelivered enrollment answers what the first delivery answered.
-        if let previous = try await database.query("""
-            SELECT result FROM processed_messages WHERE consumer = 'matcher.enroll' AND message_id = \(messageId)
-            """).first, let bytes = try previous.decode("result", as: [UInt8]?.self) {
-            return try FaceGateJSON.decode(FaceJobResult.self, from: bytes)
+        if let previous = try await templates.recordedAnswer(toEnrollment: messageId) { return previous }
+        // Counted here to spare the embedding, and again under the user's lock when the template is stored.
+        if let limit = job.templateLimit {
+            let held = try await templates.count(appId: job.appId, userId: userId, model: engine.model)
+            if held >= limit { return Self.limitReached(held: held, limit: limit) }
         }
-        // Counted here to spare the embedding, and again under the user's lock before the insert.
-        if let refused = try await Self.templateLimitReached(job, userId: userId, model: engine.model, on: database) { return refused }
         var timings: [String: Double] = [:]
         let (face, faces) = try await probe(job.image, engine, timings: &timings)
         let faceCount = faces.count
@@ -277,71 +256,34 @@ final class FaceJobHandler: Sendable {
                                      candidates: [Self.candidate(duplicate)], faceCount: faceCount, quality: quality, timings: timings)
             }
         }
-        let templateId = UUID()
-        var result = FaceJobResult(outcome: .enrolled, faceCount: faceCount, quality: quality, templateId: templateId, timings: timings)
-        let resultBytes = try FaceGateJSON.encode(result)
-        let keptPhoto = job.keepPhoto ? job.image : nil
-        let stored: Result<Int64?, Refusal> = try await database.withTransaction { connection in
-            // Enrollments of one user take turns from here, so two at once cannot both take the last place.
-            try await Self.lockUser(userId, on: connection)
-            if let refused = try await Self.templateLimitReached(job, userId: userId, model: engine.model, on: connection) {
-                return .failure(Refusal(result: refused))
-            }
-            guard let seq = try await insertTemplate(templateId, of: userId, job.appId, embedding, engine.model, quality, photo: keptPhoto,
-                                                     on: connection) else { return .success(nil) }
-            _ = try await connection.query("""
-                INSERT INTO processed_messages (consumer, message_id, result) VALUES ('matcher.enroll', \(messageId), \(resultBytes))
-                """)
-            return .success(seq)
+        let template = TemplateStore.NewTemplate(appId: job.appId, userId: userId, model: engine.model, embedding: embedding, quality: quality,
+                                                 photo: job.keepPhoto ? job.image : nil)
+        let result = FaceJobResult(outcome: .enrolled, faceCount: faceCount, quality: quality, templateId: template.id, timings: timings)
+        switch try await templates.insert(template, limit: job.templateLimit, answering: (messageId, result)) {
+        case .inserted(let seq):
+            await publish(template, seq: seq)
+            return result
+        case .limitReached(let held):
+            return Self.limitReached(held: held, limit: job.templateLimit ?? held)
+        case .userNotFound, .alreadyHeld:
+            return FaceJobResult(outcome: .internalError, message: "user not found in this app", faceCount: faceCount, quality: quality, timings: timings)
         }
-        switch stored {
-        case .failure(let refusal):
-            return refusal.result
-        case .success(nil):
-            result = FaceJobResult(outcome: .internalError, message: "user not found in this app", faceCount: faceCount, quality: quality, timings: timings)
-        case .success(let seq?):
-            await publish(templateId, of: userId, job.appId, embedding, engine.model, seq: seq)
-        }
-        return result
     }
 
-    private static func lockUser(_ userId: UUID, on connection: PostgresConnection) async throws {
-        _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(userId.wire), 0))")
-    }
-
-    /// Inserts a sealed template (and the enrollment photo, sealed to it, when kept) in the caller's transaction; its
-    /// change sequence, or nil when the user is not in the app (a deleted user gets no template).
-    private func insertTemplate(_ templateId: UUID, of userId: UUID, _ appId: UUID, _ embedding: [Float], _ model: FaceModel,
-                                _ quality: FaceQualityReport, photo: Data?, on connection: PostgresConnection) async throws -> Int64? {
-        let sealed = try sealer.sealTemplate(embedding, templateId: templateId)
-        let qualityJSON = String(decoding: try FaceGateJSON.encode(quality), as: UTF8.self)
-        let inserted = try await connection.query("""
-            INSERT INTO face_templates (id, app_id, user_id, embedding_sealed, model_id, quality)
-            SELECT \(templateId), \(appId), id, \(sealed), \(model.rawValue), \(qualityJSON)::jsonb
-            FROM users WHERE id = \(userId) AND app_id = \(appId)
-            RETURNING change_seq
-            """)
-        guard let row = inserted.first else { return nil }
-        if let photo {
-            _ = try await connection.query("""
-                INSERT INTO enrollment_photos (template_id, app_id, user_id, photo_sealed, consent_at)
-                VALUES (\(templateId), \(appId), \(userId), \(try sealer.sealEnrollmentPhoto(Array(photo), templateId: templateId)), now())
-                """)
-        }
-        return try row.decode("change_seq", as: Int64.self)
+    static func limitReached(held: Int, limit: Int) -> FaceJobResult {
+        FaceJobResult(outcome: .faceLimitReached, message: "the user already has \(held) face templates (at most \(limit)); delete one first")
     }
 
     /// A committed template: into this matcher's gallery, and broadcast to the others.
-    private func publish(_ templateId: UUID, of userId: UUID, _ appId: UUID, _ embedding: [Float], _ model: FaceModel, seq: Int64) async {
-        store.add(templateId: templateId, appId: appId, userId: userId, model: model, embedding: embedding)
+    private func publish(_ template: TemplateStore.NewTemplate, seq: Int64) async {
+        store.add(templateId: template.id, appId: template.appId, userId: template.userId, model: template.model, embedding: template.embedding)
         store.noteSeq(seq)
-        let change = GalleryChange(operation: .upsert, appId: appId, userId: userId, templateId: templateId, changeSeq: seq)
+        let change = GalleryChange(operation: .upsert, appId: template.appId, userId: template.userId, templateId: template.id, changeSeq: seq)
         do {
-            _ = try await producer.send(KafkaRecord(topic: changesTopic, key: Array(templateId.uuidString.lowercased().utf8),
-                                                    value: try FaceGateJSON.encode(change)))
+            _ = try await producer.send(KafkaRecord(topic: changesTopic, key: Array(template.id.wire.utf8), value: try FaceGateJSON.encode(change)))
         } catch {
             // Other matchers pick the template up at their next reconciliation.
-            logger.warning("gallery change not broadcast", ["error": "\(error)", "template.id": templateId.uuidString.lowercased()])
+            logger.warning("gallery change not broadcast", ["error": "\(error)", "template.id": template.id.wire])
         }
     }
 
@@ -349,38 +291,24 @@ final class FaceJobHandler: Sendable {
     /// user's template of that model, unless the user already holds one (made by a login, or by another shard). The
     /// photos are opened here and nowhere else, and leave this process only as templates.
     private func reembed(_ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
-        let ids = "{" + (job.templateIds ?? []).map(\.wire).joined(separator: ",") + "}"
-        let rows = try await database.query("""
-            SELECT template_id, user_id, photo_sealed FROM enrollment_photos
-            WHERE app_id = \(job.appId) AND template_id = ANY(\(ids)::uuid[])
-            ORDER BY created_at, template_id
-            """)
-        var result = FaceJobResult(outcome: .enrolled)
         var outcomes: [ReembedOutcome] = []
-        for row in rows.rows {
-            let source: UUID = try row.decode("template_id")
-            let userId: UUID = try row.decode("user_id")
-            var outcome = ReembedOutcome(sourceTemplateId: source, userId: userId, outcome: .enrolled)
+        for kept in try await templates.keptPhotos(appId: job.appId, templateIds: job.templateIds ?? []) {
+            var outcome = ReembedOutcome(sourceTemplateId: kept.templateId, userId: kept.userId, outcome: .enrolled)
             do {
-                let photo = try sealer.openEnrollmentPhoto(try row.decode("photo_sealed"), templateId: source)
+                let photo = try sealer.openEnrollmentPhoto(kept.sealed, templateId: kept.templateId)
                 var timings: [String: Double] = [:]
                 let (face, faces) = try await probe(Data(photo), engine, timings: &timings)
                 if let refused = qualityGate(face, faces: faces, model: engine.model, timings: timings) { throw Stop(result: refused) }
-                let templateId = UUID()
-                let seq: Int64? = try await database.withTransaction { connection in
-                    try await Self.lockUser(userId, on: connection)
-                    let held = try await connection.query("""
-                        SELECT 1 FROM face_templates WHERE app_id = \(job.appId) AND user_id = \(userId) AND model_id = \(engine.model.rawValue) LIMIT 1
-                        """)
-                    guard held.first == nil else { return nil }
-                    return try await insertTemplate(templateId, of: userId, job.appId, face.embedding!, engine.model, Self.report(face.quality),
-                                                    photo: nil, on: connection)
-                }
-                if let seq {
-                    await publish(templateId, of: userId, job.appId, face.embedding!, engine.model, seq: seq)
-                    outcome.templateId = templateId
-                } else {
+                let template = TemplateStore.NewTemplate(appId: job.appId, userId: kept.userId, model: engine.model, embedding: face.embedding!,
+                                                         quality: Self.report(face.quality))
+                switch try await templates.insert(template, onlyIfNone: true) {
+                case .inserted(let seq):
+                    await publish(template, seq: seq)
+                    outcome.templateId = template.id
+                case .alreadyHeld, .limitReached:
                     outcome.message = "the user already holds a template of \(engine.model.rawValue)"
+                case .userNotFound:
+                    (outcome.outcome, outcome.message) = (.internalError, "user not found in this app")
                 }
             } catch let stop as Stop {
                 (outcome.outcome, outcome.message) = (stop.result.outcome, stop.result.message)
@@ -392,6 +320,7 @@ final class FaceJobHandler: Sendable {
             }
             outcomes.append(outcome)
         }
+        var result = FaceJobResult(outcome: .enrolled)
         result.reembedded = outcomes
         return result
     }

@@ -1,0 +1,120 @@
+import FaceGateCore
+import Foundation
+import PostgresClient
+
+/// What the matcher writes: the templates it enrolls and re-embeds, the enrollment photos kept with them, and its
+/// record of answered enrollments (`processed_messages`, consumer `matcher.enroll`). Every statement the matcher runs
+/// against these tables is here; the gallery it reads back is `GalleryStore`'s.
+struct TemplateStore: Sendable {
+    let database: PostgresPool
+    let sealer: Sealer
+
+    /// A template to store, sealed here.
+    struct NewTemplate: Sendable {
+        var id = UUID()
+        var appId: UUID
+        var userId: UUID
+        var model: FaceModel
+        var embedding: [Float]
+        var quality: FaceQualityReport
+        /// The enrollment photo, kept sealed to the template (the app keeps photos and the person consented).
+        var photo: Data?
+    }
+
+    /// Whether `insert` stored the template, and if not, why.
+    enum Stored: Sendable, Equatable {
+        case inserted(changeSeq: Int64)
+        /// The user holds `held` templates of the model, the limit or more.
+        case limitReached(held: Int)
+        /// `onlyIfNone` and the user already holds a template of the model.
+        case alreadyHeld
+        /// The user is not (or no longer) in the app.
+        case userNotFound
+    }
+
+    /// The answer recorded for an enrollment job, when it was answered before (a redelivery or a client's retry).
+    func recordedAnswer(toEnrollment messageId: String) async throws -> FaceJobResult? {
+        guard let row = try await database.query("""
+            SELECT result FROM processed_messages WHERE consumer = 'matcher.enroll' AND message_id = \(messageId)
+            """).first, let bytes = try row.decode("result", as: [UInt8]?.self) else { return nil }
+        return try FaceGateJSON.decode(FaceJobResult.self, from: bytes)
+    }
+
+    /// How many templates of `model` the user holds.
+    func count(appId: UUID, userId: UUID, model: FaceModel) async throws -> Int {
+        try await Self.count(appId: appId, userId: userId, model: model, on: database)
+    }
+
+    /// Stores `template` in one transaction, under a lock on its user, so that two writes for one user take turns:
+    /// refused when the user holds `limit` templates of the model, or (`onlyIfNone`) any. `answering` records the
+    /// job's answer with it, so a redelivery gets the same answer.
+    func insert(_ template: NewTemplate, limit: Int? = nil, onlyIfNone: Bool = false,
+                answering record: (messageId: String, result: FaceJobResult)? = nil) async throws -> Stored {
+        let sealed = try sealer.sealTemplate(template.embedding, templateId: template.id)
+        let photo = try template.photo.map { try sealer.sealEnrollmentPhoto(Array($0), templateId: template.id) }
+        let quality = String(decoding: try FaceGateJSON.encode(template.quality), as: UTF8.self)
+        let answer = try record.map { try FaceGateJSON.encode($0.result) }
+        return try await database.withTransaction { connection in
+            _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(template.userId.wire), 0))")
+            if limit != nil || onlyIfNone {
+                let held = try await Self.count(appId: template.appId, userId: template.userId, model: template.model, on: connection)
+                if onlyIfNone, held > 0 { return .alreadyHeld }
+                if let limit, held >= limit { return .limitReached(held: held) }
+            }
+            let inserted = try await connection.query("""
+                INSERT INTO face_templates (id, app_id, user_id, embedding_sealed, model_id, quality)
+                SELECT \(template.id), \(template.appId), id, \(sealed), \(template.model.rawValue), \(quality)::jsonb
+                FROM users WHERE id = \(template.userId) AND app_id = \(template.appId)
+                RETURNING change_seq
+                """)
+            guard let row = inserted.first else { return .userNotFound }
+            if let photo {
+                _ = try await connection.query("""
+                    INSERT INTO enrollment_photos (template_id, app_id, user_id, photo_sealed, consent_at)
+                    VALUES (\(template.id), \(template.appId), \(template.userId), \(photo), now())
+                    """)
+            }
+            if let record, let answer {
+                _ = try await connection.query("""
+                    INSERT INTO processed_messages (consumer, message_id, result) VALUES ('matcher.enroll', \(record.messageId), \(answer))
+                    """)
+            }
+            return .inserted(changeSeq: try row.decode("change_seq", as: Int64.self))
+        }
+    }
+
+    /// The user's templates of `model`, opened.
+    func embeddings(appId: UUID, userId: UUID, model: FaceModel) async throws -> [(templateId: UUID, embedding: [Float])] {
+        var found: [(templateId: UUID, embedding: [Float])] = []
+        try await database.forEachRow("""
+            SELECT id, embedding_sealed FROM face_templates WHERE app_id = \(appId) AND user_id = \(userId) AND model_id = \(model.rawValue)
+            """) { row in
+            let templateId: UUID = try row.decode("id")
+            found.append((templateId, try sealer.openTemplate(try row.decode("embedding_sealed"), templateId: templateId)))
+        }
+        return found
+    }
+
+    /// A kept enrollment photo, still sealed.
+    struct KeptPhoto: Sendable {
+        var templateId: UUID
+        var userId: UUID
+        var sealed: [UInt8]
+    }
+
+    /// The kept photos of some of an app's templates, oldest first.
+    func keptPhotos(appId: UUID, templateIds: [UUID]) async throws -> [KeptPhoto] {
+        let ids = "{" + templateIds.map(\.wire).joined(separator: ",") + "}"
+        return try await database.query("""
+            SELECT template_id, user_id, photo_sealed FROM enrollment_photos
+            WHERE app_id = \(appId) AND template_id = ANY(\(ids)::uuid[])
+            ORDER BY created_at, template_id
+            """).rows.map { KeptPhoto(templateId: try $0.decode("template_id"), userId: try $0.decode("user_id"), sealed: try $0.decode("photo_sealed")) }
+    }
+
+    private static func count(appId: UUID, userId: UUID, model: FaceModel, on database: some PostgresQueryable) async throws -> Int {
+        try await database.query("""
+            SELECT count(*) AS n FROM face_templates WHERE app_id = \(appId) AND user_id = \(userId) AND model_id = \(model.rawValue)
+            """).first?.decode("n", as: Int.self) ?? 0
+    }
+}
