@@ -126,7 +126,7 @@ struct BenchStack {
     let adminKey: String
     let processes: [ServiceProcess]
 
-    static func start() async throws -> BenchStack {
+    static func start(matcherEngines: Int = 1) async throws -> BenchStack {
         let binaries = ProcessInfo.processInfo.environment["FACEGATE_RELEASE_DIR"] ?? ".build/release"
         let pool = PostgresPool(configuration: try PostgresConfiguration(url: try Bench.environment("FACEGATE_DATABASE_URL")))
         try await ServiceRuntime.migrate(pool)
@@ -134,7 +134,7 @@ struct BenchStack {
         let adminKey = "fgk_bench_" + UUID().uuidString.lowercased()
         var env = [
             "FACEGATE_TOPIC_PREFIX": "bench\(UUID().uuidString.prefix(6).lowercased()).", "FACEGATE_ADMIN_KEY": adminKey,
-            "FACEGATE_LOG_LEVEL": "warning", "FACEGATE_HTTP_PORT": "18080", "FACEGATE_ADMIN_PORT": "19100", "MATCHER_ENGINES": "1",
+            "FACEGATE_LOG_LEVEL": "warning", "FACEGATE_HTTP_PORT": "18080", "FACEGATE_ADMIN_PORT": "19100", "MATCHER_ENGINES": String(matcherEngines),
         ]
         let gateway = try ServiceProcess(binaries + "/auth-gateway", name: "gateway", environment: env)
         env["FACEGATE_ADMIN_PORT"] = "19101"

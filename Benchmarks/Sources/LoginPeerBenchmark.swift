@@ -1,12 +1,14 @@
+import FaceEngine
 import Foundation
 
-/// `facegate-bench login-peer [ROUNDS] [REQUESTS]`: face login of one photo over HTTP through the whole stack (SFace app,
+/// `facegate-bench login-peer [ROUNDS] [REQUESTS] [ENGINES]`: face login of one photo over HTTP through the whole stack (SFace app,
 /// header mode, one client) beside the same photo through the same two ONNX models in Python in-process
 /// (`peers/sface_pipeline_peer.py`: opencv-python's FaceDetectorYN + FaceRecognizerSF, one thread). Rounds alternate
 /// (HTTP, Python, HTTP, …); the ratio is taken per round, then its median.
 func runLoginPeerBenchmark(arguments: [String]) async throws {
     let rounds = Int(arguments.first ?? "") ?? 7
     let requests = Int(arguments.dropFirst().first ?? "") ?? 24
+    let engines = Int(arguments.dropFirst(2).first ?? "") ?? 1
     let environment = ProcessInfo.processInfo.environment
     let images = try Bench.environment("FACEGATE_TEST_IMAGES")
     let models = try Bench.environment("FACEGATE_MODEL_DIR")
@@ -16,7 +18,7 @@ func runLoginPeerBenchmark(arguments: [String]) async throws {
     let photoPath = images + "/obama2.jpg"
     let probe = try Data(contentsOf: URL(fileURLWithPath: photoPath))
 
-    let stack = try await BenchStack.start()
+    let stack = try await BenchStack.start(matcherEngines: engines)
     defer { stack.stop() }
     let app = try await stack.app(binding: "header", gallery: images)
     let url = stack.base + "/v1/face-login"
@@ -54,6 +56,21 @@ func runLoginPeerBenchmark(arguments: [String]) async throws {
         return (Bench.percentile(latencies.sorted(), 50), (after.seconds - before.seconds) / max(1, after.jobs - before.jobs) * 1000)
     }
 
+    // The same pipeline in this process on one thread: how much of the gap is the matcher's setting, how much the service.
+    var configuration = FaceEngineConfiguration(modelDirectory: models)
+    configuration.model = .sface2021dec
+    let engine = try FaceEngine(configuration: configuration)
+    let bytes = Array(probe)
+    func inProcess() throws -> Double {
+        _ = try engine.analyze(bytes)
+        var times: [Double] = []
+        for _ in 0..<requests {
+            let started = ContinuousClock.now
+            _ = try engine.analyze(bytes)
+            times.append((ContinuousClock.now - started).milliseconds)
+        }
+        return Bench.percentile(times.sorted(), 50)
+    }
     let peer = try PeerServer(python: peerPython, script: peerScript, arguments: ["serve", models])
     defer { peer.stop() }
     let peerInfo = (try? JSONSerialization.jsonObject(with: Data(peer.readyLine.utf8))) as? [String: Any] ?? [:]
@@ -64,26 +81,28 @@ func runLoginPeerBenchmark(arguments: [String]) async throws {
     for round in 1...rounds {
         let http = try await logins()
         let python = try peer.time(variant: "matched", repetitions: requests, path: photoPath)
+        let swift = try inProcess()
         ratios.append(http.p50 / python.totalMs)
-        rows.append(String(format: "| %d | %.1f | %.1f | %.1f | %.1f | %.2f |", round, http.p50, http.pipelineMs, http.p50 - http.pipelineMs,
-                           python.totalMs, http.p50 / python.totalMs))
+        rows.append(String(format: "| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f |", round, http.p50, http.pipelineMs, http.p50 - http.pipelineMs,
+                           python.totalMs, swift, http.p50 / python.totalMs, swift / python.totalMs))
     }
     let median = Bench.percentile(ratios.sorted(), 50)
 
     try Bench.record("Face login over HTTP vs the same models in Python in-process (`facegate-bench login-peer`)", """
     obama2.jpg (626×1200, \(probe.count / 1024) KB) logs in as the user enrolled with obama.jpg, on a device bound to that user, in an
     SFace app in header mode (1:N search of a \(app.gallerySize)-user gallery); one client, one request at a time, \(requests) logins per
-    round, each answered with an identity token. Release build: gateway + one matcher (`MATCHER_ENGINES=1`) + broker + PostgreSQL, all on
-    this 2-core machine. "Pipeline" is the matcher's decode + detect + embed + search time per login, from its metrics; "outside"
+    round, each answered with an identity token. Release build: gateway + one matcher + broker + PostgreSQL, all on
+    this 2-core machine. The matcher runs `MATCHER_ENGINES=\(engines)` (one thread each: a job runs on one core). "Pipeline" is the matcher's decode + detect + embed + search time per login, from its metrics; "outside"
     is p50 minus that (HTTP, gateway, broker both ways, PostgreSQL: module gate, throttling, device binding, the audit row).
 
     Peer: the same photo through the same two ONNX files in Python in one process (`peers/sface_pipeline_peer.py matched`:
     cv2.imdecode, FaceDetectorYN on a copy ≤ 1024 px, alignCrop + feature of the largest face; opencv-python
     \(peerInfo["opencv"] as? String ?? "?"), \(peerInfo["threads"] as? Int ?? -1) thread), median of \(requests) runs after one untimed run;
-    no search, no HTTP, no token. Rounds alternate HTTP, Python, HTTP, …
+    no search, no HTTP, no token. "FaceEngine in-process" is the same for FaceEngine's SFace pipeline in the benchmark's own
+    process, on one thread. Rounds alternate HTTP, Python, FaceEngine, HTTP, …
 
-    | round | HTTP login p50 ms | pipeline ms | outside ms | Python in-process ms | HTTP / Python |
-    | --- | --- | --- | --- | --- | --- |
+    | round | HTTP login p50 ms | pipeline ms | outside ms | Python in-process ms | FaceEngine in-process ms (1 thread) | HTTP / Python | FaceEngine / Python |
+    | --- | --- | --- | --- | --- | --- | --- | --- |
     \(rows.joined(separator: "\n"))
 
     Median ratio over \(rounds) rounds: **\(String(format: "%.2f", median))×** (goal ≤ 1.0). Load average before \(loadBefore), after \(Bench.loadAverage()).
