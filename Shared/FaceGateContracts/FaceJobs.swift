@@ -202,6 +202,8 @@ public struct FaceJobResult: Codable, Sendable {
     public var timings: [String: Double]
     /// `reembed`: what became of each kept photo.
     public var reembedded: [ReembedOutcome]?
+    /// `enroll`: the photo was kept, sealed to the template.
+    public var photoKept: Bool?
 
     public init(outcome: FaceOutcome, message: String? = nil, candidates: [FaceCandidate] = [], faceCount: Int? = nil,
                 quality: FaceQualityReport? = nil, templateId: UUID? = nil, liveness: LivenessReport? = nil,
@@ -220,6 +222,7 @@ public struct FaceJobResult: Codable, Sendable {
         self.rule = nil
         self.timings = timings
         self.reembedded = nil
+        self.photoKept = nil
     }
 }
 

@@ -120,7 +120,9 @@ extension GatewayContext {
                     break
                 }
                 let result = try await faceJob(FaceJob(kind: .reembed, appId: app.id, duplicateCheck: false, model: target, templateIds: page))
-                guard let done = result.reembedded else { throw APIError(.internalError, result.message ?? "the matcher did not re-embed") }
+                // A page not answered in time may still have been stored: calling again resumes after the last page answered.
+                if let code = result.outcome.errorCode { throw APIError(code, result.message ?? Self.defaultMessage(code)) }
+                guard let done = result.reembedded else { throw APIError(.internalError, "the matcher did not re-embed") }
                 outcomes += done
                 after = last
             }
@@ -142,8 +144,8 @@ extension GatewayContext {
         }
     }
 
-    /// Kept photos per matcher job, and how long one call goes on before answering with `next`.
-    static let reembedPage = 8
+    /// Kept photos per matcher job (well inside a job's deadline), and how long one call goes on before answering with `next`.
+    static let reembedPage = 4
     static let reembedBudget = Duration.seconds(30)
 
     struct SwitchBody: Decodable {

@@ -426,7 +426,7 @@ enum OpenAPIDocument {
         "responses": {
           "200": {"description": "What became of each kept photo, and the migration's state", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FaceModelReembedded"}}}},
           "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
-          "404": {"$ref": "#/components/responses/NotFound"}, "409": {"$ref": "#/components/responses/Conflict", "description": "CONFLICT: the app already uses the target model"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "409": {"$ref": "#/components/responses/Conflict", "description": "CONFLICT: the app already uses the target model, or the target is not the model apps move to (sface-2021dec)"},
           "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
           "default": {"$ref": "#/components/responses/Unexpected"}}}
     },

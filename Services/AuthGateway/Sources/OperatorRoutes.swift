@@ -99,7 +99,7 @@ extension GatewayContext {
                         \(modules.jsonText)::jsonb, \(faceModel.rawValue), \(Double(threshold)), \(liveness.jsonText)::jsonb, \(binding.rawValue),
                         \(policy.rawValue), \(approval.jsonText)::jsonb, \(quotas.jsonText)::jsonb, \(keepPhotos))
                 """)
-            draft.detail = ["appId": appId.uuidString.lowercased()]
+            draft.detail = ["appId": appId.uuidString.lowercased(), "keepEnrollmentPhotos": String(keepPhotos)]
             return .json(CreatedApp(appId: appId.wire, name: name, appSecret: secret, ctidKey: Data(ctidKey).base64EncodedString(), modules: modules,
                                     faceModel: faceModel, matchThreshold: threshold,
                                     estimatedFalseMatchRate: faceModel.falseMatchRate(atThreshold: threshold), liveness: liveness, deviceBinding: binding,
@@ -179,7 +179,8 @@ extension GatewayContext {
                        updated_at = now()
                 WHERE id = \(app.id)
                 """)
-            draft.detail = ["modules": modules.jsonText, "deviceBinding": binding.rawValue, "deviceBindingPolicy": policy.rawValue]
+            draft.detail = ["modules": modules.jsonText, "deviceBinding": binding.rawValue, "deviceBindingPolicy": policy.rawValue,
+                            "keepEnrollmentPhotos": String(body.keepEnrollmentPhotos ?? app.keepEnrollmentPhotos)]
             guard let updated = try await apps.find(app.id) else { throw APIError(.notFound, "no such app") }
             return .json(updated.publicView)
         }
@@ -328,9 +329,10 @@ extension GatewayContext {
             guard let templateId = result.templateId, let quality = result.quality else {
                 throw APIError(.internalError, "the matcher did not return a template")
             }
-            draft.detail = ["templateId": templateId.uuidString.lowercased(), "photoKept": String(keepPhoto)]
+            let photoKept = result.photoKept ?? false
+            draft.detail = ["templateId": templateId.uuidString.lowercased(), "photoKept": String(photoKept)]
             struct Enrolled: Encodable { var templateId: String; var quality: FaceQualityReport; var photoKept: Bool }
-            return .json(Enrolled(templateId: templateId.wire, quality: quality, photoKept: keepPhoto), status: 201)
+            return .json(Enrolled(templateId: templateId.wire, quality: quality, photoKept: photoKept), status: 201)
         }
     }
 

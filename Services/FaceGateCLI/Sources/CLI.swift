@@ -20,7 +20,7 @@ public enum FaceGateCLI {
     setup
       migrate                                   apply database migrations (FACEGATE_DATABASE_URL)
       keys                                      print fresh signing, sealing, CTID and per-service message keys
-      reseal                                    re-seal templates and CTID registry rows under FACEGATE_SEALING_KEY,
+      reseal                                    re-seal templates, kept photos and CTID registry rows under FACEGATE_SEALING_KEY,
                                                 opening with FACEGATE_PREVIOUS_SEALING_KEYS (FACEGATE_DATABASE_URL, online)
       --version                                 this tool's release; --help anywhere prints this
     operators (FACEGATE_URL, FACEGATE_ADMIN_KEY)
@@ -29,7 +29,8 @@ public enum FaceGateCLI {
                                                 P: appServerTicket (default), boundDevice or employeeNumber
       app get APP_ID | app list
       app binding APP_ID B [P]                  how devices are identified and new keys bound
-      app migrate-model APP_ID [M] [--switch]   share of users ready for model M (sface-2021dec) and who is not;
+      app migrate-model APP_ID [M] [--re-embed] [--switch]
+                                                share of users ready for model M (sface-2021dec) and who is not;
                                                 --switch moves the app to M (its users without an M template must enroll again);
                                                 --re-embed first makes M templates from the kept enrollment photos
       app modules APP_ID MODULE=STATE...        e.g. faceLogin=formal ctid=disabled
@@ -149,14 +150,19 @@ public enum FaceGateCLI {
             let positional = rest.dropFirst(2).filter { !$0.hasPrefix("--") }
             let model = positional.first ?? FaceModel.defaultForNewApps.rawValue
             if rest.contains("--re-embed") {
-                // Page after page, until no kept photo is left to try.
+                // Call after call, until no kept photo is left to try; the counts and refusals of every call, the last status.
                 let client = try admin(environment)
                 var body: [String: Any] = ["to": model]
                 var answer: [String: Any]
+                var (reembedded, refused) = (0, [Any]())
                 repeat {
                     answer = try await client.json("POST", "/v1/apps/\(app)/face-model-migration/re-embed", json: body)
+                    reembedded += answer["reembedded"] as? Int ?? 0
+                    refused += answer["refused"] as? [Any] ?? []
                     body["after"] = answer["next"]
                 } while answer["next"] is String
+                answer["reembedded"] = reembedded
+                answer["refused"] = refused
                 let data = try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys, .prettyPrinted])
                 print(String(decoding: data, as: UTF8.self))
             }

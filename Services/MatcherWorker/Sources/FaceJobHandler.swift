@@ -259,10 +259,17 @@ final class FaceJobHandler: Sendable {
         let template = TemplateStore.NewTemplate(appId: job.appId, userId: userId, model: engine.model, embedding: embedding, quality: quality,
                                                  photo: job.keepPhoto ? job.image : nil)
         let result = FaceJobResult(outcome: .enrolled, faceCount: faceCount, quality: quality, templateId: template.id, timings: timings)
-        switch try await templates.insert(template, limit: job.templateLimit, answering: (messageId, result)) {
-        case .inserted(let seq):
+        let answer: @Sendable (Bool) -> FaceJobResult = { kept in
+            var answer = result
+            answer.photoKept = kept
+            return answer
+        }
+        switch try await templates.insert(template, limit: job.templateLimit, answering: (messageId, answer)) {
+        case .inserted(let seq, let photoKept):
             await publish(template, seq: seq)
-            return result
+            return answer(photoKept)
+        case .answeredBefore(let previous):
+            return previous
         case .limitReached(let held):
             return Self.limitReached(held: held, limit: job.templateLimit ?? held)
         case .userNotFound, .alreadyHeld:
@@ -292,7 +299,8 @@ final class FaceJobHandler: Sendable {
     /// photos are opened here and nowhere else, and leave this process only as templates.
     private func reembed(_ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
         var outcomes: [ReembedOutcome] = []
-        for kept in try await templates.keptPhotos(appId: job.appId, templateIds: job.templateIds ?? []) {
+        // Every shard gets the job; each re-embeds the photos of the templates it holds, so each photo is embedded once.
+        for kept in try await templates.keptPhotos(appId: job.appId, templateIds: job.templateIds ?? []) where store.owns(kept.templateId) {
             var outcome = ReembedOutcome(sourceTemplateId: kept.templateId, userId: kept.userId, outcome: .enrolled)
             do {
                 let photo = try sealer.openEnrollmentPhoto(kept.sealed, templateId: kept.templateId)
@@ -302,10 +310,10 @@ final class FaceJobHandler: Sendable {
                 let template = TemplateStore.NewTemplate(appId: job.appId, userId: kept.userId, model: engine.model, embedding: face.embedding!,
                                                          quality: Self.report(face.quality))
                 switch try await templates.insert(template, onlyIfNone: true) {
-                case .inserted(let seq):
+                case .inserted(let seq, _):
                     await publish(template, seq: seq)
                     outcome.templateId = template.id
-                case .alreadyHeld, .limitReached:
+                case .alreadyHeld, .limitReached, .answeredBefore:
                     outcome.message = "the user already holds a template of \(engine.model.rawValue)"
                 case .userNotFound:
                     (outcome.outcome, outcome.message) = (.internalError, "user not found in this app")

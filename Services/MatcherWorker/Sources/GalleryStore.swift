@@ -97,7 +97,7 @@ final class GalleryStore: Sendable {
     }
 
     func add(templateId: UUID, appId: UUID, userId: UUID, model: FaceModel, embedding: [Float]) {
-        guard let registry = registries[model] else { return }
+        guard owns(templateId), let registry = registries[model] else { return }
         registry.gallery(for: appId).upsert(templateId: templateId, userId: userId, embedding: embedding)
         owners.withLock { $0[templateId] = (appId, model) }
     }

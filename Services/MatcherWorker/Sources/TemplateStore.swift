@@ -22,8 +22,11 @@ struct TemplateStore: Sendable {
     }
 
     /// Whether `insert` stored the template, and if not, why.
-    enum Stored: Sendable, Equatable {
-        case inserted(changeSeq: Int64)
+    enum Stored: Sendable {
+        /// `photoKept`: the photo was kept (the app keeps enrollment photos).
+        case inserted(changeSeq: Int64, photoKept: Bool)
+        /// Another delivery of the same job stored its template first: its recorded answer.
+        case answeredBefore(FaceJobResult)
         /// The user holds `held` templates of the model, the limit or more.
         case limitReached(held: Int)
         /// `onlyIfNone` and the user already holds a template of the model.
@@ -34,6 +37,10 @@ struct TemplateStore: Sendable {
 
     /// The answer recorded for an enrollment job, when it was answered before (a redelivery or a client's retry).
     func recordedAnswer(toEnrollment messageId: String) async throws -> FaceJobResult? {
+        try await Self.recordedAnswer(toEnrollment: messageId, on: database)
+    }
+
+    private static func recordedAnswer(toEnrollment messageId: String, on database: some PostgresQueryable) async throws -> FaceJobResult? {
         guard let row = try await database.query("""
             SELECT result FROM processed_messages WHERE consumer = 'matcher.enroll' AND message_id = \(messageId)
             """).first, let bytes = try row.decode("result", as: [UInt8]?.self) else { return nil }
@@ -47,15 +54,17 @@ struct TemplateStore: Sendable {
 
     /// Stores `template` in one transaction, under a lock on its user, so that two writes for one user take turns:
     /// refused when the user holds `limit` templates of the model, or (`onlyIfNone`) any. `answering` records the
-    /// job's answer with it, so a redelivery gets the same answer.
+    /// job's answer (`answer(photoKept)`) with it, so a redelivery gets the same answer, even one handled at the same time.
     func insert(_ template: NewTemplate, limit: Int? = nil, onlyIfNone: Bool = false,
-                answering record: (messageId: String, result: FaceJobResult)? = nil) async throws -> Stored {
+                answering record: (messageId: String, answer: @Sendable (_ photoKept: Bool) -> FaceJobResult)? = nil) async throws -> Stored {
         let sealed = try sealer.sealTemplate(template.embedding, templateId: template.id)
         let photo = try template.photo.map { try sealer.sealEnrollmentPhoto(Array($0), templateId: template.id) }
         let quality = String(decoding: try FaceGateJSON.encode(template.quality), as: UTF8.self)
-        let answer = try record.map { try FaceGateJSON.encode($0.result) }
         return try await database.withTransaction { connection in
             _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(template.userId.wire), 0))")
+            if let record, let previous = try await Self.recordedAnswer(toEnrollment: record.messageId, on: connection) {
+                return .answeredBefore(previous)
+            }
             if limit != nil || onlyIfNone {
                 let held = try await Self.count(appId: template.appId, userId: template.userId, model: template.model, on: connection)
                 if onlyIfNone, held > 0 { return .alreadyHeld }
@@ -68,18 +77,22 @@ struct TemplateStore: Sendable {
                 RETURNING change_seq
                 """)
             guard let row = inserted.first else { return .userNotFound }
+            var photoKept = false
             if let photo {
-                _ = try await connection.query("""
+                // Only where the app (read here, not from the job) keeps enrollment photos.
+                photoKept = try await connection.query("""
                     INSERT INTO enrollment_photos (template_id, app_id, user_id, photo_sealed, consent_at)
-                    VALUES (\(template.id), \(template.appId), \(template.userId), \(photo), now())
-                    """)
+                    SELECT \(template.id), \(template.appId), \(template.userId), \(photo), now()
+                    FROM apps WHERE id = \(template.appId) AND keep_enrollment_photos
+                    """).affectedRows == 1
             }
-            if let record, let answer {
+            if let record {
                 _ = try await connection.query("""
-                    INSERT INTO processed_messages (consumer, message_id, result) VALUES ('matcher.enroll', \(record.messageId), \(answer))
+                    INSERT INTO processed_messages (consumer, message_id, result)
+                    VALUES ('matcher.enroll', \(record.messageId), \(try FaceGateJSON.encode(record.answer(photoKept))))
                     """)
             }
-            return .inserted(changeSeq: try row.decode("change_seq", as: Int64.self))
+            return .inserted(changeSeq: try row.decode("change_seq", as: Int64.self), photoKept: photoKept)
         }
     }
 
