@@ -14,7 +14,6 @@ final class FaceJobHandler: Sendable {
     private let templates: TemplateStore
     /// Batches identify scans; nil scans each query alone.
     private let searches: GallerySearchQueue?
-    private let database: PostgresPool
     private let producer: KafkaProducer
     private let sealer: Sealer
     private let configuration: MatcherConfiguration
@@ -30,7 +29,6 @@ final class FaceJobHandler: Sendable {
         self.store = store
         self.templates = TemplateStore(database: database, sealer: sealer)
         self.searches = searches
-        self.database = database
         self.producer = producer
         self.sealer = sealer
         self.configuration = configuration
@@ -277,7 +275,7 @@ final class FaceJobHandler: Sendable {
         }
     }
 
-    static func limitReached(held: Int, limit: Int) -> FaceJobResult {
+    private static func limitReached(held: Int, limit: Int) -> FaceJobResult {
         FaceJobResult(outcome: .faceLimitReached, message: "the user already has \(held) face templates (at most \(limit)); delete one first")
     }
 
