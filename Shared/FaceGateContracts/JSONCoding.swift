@@ -57,3 +57,8 @@ extension UUID {
     /// The form FaceGate puts on the wire and in tokens: lowercase, as RFC 9562 recommends.
     public var wire: String { uuidString.lowercased() }
 }
+
+extension Array where Element == UUID {
+    /// The ids as the text of a PostgreSQL array literal (`{a,b}`): bind it and cast it with `::uuid[]`.
+    public var arrayLiteral: String { "{" + map(\.wire).joined(separator: ",") + "}" }
+}

@@ -143,7 +143,7 @@ extension GatewayContext {
     private func employeeNumbers(of users: [UUID], app: UUID) async throws -> [UUID: String] {
         guard !users.isEmpty else { return [:] }
         let rows = try await database.query("""
-            SELECT id, employee_number FROM users WHERE app_id = \(app) AND id = ANY(\(Self.arrayLiteral(users))::uuid[])
+            SELECT id, employee_number FROM users WHERE app_id = \(app) AND id = ANY(\(users.arrayLiteral)::uuid[])
             """)
         return Dictionary(uniqueKeysWithValues: try rows.rows.map { (try $0.decode("id", as: UUID.self), try $0.decode("employee_number", as: String.self)) })
     }

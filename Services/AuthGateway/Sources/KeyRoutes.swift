@@ -63,7 +63,7 @@ extension GatewayContext {
         return try await recorded(request, kind: "\(role.rawValue)-key.create", appId: platformAppId) { draft in
             _ = try await database.query("""
                 INSERT INTO api_keys (id, role, name, key_hash, app_ids, expires_at) VALUES (\(keyId), \(role.column), \(name),
-                \(SHA256.hash(Array(secret.utf8))), \(appIds.map(Self.arrayLiteral))::uuid[], \(expiresAt))
+                \(SHA256.hash(Array(secret.utf8))), \(appIds.map(\.arrayLiteral))::uuid[], \(expiresAt))
                 """)
             draft.detail = ["keyId": keyId.wire, "name": name]
             let appIds = appIds?.map(\.wire)
@@ -115,9 +115,5 @@ extension GatewayContext {
             guard revoked.affectedRows == 1 else { throw APIError(.notFound, "no such \(role.rawValue) key") }
             return .noContent
         }
-    }
-
-    static func arrayLiteral(_ ids: [UUID]) -> String {
-        "{" + ids.map(\.wire).joined(separator: ",") + "}"
     }
 }

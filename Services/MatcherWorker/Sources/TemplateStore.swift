@@ -117,10 +117,9 @@ struct TemplateStore: Sendable {
 
     /// The kept photos of some of an app's templates, oldest first.
     func keptPhotos(appId: UUID, templateIds: [UUID]) async throws -> [KeptPhoto] {
-        let ids = "{" + templateIds.map(\.wire).joined(separator: ",") + "}"
-        return try await database.query("""
+        try await database.query("""
             SELECT template_id, user_id, photo_sealed FROM enrollment_photos
-            WHERE app_id = \(appId) AND template_id = ANY(\(ids)::uuid[])
+            WHERE app_id = \(appId) AND template_id = ANY(\(templateIds.arrayLiteral)::uuid[])
             ORDER BY created_at, template_id
             """).rows.map { KeptPhoto(templateId: try $0.decode("template_id"), userId: try $0.decode("user_id"), sealed: try $0.decode("photo_sealed")) }
     }
