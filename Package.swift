@@ -99,8 +99,11 @@ let package = Package(
                            "DocumentOCR", "FaceGateTestSupport"],
             path: "Benchmarks/Sources"),
 
-        // Test fixtures made from the real photos: ID-card images with a valid MRZ, liveness frame bursts.
-        .target(name: "FaceGateTestSupport", dependencies: ["FaceEngine", "FaceGateCore", "CWarp"], path: "Tests/Support", exclude: ["CWarp"]),
+        // Test fixtures made from the real photos (ID-card images with a valid MRZ, liveness frame bursts) and fresh
+        // test databases.
+        .target(
+            name: "FaceGateTestSupport", dependencies: ["FaceEngine", "FaceGateCore", "CWarp", "PostgresClient", "ServiceKit"],
+            path: "Tests/Support", exclude: ["CWarp"]),
         .target(name: "CWarp", path: "Tests/Support/CWarp", cSettings: optimizedC),
 
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "JWT"], path: "Tests/CryptoTests"),
@@ -112,6 +115,10 @@ let package = Package(
         .testTarget(
             name: "DocumentOCRTests", dependencies: ["DocumentOCR", "FaceGateCore", "FaceGateTestSupport", "FaceEngine"],
             path: "Tests/DocumentOCRTests"),
+        // The gateway's use cases over in-memory stores, and the contract every store implementation keeps.
+        .testTarget(
+            name: "AuthGatewayTests", dependencies: ["AuthGateway", "FaceGateCore", "PostgresClient", "ServiceKit", "Crypto", "JWT", "FaceGateTestSupport"],
+            path: "Tests/AuthGatewayTests"),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["AuthGateway", "MatcherWorker", "CTIDVerifier", "KioskOrchestrator", "ServiceKit",

@@ -8,16 +8,42 @@ trap 'scripts/stack.sh down test' EXIT
 # shellcheck disable=SC1091
 . .run/test/env
 swift build --build-tests
-# One test at a time: several suites start whole stacks and real processes, and the 2-core machines this
-# runs on would otherwise starve the cooperative thread pool that every in-process server depends on.
-log=.run/test/swift-test.log
+bundle="$(swift build --show-bin-path)/FaceGatePackageTests.xctest"
+# Each test process runs one test at a time: several suites start whole stacks and real processes, and on the 2-core
+# machines this runs on parallel tests would starve the cooperative thread pool every in-process server depends on.
+# Two such processes run side by side, though: the tests spend more than half their time waiting (for the broker, for
+# deadlines, for processes they start), so two streams share the cores well. The first takes the suites that keep the
+# face models and OCR busy, the second everything else (a new suite lands there). With arguments
+# (`scripts/test.sh --filter …`), one process runs what they select. The bundle runs directly: `swift test` holds a lock on .build.
+swift_tests() {  # $1 log, then the bundle's arguments
+  local log="$1"
+  shift
+  NO_COLOR=1 "$bundle" --testing-library swift-testing --no-parallel "$@" >"$log" 2>&1
+}
+heavy='^(IntegrationTests\.(LivenessTests|KioskOnboardingTests|FaceModelTests|CTIDTests|KioskFlowTests)|DocumentOCRTests|FaceEngineTests)\.'
+logs=(.run/test/swift-test-1.log)
 swift_status=0
-swift test --skip-build --no-parallel "$@" 2>&1 | tee "$log" || swift_status=$?
+started=$(date +%s)
+if [ "$#" -gt 0 ]; then
+  swift_tests "${logs[0]}" "$@" || swift_status=$?
+else
+  logs+=(.run/test/swift-test-2.log)
+  swift_tests "${logs[0]}" --filter "$heavy" &
+  first=$!
+  swift_tests "${logs[1]}" --skip "$heavy" || swift_status=$?
+  wait "$first" || swift_status=$?
+fi
+cat "${logs[@]}"
+echo "swift tests: $(( $(date +%s) - started )) s"
 # Tests run and tests failed (`|| true`: a grep that finds nothing must not end the script under `set -e -o pipefail`).
-ran="$(grep -oE 'Test run with [0-9]+ tests?' "$log" | grep -oE '[0-9]+' | head -n 1 || true)"
-swift_failed="$(grep -E '^✘ Test .* failed after' "$log" | grep -cv '^✘ Test run with' || true)"
+ran=0
+for log in "${logs[@]}"; do
+  count="$(grep -oE 'Test run with [0-9]+ tests?' "$log" | grep -oE '[0-9]+' | head -n 1 || true)"
+  ran=$(( ran + ${count:-0} ))
+done
+swift_failed="$(cat "${logs[@]}" | grep -E '^✘ Test .* failed after' | grep -cv '^✘ Test run with' || true)"
 [ "$swift_status" -eq 0 ] || [ "${swift_failed:-0}" -gt 0 ] || swift_failed=1
-passed=$(( ${ran:-0} - ${swift_failed:-0} ))
+passed=$(( ran - ${swift_failed:-0} ))
 scripts/validate-deploy.sh
 # Python suites against the binaries just built; each starts and stops its own services on this profile's PostgreSQL and
 # broker and ends with `<name>: N passed, N failed, N skipped`.
@@ -47,7 +73,7 @@ python_suite openapi
 # Python test by name.
 if [ "${swift_failed:-0}" -gt 0 ] || [ "$python_failed" -gt 0 ]; then
   echo "failures:"
-  grep -E '^✘ Test .*(recorded an issue|failed after)' "$log" | grep -v '^✘ Test run with' | head -n 40 || true
+  cat "${logs[@]}" | grep -E '^✘ Test .*(recorded an issue|failed after)' | grep -v '^✘ Test run with' | head -n 40 || true
   grep -hE '^(FAIL|ERROR):' .run/test/chaos-test.log .run/test/console-test.log .run/test/openapi-test.log 2>/dev/null \
     | head -n 40 || true
 fi

@@ -1,5 +1,6 @@
 import Crypto
 import FaceGateCore
+import FaceGateTestSupport
 import Foundation
 import PostgresClient
 import Testing

@@ -1,4 +1,5 @@
 import FaceGateCore
+import FaceGateTestSupport
 import Foundation
 import KafkaClient
 import PostgresClient

@@ -1,4 +1,5 @@
 import AuthGateway
+import FaceGateTestSupport
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking

@@ -1,3 +1,4 @@
+import FaceGateTestSupport
 import Foundation
 
 /// A service executable from `FACEGATE_BIN_DIR` run as a real process with the stack's environment,

@@ -2,6 +2,7 @@ import AuthGateway
 import CTIDVerifier
 import Crypto
 import FaceGateCore
+import FaceGateTestSupport
 import Foundation
 import KioskOrchestrator
 #if canImport(FoundationNetworking)
@@ -25,52 +26,6 @@ enum TestEnvironment {
         let path = try value("FACEGATE_TEST_IMAGES") + "/" + name
         guard let data = FileManager.default.contents(atPath: path) else { throw TestSetupError("missing test photo \(path)") }
         return data
-    }
-}
-
-struct TestSetupError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// A fresh database with the schema applied, dropped by `drop()`.
-struct TestDatabase {
-    let name: String
-    let url: String
-    let pool: PostgresPool
-    let admin: PostgresPool
-
-    static func create() async throws -> TestDatabase {
-        let base = try TestEnvironment.value("FACEGATE_TEST_DATABASE_URL")
-        let admin = PostgresPool(configuration: try PostgresConfiguration(url: base))
-        let name = "fg_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
-        // As in `make run`: the cluster administrator makes the database for the schema owner, which migrates
-        // it as a non-superuser; each service then logs in with its own role (`url(for:)`).
-        _ = try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name) OWNER facegate_owner"))
-        guard var components = URLComponents(string: base) else { throw TestSetupError("FACEGATE_TEST_DATABASE_URL is not a URL") }
-        components.path = "/" + name
-        components.user = "facegate_owner"
-        let url = components.string!
-        // The tests inspect and arrange every app's rows as the schema owner: row-level security is FORCEd,
-        // so the owner too names the explicit every-app scope, for the whole session.
-        var configuration = try PostgresConfiguration(url: url)
-        configuration.sessionSettings = [Tenant.setting: Tenant.everyApp]
-        let pool = PostgresPool(configuration: configuration)
-        try await ServiceRuntime.migrate(pool)
-        return TestDatabase(name: String(name), url: String(url), pool: pool, admin: admin)
-    }
-
-    /// The URL a service uses: its own login role (never the owner or a superuser), on this database.
-    func url(for service: String) -> String {
-        var components = URLComponents(string: url)!
-        components.user = Schema.serviceLogins[service]!
-        return components.string!
-    }
-
-    func drop() async {
-        await pool.close()
-        _ = try? await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"))
-        await admin.close()
     }
 }
 

@@ -7,12 +7,12 @@ import JWT
 /// a client's identity token for the verified user.
 extension GatewayContext {
     func registerAppServerRoutes(on router: APIRoutes) {
-        router.add("POST", "/v1/access-tokens", maxBodyBytes: 4096) { [self] request in try await issueAccessToken(request) }
-        router.add("POST", "/v1/identity/exchange", maxBodyBytes: 8192) { [self] request in try await exchangeIdentity(request) }
+        let appServers = router.group(appServer)
+        appServers.add("POST", "/v1/access-tokens", maxBodyBytes: 4096) { [self] _, app in try issueAccessToken(app: app) }
+        appServers.add("POST", "/v1/identity/exchange", maxBodyBytes: 8192) { [self] request, app in try await exchangeIdentity(request, app: app) }
     }
 
-    func issueAccessToken(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await requireAppServer(request)
+    func issueAccessToken(app: AppRecord) throws -> HTTPResponse {
         let claims = AccessTokenClaims(issuer: configuration.issuer, appId: app.id, issuedAt: Date(), ttl: configuration.accessTokenTTL)
         struct Issued: Encodable { var accessToken: String; var tokenType = "Bearer"; var expiresIn: Int }
         return .json(Issued(accessToken: try JWT.sign(claims, type: TokenType.access, key: signingKey), expiresIn: Int(configuration.accessTokenTTL)))
@@ -46,8 +46,7 @@ extension GatewayContext {
 
     /// Single use: the token id is recorded atomically; a second exchange, another app's token, an
     /// expired one or one with the wrong `typ`/`aud`/`alg` is refused.
-    func exchangeIdentity(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await requireAppServer(request)
+    func exchangeIdentity(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let body = try request.decodeJSON(ExchangeBody.self)
         return try await recorded(request, kind: "identity.exchange", appId: app.id) { draft in
             let claims: IdentityTokenClaims

@@ -1,6 +1,5 @@
 import FaceGateCore
 import Foundation
-import PostgresClient
 
 /// Brute-force rule (NIST SP 800-63B §5.2.2), shared by every gateway instance through PostgreSQL and
 /// surviving restarts. Each attempt is charged as a failure to every subject it concerns *before* the
@@ -40,7 +39,7 @@ struct AttemptGuard: Sendable {
         var lockAfter: Int
     }
 
-    let database: PostgresPool
+    let store: any AttemptCounterStore
     let rule: Rule
     let addressRule: Rule
 
@@ -75,22 +74,10 @@ struct AttemptGuard: Sendable {
         }
     }
 
-    /// One conditional upsert: counts the attempt unless the subject is locked or inside its wait.
+    /// Counts the attempt unless the subject is locked or inside its wait.
     private func charge(appId: UUID, _ subject: Subject) async throws {
         let rule = rule(for: subject)
-        let admitted = try await database.query("""
-            INSERT INTO attempt_counters AS c (app_id, subject, consecutive_failures, total_failures, last_failure_at)
-            VALUES (\(appId), \(subject.key), 1, 1, now())
-            ON CONFLICT (app_id, subject) DO UPDATE SET
-                consecutive_failures = c.consecutive_failures + 1,
-                total_failures = c.total_failures + 1,
-                last_failure_at = now(),
-                locked_at = CASE WHEN \(rule.lockAfter) > 0 AND c.total_failures + 1 >= \(rule.lockAfter) THEN now() ELSE c.locked_at END
-            WHERE c.locked_at IS NULL
-              AND (c.consecutive_failures < \(rule.throttleAfter) OR c.last_failure_at + make_interval(secs => \(rule.throttleSeconds)) <= now())
-            RETURNING 1 AS admitted
-            """)
-        guard admitted.first == nil else { return }
+        guard try await !store.charge(appId: appId, subject: subject.key, rule: rule) else { return }
         throw try await refusal(appId: appId, subject) ?? APIError(.rateLimited, "too many failed attempts; try again", retryAfter: rule.throttleSeconds)
     }
 
@@ -101,14 +88,8 @@ struct AttemptGuard: Sendable {
     }
 
     private func refusal(appId: UUID, _ subject: Subject) async throws -> APIError? {
-        let rule = rule(for: subject)
-        let rows = try await database.query("""
-            SELECT locked_at IS NOT NULL AS locked, consecutive_failures >= \(rule.throttleAfter) AS throttled,
-                   CEIL(EXTRACT(EPOCH FROM (last_failure_at + make_interval(secs => \(rule.throttleSeconds)) - now())))::int AS wait
-            FROM attempt_counters WHERE app_id = \(appId) AND subject = \(subject.key)
-            """)
-        guard let row = rows.first else { return nil }
-        if try row.decode("locked", as: Bool.self) {
+        guard let state = try await store.state(appId: appId, subject: subject.key, rule: rule(for: subject)) else { return nil }
+        if state.locked {
             switch subject {
             case .bindingUser:
                 return APIError(.credentialLocked, "too many failed attempts to bind a device to this user: binding is locked until an operator resets it")
@@ -118,27 +99,19 @@ struct AttemptGuard: Sendable {
                 return APIError(.credentialLocked, "too many failed attempts: this device is locked until an operator resets it")
             }
         }
-        let wait = try row.decode("wait", as: Int?.self) ?? 0
-        guard try row.decode("throttled", as: Bool.self), wait > 0 else { return nil }
-        return APIError(.rateLimited, "too many failed attempts; wait \(wait) s", retryAfter: wait)
+        guard state.throttled, state.waitSeconds > 0 else { return nil }
+        return APIError(.rateLimited, "too many failed attempts; wait \(state.waitSeconds) s", retryAfter: state.waitSeconds)
     }
 
     private func settle(appId: UUID, _ subjects: [Subject], _ outcome: Outcome) async throws {
         for subject in subjects where outcome != .failure {
-            let lockAfter = rule(for: subject).lockAfter
-            _ = try await database.query("""
-                UPDATE attempt_counters SET
-                    consecutive_failures = CASE WHEN \(outcome == .success) THEN 0 ELSE GREATEST(consecutive_failures - 1, 0) END,
-                    total_failures = GREATEST(total_failures - 1, 0),
-                    locked_at = CASE WHEN \(lockAfter) > 0 AND total_failures - 1 < \(lockAfter) THEN NULL ELSE locked_at END
-                WHERE app_id = \(appId) AND subject = \(subject.key)
-                """)
+            try await store.refund(appId: appId, subject: subject.key, success: outcome == .success, rule: rule(for: subject))
         }
     }
 
     /// The operator's reset: clears the counters of one subject.
     func reset(appId: UUID, _ subject: Subject) async throws {
-        _ = try await database.query("DELETE FROM attempt_counters WHERE app_id = \(appId) AND subject = \(subject.key)")
+        try await store.reset(appId: appId, subject: subject.key)
     }
 }
 

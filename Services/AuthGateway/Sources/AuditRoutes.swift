@@ -10,10 +10,12 @@ import Synchronization
 /// Auditor API: read-only search, CSV export of any size, chain verification, and signed checkpoints of a chain head.
 extension GatewayContext {
     func registerAuditRoutes(on router: APIRoutes) {
-        router.add("GET", "/v1/audit/transactions") { [self] request in try await searchTransactions(request) }
-        router.add("GET", "/v1/audit/transactions.csv") { [self] request in try await exportTransactions(request) }
-        router.add("GET", "/v1/audit/verify") { [self] request in try await verifyChain(request) }
-        router.add("GET", "/v1/audit/checkpoint") { [self] request in try await checkpoint(request) }
+        let auditors = router.group(auditor)
+        auditors.add("GET", "/v1/audit/transactions") { [self] request, scope in try await searchTransactions(request, scope: scope) }
+        auditors.add("GET", "/v1/audit/transactions.csv") { [self] request, scope in try await exportTransactions(request, scope: scope) }
+        auditors.add("GET", "/v1/audit/verify") { [self] request, scope in try await verifyChain(request, scope: scope) }
+        // The app's chain head, signed: keep it (or take it from `audit.transactions.v1`) and pass it to `/v1/audit/verify` later.
+        auditors.add("GET", "/v1/audit/checkpoint") { [self] request, scope in .json(try await signedCheckpoint(try auditedApp(request, scope: scope))) }
     }
 
     struct AuditItem: Encodable {
@@ -88,8 +90,7 @@ extension GatewayContext {
     }
 
     /// Parses the query filters and narrows them to the apps this auditor may read.
-    func auditFilter(_ request: HTTPRequest) async throws -> AuditFilter {
-        let scope = try await requireAuditor(request)
+    func auditFilter(_ request: HTTPRequest, scope: [UUID]?) throws -> AuditFilter {
         func uuid(_ name: String) throws -> UUID? {
             guard let text = request.query[name], !text.isEmpty else { return nil }
             guard let value = UUID(uuidString: text) else { throw APIError(.invalidRequest, "\(name) must be a UUID") }
@@ -130,8 +131,8 @@ extension GatewayContext {
         """
     }
 
-    func searchTransactions(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let filter = try await auditFilter(request)
+    func searchTransactions(_ request: HTTPRequest, scope: [UUID]?) async throws -> HTTPResponse {
+        let filter = try auditFilter(request, scope: scope)
         let limit = min(max(Int(request.query["limit"] ?? "") ?? 100, 1), 1000)
         let cursor = try PageCursor.decode(request.query["cursor"])
         let rows = try await database.query(transactionsQuery(filter, after: cursor, limit: limit + 1))
@@ -147,8 +148,8 @@ extension GatewayContext {
 
     /// Streams every matching row, a page at a time: the server asks for the next page only when the
     /// client has taken the last one, so an export of any size holds about one page in memory.
-    func exportTransactions(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let filter = try await auditFilter(request)
+    func exportTransactions(_ request: HTTPRequest, scope: [UUID]?) async throws -> HTTPResponse {
+        let filter = try auditFilter(request, scope: scope)
         let database = self.database
         let logger = self.logger
         let query = { @Sendable (cursor: PageCursor?) in self.transactionsQuery(filter, after: cursor, limit: 1000) }
@@ -175,8 +176,7 @@ extension GatewayContext {
     }
 
     /// The `appId` query parameter of a per-app auditor call, checked against the caller's scope.
-    private func auditedApp(_ request: HTTPRequest) async throws -> UUID {
-        let scope = try await requireAuditor(request)
+    private func auditedApp(_ request: HTTPRequest, scope: [UUID]?) throws -> UUID {
         guard let text = request.query["appId"], let appId = UUID(uuidString: text) else {
             throw APIError(.invalidRequest, "appId is required")
         }
@@ -184,8 +184,8 @@ extension GatewayContext {
         return appId
     }
 
-    func verifyChain(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let appId = try await auditedApp(request)
+    func verifyChain(_ request: HTTPRequest, scope: [UUID]?) async throws -> HTTPResponse {
+        let appId = try auditedApp(request, scope: scope)
         let checkpoint = try request.query["checkpoint"].map { token in
             do {
                 let claims = try JWT.verify(token, as: AuditCheckpoint.self, keys: keySet, type: AuditCheckpoint.type,
@@ -199,11 +199,6 @@ extension GatewayContext {
         return .json(try await transactions.verify(appId: appId, checkpoint: checkpoint, acceptUnkeyed: configuration.acceptUnkeyedAuditRows))
     }
 
-    /// The app's chain head, signed: keep it (or take it from `audit.transactions.v1`) and pass it to
-    /// `/v1/audit/verify` later.
-    func checkpoint(_ request: HTTPRequest) async throws -> HTTPResponse {
-        .json(try await signedCheckpoint(try await auditedApp(request)))
-    }
 
     struct SignedCheckpoint: Encodable {
         var appId: String

@@ -9,12 +9,13 @@ import KafkaClient
 /// ctid-verifier's work, reached as a job on `ctid.jobs.v1`.
 extension GatewayContext {
     func registerCTIDRoutes(on router: APIRoutes) {
-        router.add("POST", "/v1/ctid/serial-numbers", maxBodyBytes: 4096, idempotent: true) { [self] request in try await issueCTIDSerial(request) }
-        router.add("POST", "/v1/ctid/verifications", authenticated: { [self] in _ = try await requireClient($0) }) { [self] request in
-            try await verifyCTID(request)
+        let clients = router.group(client)
+        clients.add("POST", "/v1/ctid/serial-numbers", maxBodyBytes: 4096, idempotent: true) { [self] request, app in
+            try await issueCTIDSerial(request, app: app)
         }
-        router.add("POST", "/v1/apps/{appId}/ctid-registry", authenticated: { [self] in _ = try await operatorApp($0) }) { [self] request in
-            try await registerCTIDIdentity(request)
+        clients.add("POST", "/v1/ctid/verifications", upload: true) { [self] request, app in try await verifyCTID(request, app: app) }
+        router.group(appOperator).add("POST", "/v1/apps/{appId}/ctid-registry", upload: true) { [self] request, app in
+            try await registerCTIDIdentity(request, app: app)
         }
     }
 
@@ -32,8 +33,7 @@ extension GatewayContext {
         var expiresIn: Int
     }
 
-    func issueCTIDSerial(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await requireClient(request)
+    func issueCTIDSerial(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         try await apps.admit(app, module: .ctid)
         let body = try request.decodeJSON(SerialBody.self)
         guard CTIDAuthMode.isModeCode(body.authMode) else { throw APIError(.invalidRequest, "authMode must be a hex code such as \"0x42\"") }
@@ -55,8 +55,7 @@ extension GatewayContext {
         return .json(SerialAnswer(bizSerialNum: serial, randNum: randNum, expiresIn: ttl))
     }
 
-    func verifyCTID(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await requireClient(request)
+    func verifyCTID(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         try await apps.admit(app, module: .ctid)
         // A body that is not even an envelope is still the verifier's to judge and record.
         let envelope = try? FaceGateJSON.decode(CTIDEnvelope.self, from: request.body)
@@ -75,8 +74,7 @@ extension GatewayContext {
         }
     }
 
-    func registerCTIDIdentity(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await operatorApp(request)
+    func registerCTIDIdentity(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let body = try request.decodeJSON(CTIDRegistration.self)
         let result = try await ctidJob(CTIDJob(kind: .register, appId: app.id, registration: body))
         switch result.outcome {

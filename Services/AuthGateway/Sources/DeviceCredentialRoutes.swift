@@ -14,16 +14,43 @@ import PostgresClient
 /// `… (fallback: faceLogin)` or `… (fallback: none)` (the error envelope has no room for another field).
 extension GatewayContext {
     func registerDeviceCredentialRoutes(on router: APIRoutes) {
-        router.add("POST", "/v1/device-credentials", maxBodyBytes: 32 << 10) { [self] request in try await registerDeviceCredential(request) }
-        router.add("POST", "/v1/device-credentials/challenges", maxBodyBytes: 4096) { [self] request in try await deviceChallenge(request) }
-        router.add("POST", "/v1/device-credentials/assertions", maxBodyBytes: 8192) { [self] request in try await deviceAssertion(request) }
-        router.add("DELETE", "/v1/device-credentials/{credentialId}") { [self] request in try await revokeOwnDeviceCredential(request) }
-        router.add("POST", "/v1/apps/{appId}/users/{userId}/device-credentials", maxBodyBytes: 32 << 10) { [self] request in
-            try await registerDeviceCredentialAsOperator(request)
+        let clients = router.group(deviceCredentialClient)
+        clients.add("POST", "/v1/device-credentials", maxBodyBytes: 32 << 10) { [self] request, client in
+            try await registerDeviceCredential(request, client: client)
         }
-        router.add("GET", "/v1/apps/{appId}/users/{userId}/device-credentials") { [self] request in try await listDeviceCredentials(request) }
-        router.add("DELETE", "/v1/apps/{appId}/device-credentials/{credentialId}") { [self] request in try await revokeDeviceCredential(request) }
-        router.add("POST", "/v1/apps/{appId}/device-credentials/{credentialId}/reset") { [self] request in try await resetDeviceCredential(request) }
+        clients.add("POST", "/v1/device-credentials/challenges", maxBodyBytes: 4096) { [self] request, client in
+            try await deviceChallenge(request, client: client)
+        }
+        clients.add("POST", "/v1/device-credentials/assertions", maxBodyBytes: 8192) { [self] request, client in
+            try await deviceAssertion(request, client: client)
+        }
+        clients.add("DELETE", "/v1/device-credentials/{credentialId}") { [self] request, client in
+            try await revokeOwnDeviceCredential(request, client: client)
+        }
+        let operators = router.group(appOperator)
+        operators.add("POST", "/v1/apps/{appId}/users/{userId}/device-credentials", maxBodyBytes: 32 << 10) { [self] request, app in
+            try await registerDeviceCredentialAsOperator(request, app: app)
+        }
+        operators.add("GET", "/v1/apps/{appId}/users/{userId}/device-credentials") { [self] request, app in
+            try await listDeviceCredentials(request, app: app)
+        }
+        operators.add("DELETE", "/v1/apps/{appId}/device-credentials/{credentialId}") { [self] request, app in
+            try await revokeDeviceCredential(request, app: app)
+        }
+        operators.add("POST", "/v1/apps/{appId}/device-credentials/{credentialId}/reset") { [self] request, app in
+            try await resetDeviceCredential(request, app: app)
+        }
+    }
+
+    /// Client apps, as `client`; a refusal names the fallback (none: no app is known yet), as every refusal here does.
+    var deviceCredentialClient: Authenticator<AppRecord> {
+        Authenticator { [self] request in
+            do {
+                return try await requireClient(request)
+            } catch {
+                throw await withFallback(error, app: nil, user: nil)
+            }
+        }
     }
 
     // MARK: - Registration
@@ -72,11 +99,8 @@ extension GatewayContext {
 
     /// Client registration: the identity token proves the user was just verified by face login on this
     /// device for this app; its id is consumed so it cannot register a second key or be exchanged later.
-    func registerDeviceCredential(_ request: HTTPRequest) async throws -> HTTPResponse {
-        var app: AppRecord?
+    func registerDeviceCredential(_ request: HTTPRequest, client: AppRecord) async throws -> HTTPResponse {
         do {
-            let client = try await requireClient(request)
-            app = client
             let caller = try await clientDevice(request, app: client)
             let device = caller.id
             let body = try request.decodeJSON(ClientRegistrationBody.self)
@@ -114,13 +138,12 @@ extension GatewayContext {
                 }
             }
         } catch {
-            throw await withFallback(error, app: app, user: nil)
+            throw await withFallback(error, app: client, user: nil)
         }
     }
 
     /// Operator registration, for devices enrolled at a desk rather than after a face login.
-    func registerDeviceCredentialAsOperator(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await operatorApp(request)
+    func registerDeviceCredentialAsOperator(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let userId = try request.uuidParameter("userId")
         let body = try request.decodeJSON(OperatorRegistrationBody.self)
         return try await recorded(request, kind: "device.register", appId: app.id, deviceId: body.deviceId) { draft in
@@ -192,11 +215,8 @@ extension GatewayContext {
 
     static let challengeSeconds = 60
 
-    func deviceChallenge(_ request: HTTPRequest) async throws -> HTTPResponse {
-        var app: AppRecord?
+    func deviceChallenge(_ request: HTTPRequest, client: AppRecord) async throws -> HTTPResponse {
         do {
-            let client = try await requireClient(request)
-            app = client
             let caller = try await clientDevice(request, app: client)
             let device = caller.id
             let body = try request.decodeJSON(ChallengeBody.self)
@@ -221,7 +241,7 @@ extension GatewayContext {
                 }
             }
         } catch {
-            throw await withFallback(error, app: app, user: nil)
+            throw await withFallback(error, app: client, user: nil)
         }
     }
 
@@ -239,11 +259,8 @@ extension GatewayContext {
 
     /// Order matters: the challenge is spent before the signature is looked at (one guess per challenge);
     /// the counter is judged only for a good signature, so a forger cannot get a credential flagged.
-    func deviceAssertion(_ request: HTTPRequest) async throws -> HTTPResponse {
-        var app: AppRecord?
+    func deviceAssertion(_ request: HTTPRequest, client: AppRecord) async throws -> HTTPResponse {
         do {
-            let client = try await requireClient(request)
-            app = client
             let caller = try await clientDevice(request, app: client)
             let device = caller.id
             let body = try request.decodeJSON(AssertionBody.self)
@@ -281,7 +298,7 @@ extension GatewayContext {
                 }
             }
         } catch {
-            throw await withFallback(error, app: app, user: nil)
+            throw await withFallback(error, app: client, user: nil)
         }
     }
 
@@ -355,8 +372,7 @@ extension GatewayContext {
         var revokedAt: Date?
     }
 
-    func listDeviceCredentials(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await operatorApp(request)
+    func listDeviceCredentials(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let userId = try request.uuidParameter("userId")
         _ = try await user(userId, app: app.id)
         let rows = try await database.query("""
@@ -374,8 +390,7 @@ extension GatewayContext {
     }
 
     /// Operator revocation: immediate, since every assertion reads `revoked_at`.
-    func revokeDeviceCredential(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await operatorApp(request)
+    func revokeDeviceCredential(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         return try await recorded(request, kind: "device.revoke", appId: app.id) { draft in
             try await revoke(request.pathParameters["credentialId"], app: app.id, device: nil, draft: &draft)
             draft.detail["revokedBy"] = "operator"
@@ -384,11 +399,8 @@ extension GatewayContext {
     }
 
     /// Client revocation: only from the device the credential belongs to.
-    func revokeOwnDeviceCredential(_ request: HTTPRequest) async throws -> HTTPResponse {
-        var app: AppRecord?
+    func revokeOwnDeviceCredential(_ request: HTTPRequest, client: AppRecord) async throws -> HTTPResponse {
         do {
-            let client = try await requireClient(request)
-            app = client
             let caller = try await clientDevice(request, app: client)
             let device = caller.id
             return try await recorded(request, kind: "device.revoke", appId: client.id, deviceId: device) { draft in
@@ -401,7 +413,7 @@ extension GatewayContext {
                 }
             }
         } catch {
-            throw await withFallback(error, app: app, user: nil)
+            throw await withFallback(error, app: client, user: nil)
         }
     }
 
@@ -419,8 +431,7 @@ extension GatewayContext {
     }
 
     /// Clears a credential's failed-attempt counters and lock (a flagged credential stays refused).
-    func resetDeviceCredential(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await operatorApp(request)
+    func resetDeviceCredential(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let credentialId = try request.uuidParameter("credentialId")
         return try await recorded(request, kind: "device.credential.reset", appId: app.id) { draft in
             let rows = try await database.query("SELECT user_id, device_id FROM device_credentials WHERE id = \(credentialId) AND app_id = \(app.id)")

@@ -29,7 +29,9 @@ extension TransactionDraft {
 /// Device keys (RFC 9449 DPoP) and the tickets that let a new key be bound to a user.
 extension GatewayContext {
     func registerDeviceKeyRoutes(on router: APIRoutes) {
-        router.add("POST", "/v1/device-bindings", maxBodyBytes: 4096) { [self] request in try await issueBindingTicket(request) }
+        router.group(appServerOrClient).add("POST", "/v1/device-bindings", maxBodyBytes: 4096) { [self] request, app in
+            try await issueBindingTicket(request, app: app)
+        }
     }
 
     /// Who is calling, by the app's device binding: a verified, unused DPoP proof (`dpop`) or the header (`header`).
@@ -68,15 +70,6 @@ extension GatewayContext {
         return ["https://" + host + request.path, "http://" + host + request.path]
     }
 
-    /// The users a device is bound to. On a `dpop` app only bindings made by a key count: a row bound
-    /// under the header cannot be claimed by a proof.
-    func boundUsers(_ device: ClientDevice, app: UUID) async throws -> [UUID] {
-        try await database.query("""
-            SELECT user_id FROM devices WHERE app_id = \(app) AND device_id = \(device.id) AND key_bound = \(device.isKey)
-            ORDER BY confirmed_at DESC LIMIT 10
-            """).map { try $0.decode("user_id") }
-    }
-
     struct BindingTicketBody: Decodable {
         var userId: UUID?
         var employeeNumber: String?
@@ -85,9 +78,8 @@ extension GatewayContext {
     /// A one-time ticket that lets one new device key be bound to one user. The app server (Basic auth)
     /// asks for it after signing its user in by its own means; or a device key already bound to the user
     /// asks (Bearer access token + its DPoP proof), e.g. to show it as a code on the old phone.
-    func issueBindingTicket(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let isAppServer = (request.headers["Authorization"] ?? "").lowercased().hasPrefix("basic ")
-        let app = isAppServer ? try await requireAppServer(request) : try await requireClient(request)
+    func issueBindingTicket(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
+        let isAppServer = Self.isAppServer(request)
         let body = try request.decodeJSON(BindingTicketBody.self)
         return try await recorded(request, kind: "device.binding.ticket", appId: app.id) { draft in
             var candidates: [UUID]? = nil
@@ -97,16 +89,14 @@ extension GatewayContext {
                 }
                 let device = try await clientDevice(request, app: app)
                 draft.deviceId = device.id
-                candidates = try await boundUsers(device, app: app.id)
+                candidates = try await bindings.boundUsers(appId: app.id, device: device)
             }
             let userId: UUID
             if let id = body.userId {
                 userId = id
             } else if let number = body.employeeNumber {
-                guard let row = try await database.query("""
-                    SELECT id FROM users WHERE app_id = \(app.id) AND employee_number = \(number)
-                    """).first else { throw APIError(.notFound, "no such user") }
-                userId = try row.decode("id")
+                guard let id = try await users.user(appId: app.id, employeeNumber: number) else { throw APIError(.notFound, "no such user") }
+                userId = id
             } else if let only = candidates, only.count == 1 {
                 userId = only[0]
             } else {
@@ -116,49 +106,14 @@ extension GatewayContext {
             if let candidates, !candidates.contains(userId) {
                 throw APIError(.forbidden, "this device is not bound to that user")
             }
-            guard try await database.query("""
-                SELECT 1 FROM users WHERE id = \(userId) AND app_id = \(app.id)
-                """).first != nil else { throw APIError(.notFound, "no such user") }
+            guard try await users.exists(userId, appId: app.id) else { throw APIError(.notFound, "no such user") }
             let ticket = "fbt_" + Base64URL.encode(SecureRandom.bytes(32))
             let issuer = isAppServer ? "appServer" : "boundDevice"
-            _ = try await database.query("""
-                INSERT INTO one_time_challenges (id, app_id, purpose, subject, data, expires_at)
-                VALUES (\(Self.ticketKey(ticket)), \(app.id), 'device-binding', \(userId.wire), \(#"{"issuer": ""# + issuer + #""}"#)::jsonb,
-                        now() + make_interval(secs => \(configuration.bindingTicketTTL)))
-                """)
+            try await bindings.issueTicket(key: BindingTicketCheck.key(ticket), appId: app.id, user: userId, issuer: issuer,
+                                           ttlSeconds: configuration.bindingTicketTTL)
             draft.detail["issuer"] = issuer
             struct Issued: Encodable { var bindingTicket: String; var userId: String; var expiresIn: Int }
             return .json(Issued(bindingTicket: ticket, userId: userId.wire, expiresIn: configuration.bindingTicketTTL), status: 201)
         }
-    }
-
-    /// Tickets are stored by their hash: a database reader learns none that works.
-    static func ticketKey(_ ticket: String) -> String { "bt_" + Hex.encode(SHA256.hash(ticket)) }
-
-    /// Spends a binding ticket for `user` inside the binding's transaction, if the app's policy accepts
-    /// its issuer: `appServerTicket` takes the app server's; `boundDevice` takes a bound key's, or the app
-    /// server's for a user who has no bound key yet (the first device).
-    static func spendBindingTicket(_ ticket: String?, app: AppRecord, user: UUID, on connection: PostgresConnection) async throws {
-        guard let ticket else {
-            throw APIError(.bindingTicketInvalid, app.deviceBindingPolicy == .boundDevice
-                           ? "this app binds a new device only when one of your devices approves it: send its bindingTicket"
-                           : "this app binds a new device only with a bindingTicket from the app server (POST /v1/device-bindings)")
-        }
-        let rows = try await connection.query("""
-            UPDATE one_time_challenges SET used_at = now()
-            WHERE id = \(ticketKey(ticket)) AND app_id = \(app.id) AND purpose = 'device-binding' AND subject = \(user.wire)
-              AND used_at IS NULL AND expires_at > now()
-            RETURNING data->>'issuer' AS issuer,
-                      EXISTS (SELECT 1 FROM devices WHERE app_id = \(app.id) AND user_id = \(user) AND key_bound) AS has_key
-            """)
-        guard let row = rows.first else { throw APIError(.bindingTicketInvalid, "the binding ticket is not valid for this user, used or expired") }
-        let issuer = try row.decode("issuer", as: String.self)
-        let hasKey = try row.decode("has_key", as: Bool.self)
-        let accepted = switch app.deviceBindingPolicy {
-        case .employeeNumber: true
-        case .appServerTicket: issuer == "appServer"
-        case .boundDevice: issuer == "boundDevice" || (issuer == "appServer" && !hasKey)
-        }
-        guard accepted else { throw APIError(.bindingTicketInvalid, "this app's binding policy does not accept a ticket from that issuer") }
     }
 }

@@ -12,15 +12,15 @@ import ServiceKit
 /// have the matcher re-embed them all at once instead.
 extension GatewayContext {
     func registerFaceModelMigrationRoutes(on router: APIRoutes) {
-        router.add("GET", "/v1/apps/{appId}/face-model-migration") { [self] request in
-            let app = try await operatorApp(request)
-            return .json(try await migrationStatus(app, to: try targetModel(request.query["to"])))
+        let operators = router.group(appOperator)
+        operators.add("GET", "/v1/apps/{appId}/face-model-migration") { [self] request, app in
+            .json(try await migrationStatus(app, to: try targetModel(request.query["to"])))
         }
-        router.add("POST", "/v1/apps/{appId}/face-model-migration", maxBodyBytes: 4096) { [self] request in
-            try await switchFaceModel(request)
+        operators.add("POST", "/v1/apps/{appId}/face-model-migration", maxBodyBytes: 4096) { [self] request, app in
+            try await switchFaceModel(request, app: app)
         }
-        router.add("POST", "/v1/apps/{appId}/face-model-migration/re-embed", maxBodyBytes: 4096) { [self] request in
-            try await reembedKeptPhotos(request)
+        operators.add("POST", "/v1/apps/{appId}/face-model-migration/re-embed", maxBodyBytes: 4096) { [self] request, app in
+            try await reembedKeptPhotos(request, app: app)
         }
     }
 
@@ -94,8 +94,7 @@ extension GatewayContext {
     /// Re-embeds, with the model the app moves to, the kept enrollment photos of the users not ready for it: a page of
     /// photos per matcher job, for up to `reembedBudget`; then answers what became of each and, if photos remain,
     /// `next` to continue from. The photos stay in the matcher: this service can read only that they exist.
-    func reembedKeptPhotos(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await operatorApp(request)
+    func reembedKeptPhotos(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let body = try request.decodeJSON(ReembedBody.self)
         let target = body.to ?? FaceModel.defaultForNewApps
         guard target == FaceModel.defaultForNewApps, target != app.faceModel else {
@@ -121,7 +120,7 @@ extension GatewayContext {
                 }
                 let result = try await faceJob(FaceJob(kind: .reembed, appId: app.id, duplicateCheck: false, model: target, templateIds: page))
                 // A page not answered in time may still have been stored: calling again resumes after the last page answered.
-                if let code = result.outcome.errorCode { throw APIError(code, result.message ?? Self.defaultMessage(code)) }
+                if result.outcome.errorCode != nil { throw APIError(refusing: result) }
                 guard let done = result.reembedded else { throw APIError(.internalError, "the matcher did not re-embed") }
                 outcomes += done
                 after = last
@@ -156,8 +155,7 @@ extension GatewayContext {
 
     /// Switches the app's face model (and its threshold) in one statement: from then on every job of the app runs on
     /// the new model and matches only its templates. Answers the app and who still needs a new enrollment.
-    func switchFaceModel(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await operatorApp(request)
+    func switchFaceModel(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let body = try request.decodeJSON(SwitchBody.self)
         guard body.to != app.faceModel else { throw APIError(.conflict, "the app already uses \(body.to.rawValue)") }
         if let problem = app.kioskApproval.validationError(model: body.to) {
@@ -178,12 +176,9 @@ extension GatewayContext {
         }
     }
 
-    /// Progressive re-enrollment: after a confident login (within the threshold by at least the model's margin) of a
-    /// user of an app still on an older model, the same probe is enrolled with the newer model, once per user, in the
-    /// background: the login's answer does not wait, and a failure only leaves the user not ready yet.
-    func reenrollForMigration(app: AppRecord, user: UUID, image: Data, distance: Float?) {
-        let target = FaceModel.defaultForNewApps
-        guard app.faceModel != target, let distance, distance <= app.matchThreshold - app.faceModel.defaultMargin else { return }
+    /// Enrolls `image`, the probe of a confident login (`FaceLogin`), with `target` for the user, once per user, in the
+    /// background: a failure only leaves the user not ready yet.
+    func reenroll(app: AppRecord, user: UUID, image: Data, target: FaceModel) {
         Task { [self] in
             do {
                 let held = try await database.query("""

@@ -8,11 +8,11 @@ import PostgresClient
 /// SearchFacesByImage). Both are audited, throttled and counted against the face-login module like a login.
 extension GatewayContext {
     func registerFaceVerifyRoutes(on router: APIRoutes) {
-        router.add("POST", "/v1/face-verify", authenticated: { [self] in _ = try await requireAppServerOrClient($0) }) { [self] request in
-            try await verifyFace(request)
+        router.group(appServerOrClient).add("POST", "/v1/face-verify", upload: true) { [self] request, app in
+            try await verifyFace(request, app: app)
         }
-        router.add("POST", "/v1/apps/{appId}/faces/search", authenticated: { [self] in _ = try await requireAppServerOrOperator($0) }) { [self] request in
-            try await searchFaces(request)
+        router.group(appServerOrOperator).add("POST", "/v1/apps/{appId}/faces/search", upload: true) { [self] request, app in
+            try await searchFaces(request, app: app)
         }
     }
 
@@ -22,9 +22,8 @@ extension GatewayContext {
     /// distance in the model's units, and 404 for an unknown user.
     /// Charged like a binding attempt to the claimed user (shared with face-login confirmations, so the
     /// two cannot be alternated for more tries), and for clients to the device and the address.
-    func verifyFace(_ request: HTTPRequest) async throws -> HTTPResponse {
+    func verifyFace(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let isAppServer = Self.isAppServer(request)
-        let app = try await requireAppServerOrClient(request)
         return try await recorded(request, kind: "face.verify", appId: app.id) { draft in
             var subjects: [AttemptGuard.Subject] = []
             if !isAppServer {
@@ -42,7 +41,7 @@ extension GatewayContext {
                 // An unknown user is compared with nobody: a fresh id holds no template.
                 let result = try await faceJob(FaceJob(kind: .verify, appId: app.id, image: image, userId: claimed ?? UUID(),
                                                        threshold: app.matchThreshold))
-                guard result.outcome == .match || result.outcome == .noMatchFace else { throw refusal(result) }
+                guard result.outcome == .match || result.outcome == .noMatchFace else { throw APIError(refusing: result) }
                 let match = result.outcome == .match && claimed != nil
                 draft.score = result.candidates.first?.distance
                 if !match { draft.outcome = ErrorCode.noMatchFace.rawValue }
@@ -97,9 +96,8 @@ extension GatewayContext {
     /// margin). Operators also see up to `limit` (1–20, default 5) best candidates, one per user; the app
     /// server sees only the decision. Charged to the client address like a login (a stranger's face is a
     /// failed attempt, so a flood of probes waits).
-    func searchFaces(_ request: HTTPRequest) async throws -> HTTPResponse {
+    func searchFaces(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let isAppServer = Self.isAppServer(request)
-        let app = try await requireAppServerOrOperator(request)
         let limit = try request.query["limit"].map { text in
             guard let value = Int(text), (1...20).contains(value) else { throw APIError(.invalidRequest, "limit must be 1–20") }
             return value
@@ -110,7 +108,7 @@ extension GatewayContext {
             return try await attempts.attempt(appId: app.id, [.clientAddress(clientAddress(request))]) {
                 let result = try await faceJob(FaceJob(kind: .identify, appId: app.id, image: image, topK: max(limit * 3, 10),
                                                        threshold: app.matchThreshold))
-                guard [.match, .noMatchFace, .ambiguousMatch].contains(result.outcome) else { throw refusal(result) }
+                guard [.match, .noMatchFace, .ambiguousMatch].contains(result.outcome) else { throw APIError(refusing: result) }
                 var bestPerUser: [FaceCandidate] = []
                 for candidate in result.candidates.sorted(by: { $0.distance < $1.distance })
                 where !bestPerUser.contains(where: { $0.userId == candidate.userId }) {
@@ -153,15 +151,21 @@ extension GatewayContext {
     }
 
     /// The app server (HTTP Basic) or a client app (access token).
-    func requireAppServerOrClient(_ request: HTTPRequest) async throws -> AppRecord {
-        Self.isAppServer(request) ? try await requireAppServer(request) : try await requireClient(request)
+    var appServerOrClient: Authenticator<AppRecord> {
+        Authenticator { [self] request in
+            Self.isAppServer(request) ? try await requireAppServer(request) : try await requireClient(request)
+        }
     }
 
     /// The app server of the `{appId}` app, or an operator covering it.
-    func requireAppServerOrOperator(_ request: HTTPRequest) async throws -> AppRecord {
-        guard Self.isAppServer(request) else { return try await operatorApp(request) }
-        let app = try await requireAppServer(request)
-        guard app.id == (try request.uuidParameter("appId")) else { throw APIError(.forbidden, "these app server credentials are for another app") }
-        return app
+    var appServerOrOperator: Authenticator<AppRecord> {
+        Authenticator { [self] request in
+            guard Self.isAppServer(request) else { return try await operatorApp(request) }
+            let app = try await requireAppServer(request)
+            guard app.id == (try request.uuidParameter("appId")) else {
+                throw APIError(.forbidden, "these app server credentials are for another app")
+            }
+            return app
+        }
     }
 }

@@ -81,6 +81,10 @@ final class GatewayContext: Sendable {
     let jwks: [UInt8]
     let transactions: TransactionLog
     let apps: AppStore
+    let attemptCounters: any AttemptCounterStore
+    let bindings: any DeviceBindingStore
+    let users: any UserDirectory
+    let livenessChallenges: any LivenessChallengeStore
     let logger: Logger
     let faceJobSeconds: Histogram
     let interviewTokens: InterviewTokens
@@ -102,6 +106,10 @@ final class GatewayContext: Sendable {
         self.transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger,
                                        keys: configuration.auditKeys)
         self.apps = AppStore(database: runtime.database)
+        attemptCounters = PostgresAttemptCounters(database: runtime.database)
+        bindings = PostgresDeviceBindings(database: runtime.database)
+        users = PostgresUserDirectory(database: runtime.database)
+        livenessChallenges = PostgresLivenessChallenges(database: runtime.database)
         self.logger = runtime.logger
         faceJobSeconds = runtime.metrics.histogram("facegate_face_job_round_trip_seconds", help: "Gateway → matcher → gateway time")
         interviewTokens = try InterviewTokens(signingSeed: configuration.signingKey)
@@ -187,7 +195,7 @@ struct APIRoutes {
 
     /// Only a route that names how its caller is `authenticated` before the body is read takes a body over 64 KB
     /// (photos, documents): the credential is checked from the headers, and a stranger's upload is refused unread.
-    /// The handler authenticates again as usual.
+    /// The handler authenticates again as usual (`RouteGroup` does both).
     static let unauthenticatedBodyBytes = 64 << 10
 
     func add(_ method: String, _ pattern: String, maxBodyBytes: Int? = nil, idempotent: Bool = false,
@@ -240,6 +248,35 @@ struct APIRoutes {
                 throw error
             }
         }
+    }
+}
+
+/// How the routes of a group prove their caller. Checked before the body of an upload route is read (a stranger's
+/// upload is refused unread) and for each call, whose handler gets what it proved.
+struct Authenticator<Caller: Sendable>: Sendable {
+    let authenticate: @Sendable (HTTPRequest) async throws -> Caller
+}
+
+/// Routes sharing one way of authenticating their caller (`APIRoutes.group`): no handler authenticates by hand.
+struct RouteGroup<Caller: Sendable> {
+    let routes: APIRoutes
+    let authenticator: Authenticator<Caller>
+
+    /// `upload`: the route takes bodies over 64 KB (photos, documents), its caller checked from the headers first.
+    func add(_ method: String, _ pattern: String, maxBodyBytes: Int? = nil, idempotent: Bool = false, upload: Bool = false,
+             _ handler: @escaping @Sendable (HTTPRequest, Caller) async throws -> HTTPResponse) {
+        let authenticator = self.authenticator
+        let check: @Sendable (HTTPRequest) async throws -> Void = { request in _ = try await authenticator.authenticate(request) }
+        routes.add(method, pattern, maxBodyBytes: maxBodyBytes, idempotent: idempotent, authenticated: upload ? check : nil) { request in
+            let caller = try await authenticator.authenticate(request)
+            return try await handler(request, caller)
+        }
+    }
+}
+
+extension APIRoutes {
+    func group<Caller>(_ authenticator: Authenticator<Caller>) -> RouteGroup<Caller> {
+        RouteGroup(routes: self, authenticator: authenticator)
     }
 }
 

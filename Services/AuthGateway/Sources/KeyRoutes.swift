@@ -10,18 +10,21 @@ import PostgresClient
 /// Each action is a transaction on the platform chain.
 extension GatewayContext {
     func registerKeyRoutes(on router: APIRoutes) {
-        router.add("POST", "/v1/operator-keys", maxBodyBytes: 16 << 10, idempotent: true) { [self] request in
+        let operators = router.group(globalOperator)
+        operators.add("POST", "/v1/operator-keys", maxBodyBytes: 16 << 10, idempotent: true) { [self] request, _ in
             try await createKey(request, role: .operator)
         }
-        router.add("GET", "/v1/operator-keys") { [self] request in try await listKeys(request, role: .operator) }
-        router.add("DELETE", "/v1/operator-keys/{operatorKeyId}") { [self] request in
+        operators.add("GET", "/v1/operator-keys") { [self] _, _ in try await listKeys(role: .operator) }
+        operators.add("DELETE", "/v1/operator-keys/{operatorKeyId}") { [self] request, _ in
             try await revokeKey(request, role: .operator, parameter: "operatorKeyId")
         }
-        router.add("POST", "/v1/auditors", maxBodyBytes: 16 << 10, idempotent: true) { [self] request in
+        operators.add("POST", "/v1/auditors", maxBodyBytes: 16 << 10, idempotent: true) { [self] request, _ in
             try await createKey(request, role: .auditor)
         }
-        router.add("GET", "/v1/auditors") { [self] request in try await listKeys(request, role: .auditor) }
-        router.add("DELETE", "/v1/auditors/{auditorId}") { [self] request in try await revokeKey(request, role: .auditor, parameter: "auditorId") }
+        operators.add("GET", "/v1/auditors") { [self] _, _ in try await listKeys(role: .auditor) }
+        operators.add("DELETE", "/v1/auditors/{auditorId}") { [self] request, _ in
+            try await revokeKey(request, role: .auditor, parameter: "auditorId")
+        }
     }
 
     enum KeyRole: String {
@@ -43,7 +46,6 @@ extension GatewayContext {
     }
 
     func createKey(_ request: HTTPRequest, role: KeyRole) async throws -> HTTPResponse {
-        try await requireAdmin(request, global: true)
         let body = try request.decodeJSON(CreateKeyBody.self)
         let name = body.name.trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...200).contains(name.count) else { throw APIError(.invalidRequest, "name must be 1–200 characters") }
@@ -88,8 +90,7 @@ extension GatewayContext {
         var revokedAt: Date?
     }
 
-    func listKeys(_ request: HTTPRequest, role: KeyRole) async throws -> HTTPResponse {
-        try await requireAdmin(request, global: true)
+    func listKeys(role: KeyRole) async throws -> HTTPResponse {
         let rows = try await database.query("""
             SELECT id, name, app_ids::text AS app_ids, created_at, expires_at, revoked_at FROM api_keys
             WHERE role = \(role.column) ORDER BY created_at, id
@@ -105,7 +106,6 @@ extension GatewayContext {
     }
 
     func revokeKey(_ request: HTTPRequest, role: KeyRole, parameter: String) async throws -> HTTPResponse {
-        try await requireAdmin(request, global: true)
         let keyId = try request.uuidParameter(parameter)
         return try await recorded(request, kind: "\(role.rawValue)-key.revoke", appId: platformAppId) { draft in
             draft.detail = ["keyId": keyId.wire]

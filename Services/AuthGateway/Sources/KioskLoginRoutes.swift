@@ -11,9 +11,7 @@ import PostgresClient
 /// error envelope.
 extension GatewayContext {
     func registerKioskLoginRoutes(on router: APIRoutes) {
-        router.add("POST", "/v1/kiosk/login", authenticated: { [self] in _ = try await requireClient($0) }) { [self] request in
-            try await kioskLogin(request)
-        }
+        router.group(client).add("POST", "/v1/kiosk/login", upload: true) { [self] request, app in try await kioskLogin(request, app: app) }
     }
 
     struct KioskLoginReply: Encodable {
@@ -46,8 +44,7 @@ extension GatewayContext {
         }
     }
 
-    func kioskLogin(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await requireClient(request)
+    func kioskLogin(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let device = try await clientDevice(request, app: app).id
         return try await recorded(request, kind: "kiosk.login", appId: app.id, deviceId: device) { draft in
             try await apps.admit(app, module: .kiosk)
@@ -82,7 +79,7 @@ extension GatewayContext {
         if livenessActive, let challengeId {
             let actions: [LivenessAction]
             do {
-                actions = try await consumeLivenessChallenge(challengeId, appId: app.id, deviceId: device, frames: frames)
+                actions = try await livenessChallenges.consume(challengeId, appId: app.id, deviceId: device, frames: frames)
             } catch let error as APIError where error.code == .spoofDetected {
                 return refused(.spoofDetected, spoof: true, reasons: [error.message])
             }
@@ -102,8 +99,7 @@ extension GatewayContext {
         case .noFace, .noMatchFace, .ambiguousMatch, .imageFormatError:
             return refused(result.outcome.errorCode!, spoof: false)
         default:
-            let code = result.outcome.errorCode ?? .internalError
-            throw APIError(code, result.message ?? Self.defaultMessage(code))
+            throw APIError(refusing: result)
         }
         let userId = result.candidates[0].userId
         draft.userId = userId

@@ -11,31 +11,31 @@ import Synchronization
 /// its events from PostgreSQL.
 extension GatewayContext {
     func registerKioskSessionRoutes(on router: APIRoutes) {
-        router.add("POST", "/v1/kiosk/sessions", maxBodyBytes: 4096) { [self] request in try await createKioskSession(request) }
-        router.add("GET", "/v1/kiosk/sessions/{interviewId}") { [self] request in try await kioskSession(request) }
-        router.add("DELETE", "/v1/kiosk/sessions/{interviewId}") { [self] request in try await cancelKioskSession(request) }
-        // Before a photo is read: the client's access token and the session's interview token.
-        let step: @Sendable (HTTPRequest) async throws -> Void = { [self] request in
-            _ = try await requireClient(request)
-            _ = try requireInterview(request)
+        router.group(client).add("POST", "/v1/kiosk/sessions", maxBodyBytes: 4096) { [self] request, app in
+            try await createKioskSession(request, app: app)
         }
-        router.add("POST", "/v1/kiosk/sessions/{interviewId}/selfie", authenticated: step) { [self] request in try await kioskSelfie(request) }
-        router.add("POST", "/v1/kiosk/sessions/{interviewId}/id-front", authenticated: step) { [self] request in
-            try await kioskDocument(request, step: .idFront)
+        let interviews = router.group(interview)
+        interviews.add("GET", "/v1/kiosk/sessions/{interviewId}") { [self] _, id in try await kioskSession(id) }
+        interviews.add("DELETE", "/v1/kiosk/sessions/{interviewId}") { [self] request, id in try await cancelKioskSession(request, id: id) }
+        interviews.add("POST", "/v1/kiosk/sessions/{interviewId}/event-tickets", maxBodyBytes: 1024) { [self] _, id in
+            try await kioskEventTicket(id)
         }
-        router.add("POST", "/v1/kiosk/sessions/{interviewId}/id-back", authenticated: step) { [self] request in
-            try await kioskDocument(request, step: .idBack)
+        router.group(interviewOrEventTicket).add("GET", "/v1/kiosk/sessions/{interviewId}/events") { [self] request, id in
+            try await kioskEvents(request, id: id)
         }
-        router.add("GET", "/v1/kiosk/sessions/{interviewId}/events") { [self] request in try await kioskEvents(request) }
-        router.add("POST", "/v1/kiosk/sessions/{interviewId}/event-tickets", maxBodyBytes: 1024) { [self] request in
-            try await kioskEventTicket(request)
+        let steps = router.group(kioskStep)
+        steps.add("POST", "/v1/kiosk/sessions/{interviewId}/selfie", upload: true) { [self] request, step in try await kioskSelfie(request, step) }
+        steps.add("POST", "/v1/kiosk/sessions/{interviewId}/id-front", upload: true) { [self] request, step in
+            try await kioskDocument(request, step, .idFront)
+        }
+        steps.add("POST", "/v1/kiosk/sessions/{interviewId}/id-back", upload: true) { [self] request, step in
+            try await kioskDocument(request, step, .idBack)
         }
     }
 
     var kioskSessions: KioskSessionStore { KioskSessionStore(database: database) }
 
-    func createKioskSession(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await requireClient(request)
+    func createKioskSession(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let device = try await clientDevice(request, app: app).id
         try await apps.admit(app, module: .kiosk)
         let id = UUID()
@@ -47,12 +47,12 @@ extension GatewayContext {
                      status: 201)
     }
 
-    func kioskSelfie(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let (app, device, id) = try await requireKioskStep(request)
+    func kioskSelfie(_ request: HTTPRequest, _ step: KioskStepCaller) async throws -> HTTPResponse {
+        let (app, device, id) = try await stepDevice(request, step)
         let active = app.liveness.kiosk == .active
         let (challengeId, frames) = try livenessFrames(from: request, challengeRequired: active)
         let actions: [LivenessAction]? = if active, let challengeId {
-            try await consumeLivenessChallenge(challengeId, appId: app.id, deviceId: device, frames: frames)
+            try await livenessChallenges.consume(challengeId, appId: app.id, deviceId: device, frames: frames)
         } else {
             nil
         }
@@ -60,22 +60,21 @@ extension GatewayContext {
                                                          step: .selfie, frames: frames, actions: actions)))
     }
 
-    func kioskDocument(_ request: HTTPRequest, step: KioskCommand.Step) async throws -> HTTPResponse {
-        let (app, device, id) = try await requireKioskStep(request)
+    func kioskDocument(_ request: HTTPRequest, _ caller: KioskStepCaller, _ step: KioskCommand.Step) async throws -> HTTPResponse {
+        let (app, device, id) = try await stepDevice(request, caller)
         let image = try image(request)
         return .json(try await kioskCommand(KioskCommand(sessionId: id, appId: app.id, deviceId: device, clientIp: request.remoteAddress,
                                                          step: step, image: Data(image))))
     }
 
-    func cancelKioskSession(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let id = try requireInterview(request)
+    func cancelKioskSession(_ request: HTTPRequest, id: UUID) async throws -> HTTPResponse {
         guard let session = try await interviewSession(id) else { throw APIError(.notFound, "no such kiosk session") }
         _ = try await kioskCommand(KioskCommand(sessionId: id, appId: session.appId, clientIp: request.remoteAddress, step: .cancel))
         return HTTPResponse(status: 204)
     }
 
-    func kioskSession(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let session = try await liveSession(try requireInterview(request))
+    func kioskSession(_ id: UUID) async throws -> HTTPResponse {
+        let session = try await liveSession(id)
         return .json(try await kioskSessions.view(of: session))
     }
 
@@ -104,8 +103,8 @@ extension GatewayContext {
 
     /// A single-use ticket that opens the event stream once, for browsers' `EventSource`, which cannot send
     /// the interview token as a header (tokens never travel in a URL).
-    func kioskEventTicket(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let session = try await liveSession(try requireInterview(request))
+    func kioskEventTicket(_ id: UUID) async throws -> HTTPResponse {
+        let session = try await liveSession(id)
         let ticket = "kt_" + Base64URL.encode(SecureRandom.bytes(24))
         _ = try await database.query("""
             INSERT INTO one_time_challenges (id, app_id, purpose, subject, expires_at)
@@ -119,21 +118,7 @@ extension GatewayContext {
     /// committed (PostgreSQL polled every 300 ms), a comment every 15 s to keep proxies from closing the
     /// stream; it ends after a final event or when the session expires. Opened with `X-Interview-Token`
     /// or a ticket from `POST …/event-tickets` (`?ticket=`, spent on opening).
-    func kioskEvents(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let id: UUID
-        if let ticket = request.query["ticket"], request.headers["X-Interview-Token"] == nil {
-            id = try request.uuidParameter("interviewId")
-            _ = try await interviewSession(id)
-            let spent = try await database.query("""
-                UPDATE one_time_challenges SET used_at = now()
-                WHERE id = \(ticket) AND purpose = 'kiosk-events' AND subject = \(id.wire) AND used_at IS NULL AND expires_at > now()
-                """)
-            guard spent.affectedRows == 1 else {
-                throw APIError(.unauthorized, "the event ticket is unknown, spent or expired; ask POST …/event-tickets for a new one")
-            }
-        } else {
-            id = try requireInterview(request)
-        }
+    func kioskEvents(_ request: HTTPRequest, id: UUID) async throws -> HTTPResponse {
         let session = try await liveSession(id)
         let lastEventId = request.headers["Last-Event-ID"] ?? request.query["lastEventId"] ?? "0"
         guard let after = Int(lastEventId), after >= 0 else { throw APIError(.invalidRequest, "Last-Event-ID must be an event id") }
@@ -195,13 +180,45 @@ extension GatewayContext {
 
     // MARK: - Callers
 
-    /// A step: the client app's access token, the kiosk module, and the session's interview token.
-    func requireKioskStep(_ request: HTTPRequest) async throws -> (AppRecord, String, UUID) {
-        let app = try await requireClient(request)
-        let device = try await clientDevice(request, app: app).id
-        let id = try requireInterview(request)
-        try await apps.admit(app, module: .kiosk)
-        return (app, device, id)
+    /// The session of the path, proven by its interview token (`requireInterview`).
+    var interview: Authenticator<UUID> { Authenticator { [self] in try requireInterview($0) } }
+
+    /// The interview token, or for the event stream a single-use ticket from `POST …/event-tickets` (`?ticket=`,
+    /// spent here).
+    var interviewOrEventTicket: Authenticator<UUID> {
+        Authenticator { [self] request in
+            guard let ticket = request.query["ticket"], request.headers["X-Interview-Token"] == nil else { return try requireInterview(request) }
+            let id = try request.uuidParameter("interviewId")
+            _ = try await interviewSession(id)
+            let spent = try await database.query("""
+                UPDATE one_time_challenges SET used_at = now()
+                WHERE id = \(ticket) AND purpose = 'kiosk-events' AND subject = \(id.wire) AND used_at IS NULL AND expires_at > now()
+                """)
+            guard spent.affectedRows == 1 else {
+                throw APIError(.unauthorized, "the event ticket is unknown, spent or expired; ask POST …/event-tickets for a new one")
+            }
+            return id
+        }
+    }
+
+    struct KioskStepCaller: Sendable {
+        var app: AppRecord
+        var interviewId: UUID
+    }
+
+    /// A step: the client app's access token and the session's interview token, checked before a photo is read.
+    var kioskStep: Authenticator<KioskStepCaller> {
+        Authenticator { [self] request in
+            let app = try await requireClient(request)
+            return KioskStepCaller(app: app, interviewId: try requireInterview(request))
+        }
+    }
+
+    /// The device of a step (its DPoP proof is spent here, once) and the kiosk module's admission.
+    func stepDevice(_ request: HTTPRequest, _ step: KioskStepCaller) async throws -> (AppRecord, String, UUID) {
+        let device = try await clientDevice(request, app: step.app).id
+        try await apps.admit(step.app, module: .kiosk)
+        return (step.app, device, step.interviewId)
     }
 
     /// The session named in the path, proven by its interview token (`X-Interview-Token` only: a token in

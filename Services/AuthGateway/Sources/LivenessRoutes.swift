@@ -6,26 +6,20 @@ import PostgresClient
 
 /// Active-liveness challenges for client apps (Bearer access token + `X-Device-Id`): 2–3 distinct actions
 /// drawn from the CSPRNG, single use, bound to the app and the device, valid 120 s. The frames answering
-/// one are read by `livenessFrames(from:)` and the challenge spent by `consumeLivenessChallenge`.
+/// one are read by `livenessFrames(from:)` and the challenge spent by `LivenessChallengeStore.consume`.
 extension GatewayContext {
     static let livenessChallengeSeconds = 120
     static let livenessFrameCount = 2...12
 
     func registerLivenessRoutes(on router: APIRoutes) {
-        router.add("GET", "/v1/liveness/challenges") { [self] request in try await livenessChallenge(request) }
+        router.group(client).add("GET", "/v1/liveness/challenges") { [self] request, app in try await livenessChallenge(request, app: app) }
     }
 
-    func livenessChallenge(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await requireClient(request)
+    func livenessChallenge(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let device = try await clientDevice(request, app: app).id
         let actions = Self.randomActions(blink: app.faceModel.challengesBlinks)
         let challengeId = "lc_" + Base64URL.encode(SecureRandom.bytes(24))
-        struct Stored: Encodable { var actions: [LivenessAction] }
-        _ = try await database.query("""
-            INSERT INTO one_time_challenges (id, app_id, purpose, subject, data, expires_at)
-            VALUES (\(challengeId), \(app.id), 'liveness', \(device), \(Stored(actions: actions).jsonText)::jsonb,
-                    now() + make_interval(secs => \(Self.livenessChallengeSeconds)))
-            """)
+        try await livenessChallenges.issue(challengeId, appId: app.id, deviceId: device, actions: actions, ttlSeconds: Self.livenessChallengeSeconds)
         struct Issued: Encodable { var challengeId: String; var actions: [LivenessAction]; var expiresIn: Int }
         return .json(Issued(challengeId: challengeId, actions: actions, expiresIn: Self.livenessChallengeSeconds))
     }
@@ -88,40 +82,4 @@ extension GatewayContext {
         }
         return (challengeId, frames.map { Data($0) })
     }
-
-    /// Spends a liveness challenge (atomically, once) and returns the actions it asked for. Unknown,
-    /// expired, already used, or issued to another app or device → `SPOOF_DETECTED`: a replayed answer.
-    /// So is a burst holding a frame (byte for byte) that was sent with an earlier challenge; the
-    /// challenge is spent either way. Frames repeated inside one burst are the analyser's to judge.
-    func consumeLivenessChallenge(_ challengeId: String, appId: UUID, deviceId: String, frames: [Data]) async throws -> [LivenessAction] {
-        let digests = Array(Set(frames.map { SHA256.hash(Array($0)) }))
-        let retention = Self.usedFrameRetentionSeconds
-        let (data, replayed) = try await database.withTransaction { connection -> (String?, Bool) in
-            let rows = try await connection.query("""
-                UPDATE one_time_challenges SET used_at = now()
-                WHERE id = \(challengeId) AND app_id = \(appId) AND purpose = 'liveness' AND subject = \(deviceId)
-                  AND used_at IS NULL AND expires_at > now()
-                RETURNING data::text AS data
-                """)
-            guard let row = rows.first else { return (nil, false) }
-            var fresh = 0
-            for digest in digests {
-                fresh += try await connection.query("""
-                    INSERT INTO used_liveness_frames (digest, app_id, expires_at)
-                    VALUES (\(digest), \(appId), now() + make_interval(secs => \(retention)))
-                    ON CONFLICT (digest) DO NOTHING
-                    """).affectedRows
-            }
-            return (try row.decode("data", as: String.self), fresh < digests.count)
-        }
-        guard let data else {
-            throw APIError(.spoofDetected, "the liveness challenge is unknown, expired or already used; get a new one")
-        }
-        if replayed { throw APIError(.spoofDetected, "these frames were already sent in an earlier attempt") }
-        struct Stored: Decodable { var actions: [LivenessAction] }
-        return try FaceGateJSON.decode(Stored.self, from: Array(data.utf8)).actions
-    }
-
-    /// How long frame digests are kept for replay detection (7 days).
-    static let usedFrameRetentionSeconds = 7 * 86400
 }

@@ -10,27 +10,29 @@ import ServiceKit
 /// Every change is a transaction on the affected app's chain (app creation on the platform chain).
 extension GatewayContext {
     func registerOperatorRoutes(on router: APIRoutes) {
-        router.add("POST", "/v1/apps", idempotent: true) { [self] request in try await createApp(request) }
-        router.add("GET", "/v1/apps") { [self] request in try await listApps(request) }
-        router.add("GET", "/v1/apps/{appId}") { [self] request in
-            .json(try await operatorApp(request).publicView)
+        router.group(globalOperator).add("POST", "/v1/apps", idempotent: true) { [self] request, _ in try await createApp(request) }
+        router.group(anyOperator).add("GET", "/v1/apps") { [self] _, scope in try await listApps(scope: scope) }
+        let operators = router.group(appOperator)
+        operators.add("GET", "/v1/apps/{appId}") { _, app in .json(app.publicView) }
+        operators.add("PATCH", "/v1/apps/{appId}") { [self] request, app in try await patchApp(request, app: app) }
+        operators.add("POST", "/v1/apps/{appId}/secret") { [self] request, app in try await rotateSecret(request, app: app) }
+        operators.add("POST", "/v1/apps/{appId}/users", idempotent: true) { [self] request, app in try await createUser(request, app: app) }
+        operators.add("GET", "/v1/apps/{appId}/users") { [self] request, app in try await listUsers(request, app: app) }
+        operators.add("GET", "/v1/apps/{appId}/users/{userId}") { [self] request, app in
+            .json(try await user(try request.uuidParameter("userId"), app: app.id))
         }
-        router.add("PATCH", "/v1/apps/{appId}") { [self] request in try await patchApp(request) }
-        router.add("POST", "/v1/apps/{appId}/secret") { [self] request in try await rotateSecret(request) }
-        router.add("POST", "/v1/apps/{appId}/users", idempotent: true) { [self] request in try await createUser(request) }
-        router.add("GET", "/v1/apps/{appId}/users") { [self] request in try await listUsers(request) }
-        router.add("GET", "/v1/apps/{appId}/users/{userId}") { [self] request in
-            let app = try await operatorApp(request)
-            return .json(try await user(try request.uuidParameter("userId"), app: app.id))
+        operators.add("DELETE", "/v1/apps/{appId}/users/{userId}") { [self] request, app in try await deleteUser(request, app: app) }
+        operators.add("POST", "/v1/apps/{appId}/users/{userId}/faces", idempotent: true, upload: true) { [self] request, app in
+            try await enrollFace(request, app: app)
         }
-        router.add("DELETE", "/v1/apps/{appId}/users/{userId}") { [self] request in try await deleteUser(request) }
-        router.add("POST", "/v1/apps/{appId}/users/{userId}/faces", idempotent: true, authenticated: { [self] in _ = try await operatorApp($0) }) {
-            [self] request in try await enrollFace(request)
+        operators.add("GET", "/v1/apps/{appId}/users/{userId}/faces") { [self] request, app in try await listFaces(request, app: app) }
+        operators.add("DELETE", "/v1/apps/{appId}/users/{userId}/faces/{templateId}") { [self] request, app in
+            try await deleteFace(request, app: app)
         }
-        router.add("GET", "/v1/apps/{appId}/users/{userId}/faces") { [self] request in try await listFaces(request) }
-        router.add("DELETE", "/v1/apps/{appId}/users/{userId}/faces/{templateId}") { [self] request in try await deleteFace(request) }
-        router.add("POST", "/v1/apps/{appId}/devices/{deviceId}/reset") { [self] request in try await resetDevice(request) }
-        router.add("POST", "/v1/apps/{appId}/users/{userId}/reset") { [self] request in try await resetUserBinding(request) }
+        operators.add("POST", "/v1/apps/{appId}/devices/{deviceId}/reset") { [self] request, app in try await resetDevice(request, app: app) }
+        operators.add("POST", "/v1/apps/{appId}/users/{userId}/reset") { [self] request, app in
+            try await resetUserBinding(request, app: app)
+        }
     }
 
     func existingApp(_ request: HTTPRequest) async throws -> AppRecord {
@@ -70,7 +72,6 @@ extension GatewayContext {
     }
 
     func createApp(_ request: HTTPRequest) async throws -> HTTPResponse {
-        try await requireAdmin(request, global: true)
         let body = try request.decodeJSON(CreateAppBody.self)
         let name = body.name.trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...200).contains(name.count) else { throw APIError(.invalidRequest, "name must be 1–200 characters") }
@@ -133,8 +134,7 @@ extension GatewayContext {
         }
     }
 
-    func listApps(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let scope = try await requireAdmin(request)
+    func listApps(scope: OperatorScope) async throws -> HTTPResponse {
         var items: [AppRecord.Public] = []
         for row in try await database.query("SELECT id FROM apps ORDER BY created_at, id LIMIT 1000") {
             let appId: UUID = try row.decode("id")
@@ -157,8 +157,7 @@ extension GatewayContext {
         var keepEnrollmentPhotos: Bool?
     }
 
-    func patchApp(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await operatorApp(request)
+    func patchApp(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let body = try request.decodeJSON(PatchAppBody.self)
         return try await recorded(request, kind: "app.update", appId: app.id) { draft in
             let modules = (body.modules ?? ModulesPatch()).applied(to: app.modules)
@@ -187,8 +186,7 @@ extension GatewayContext {
     }
 
     /// New secret now; the old one keeps working for the grace period so app servers can roll over.
-    func rotateSecret(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await operatorApp(request)
+    func rotateSecret(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let secret = newSecret(prefix: "fgs_")
         return try await recorded(request, kind: "app.secret.rotate", appId: app.id) { _ in
             _ = try await database.query("""
@@ -226,8 +224,7 @@ extension GatewayContext {
 
     struct CreateUserBody: Decodable { var employeeNumber: String; var name: String }
 
-    func createUser(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await operatorApp(request)
+    func createUser(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let body = try request.decodeJSON(CreateUserBody.self)
         return try await recorded(request, kind: "user.create", appId: app.id) { draft in
             let number = body.employeeNumber.trimmingCharacters(in: .whitespaces)
@@ -248,8 +245,7 @@ extension GatewayContext {
     }
 
     /// Cursor pages ordered by creation; the cursor is opaque (base64url of the last row's position).
-    func listUsers(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await operatorApp(request)
+    func listUsers(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let limit = min(max(Int(request.query["limit"] ?? "") ?? 50, 1), 500)
         let after = try PageCursor.decode(request.query["cursor"])
         let rows = try await database.query("""
@@ -269,8 +265,7 @@ extension GatewayContext {
     }
 
     /// Erases the user, their templates (tombstoned and broadcast so every matcher drops them) and devices.
-    func deleteUser(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await operatorApp(request)
+    func deleteUser(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let userId = try request.uuidParameter("userId")
         return try await recorded(request, kind: "user.delete", appId: app.id) { draft in
             draft.userId = userId
@@ -304,8 +299,7 @@ extension GatewayContext {
         return "enroll-" + digest.prefix(16).map { String(format: "%02x", $0) }.joined()
     }
 
-    func enrollFace(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await operatorApp(request)
+    func enrollFace(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let userId = try request.uuidParameter("userId")
         return try await recorded(request, kind: "face.enroll", appId: app.id) { draft in
             draft.userId = userId
@@ -323,9 +317,7 @@ extension GatewayContext {
                                                    threshold: app.matchThreshold, duplicateCheck: true, templateLimit: configuration.maxFacesPerUser,
                                                    keepPhoto: keepPhoto),
                                            messageId: Self.enrollJobId(request, appId: app.id, userId: userId))
-            if let code = result.outcome.errorCode {
-                throw APIError(code, result.message ?? Self.defaultMessage(code))
-            }
+            if result.outcome.errorCode != nil { throw APIError(refusing: result) }
             guard let templateId = result.templateId, let quality = result.quality else {
                 throw APIError(.internalError, "the matcher did not return a template")
             }
@@ -347,8 +339,7 @@ extension GatewayContext {
     }
 
     /// The user's enrolled templates with the quality measured at enrollment (never the embedding).
-    func listFaces(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await operatorApp(request)
+    func listFaces(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let userId = try request.uuidParameter("userId")
         _ = try await user(userId, app: app.id)
         let rows = try await database.query("""
@@ -366,8 +357,7 @@ extension GatewayContext {
     }
 
     /// Deletes one template: tombstoned and broadcast like a user's erasure, so every matcher drops it.
-    func deleteFace(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await operatorApp(request)
+    func deleteFace(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let userId = try request.uuidParameter("userId")
         let templateId = try request.uuidParameter("templateId")
         return try await recorded(request, kind: "face.delete", appId: app.id) { draft in
@@ -399,8 +389,7 @@ extension GatewayContext {
         }
     }
 
-    func resetDevice(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await operatorApp(request)
+    func resetDevice(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         guard let device = request.pathParameters["deviceId"], !device.isEmpty else { throw APIError(.notFound, "no such device") }
         return try await recorded(request, kind: "device.reset", appId: app.id, deviceId: device) { _ in
             try await attempts.reset(appId: app.id, .device(device))
@@ -409,26 +398,12 @@ extension GatewayContext {
     }
 
     /// Clears the lock on binding new devices to a user, set after repeated wrong employee numbers.
-    func resetUserBinding(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try await operatorApp(request)
+    func resetUserBinding(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let userId = try request.uuidParameter("userId")
         return try await recorded(request, kind: "user.reset", appId: app.id) { draft in
             draft.userId = userId
             try await attempts.reset(appId: app.id, .bindingUser(userId))
             return .noContent
-        }
-    }
-
-    static func defaultMessage(_ code: ErrorCode) -> String {
-        switch code {
-        case .noFace: "no face was found in the image"
-        case .noMatchFace: "the face does not match anyone enrolled"
-        case .ambiguousMatch: "the face matches more than one person too closely"
-        case .imageFormatError: "the image could not be decoded"
-        case .lowQuality: "the face is too small, blurred or dark"
-        case .duplicateFace: "the face is already enrolled for another user"
-        case .spoofDetected: "the liveness check failed"
-        default: code.rawValue
         }
     }
 }

@@ -31,6 +31,28 @@ struct APIError: Error {
     }
 }
 
+extension APIError {
+    /// The wire error of a matcher outcome other than the one the call needs.
+    init(refusing result: FaceJobResult) {
+        let code = result.outcome.errorCode ?? .internalError
+        self.init(code, result.message ?? Self.defaultMessage(code))
+    }
+
+    /// What a matcher's refusal says when the matcher gave no message.
+    static func defaultMessage(_ code: ErrorCode) -> String {
+        switch code {
+        case .noFace: "no face was found in the image"
+        case .noMatchFace: "the face does not match anyone enrolled"
+        case .ambiguousMatch: "the face matches more than one person too closely"
+        case .imageFormatError: "the image could not be decoded"
+        case .lowQuality: "the face is too small, blurred or dark"
+        case .duplicateFace: "the face is already enrolled for another user"
+        case .spoofDetected: "the liveness check failed"
+        default: code.rawValue
+        }
+    }
+}
+
 /// The transaction an API call writes, filled in as the call proceeds.
 struct TransactionDraft {
     let id = UUID()
@@ -87,6 +109,20 @@ extension GatewayContext {
     }
 
     // MARK: - Callers
+
+    /// Client apps: a Bearer access token (`requireClient`).
+    var client: Authenticator<AppRecord> { Authenticator { [self] in try await requireClient($0) } }
+    /// App servers: HTTP Basic `appId:appSecret` (`requireAppServer`).
+    var appServer: Authenticator<AppRecord> { Authenticator { [self] in try await requireAppServer($0) } }
+    /// Operators whose key covers the route's `{appId}` (`operatorApp`).
+    var appOperator: Authenticator<AppRecord> { Authenticator { [self] in try await operatorApp($0) } }
+    /// Any operator key, with the apps it covers.
+    var anyOperator: Authenticator<OperatorScope> { Authenticator { [self] in try await requireAdmin($0) } }
+    /// Operator keys that cover every app (app creation, key management).
+    var globalOperator: Authenticator<OperatorScope> { Authenticator { [self] in try await requireAdmin($0, global: true) } }
+    /// Auditors and operators: the apps the caller may read, nil meaning all (`requireAuditor`).
+    var auditor: Authenticator<[UUID]?> { Authenticator { [self] in try await requireAuditor($0) } }
+
 
     /// An operator key's reach: every app (the bootstrap key, keys created without apps) or the listed ones.
     struct OperatorScope: Sendable {

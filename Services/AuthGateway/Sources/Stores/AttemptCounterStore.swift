@@ -1,0 +1,70 @@
+import FaceGateCore
+import Foundation
+import PostgresClient
+
+/// The brute-force counters of `AttemptGuard` (table `attempt_counters`): one row per app and subject.
+protocol AttemptCounterStore: Sendable {
+    /// Counts one failure against `subject` unless it is locked or inside its wait, in one step (parallel
+    /// charges are each counted or refused, never lost); false when refused. Locks it once its total reaches
+    /// `rule.lockAfter` (0: never; the configuration asks at least 2).
+    func charge(appId: UUID, subject: String, rule: AttemptGuard.Rule) async throws -> Bool
+    /// The subject's state under `rule`, or nil when it has no counter.
+    func state(appId: UUID, subject: String, rule: AttemptGuard.Rule) async throws -> AttemptState?
+    /// Takes a charge back: a success clears the consecutive count, a neutral outcome removes just this charge;
+    /// either unlocks a subject whose total falls below `rule.lockAfter`.
+    func refund(appId: UUID, subject: String, success: Bool, rule: AttemptGuard.Rule) async throws
+    /// Forgets the subject (the operator's reset).
+    func reset(appId: UUID, subject: String) async throws
+}
+
+struct AttemptState: Sendable, Equatable {
+    var locked: Bool
+    /// At or over `throttleAfter` consecutive failures.
+    var throttled: Bool
+    /// Seconds until the wait after the last failure ends (≤ 0: over).
+    var waitSeconds: Int
+}
+
+/// `AttemptCounterStore` in PostgreSQL, shared by every gateway instance and surviving restarts.
+struct PostgresAttemptCounters: AttemptCounterStore {
+    let database: PostgresPool
+
+    func charge(appId: UUID, subject: String, rule: AttemptGuard.Rule) async throws -> Bool {
+        try await database.query("""
+            INSERT INTO attempt_counters AS c (app_id, subject, consecutive_failures, total_failures, last_failure_at)
+            VALUES (\(appId), \(subject), 1, 1, now())
+            ON CONFLICT (app_id, subject) DO UPDATE SET
+                consecutive_failures = c.consecutive_failures + 1,
+                total_failures = c.total_failures + 1,
+                last_failure_at = now(),
+                locked_at = CASE WHEN \(rule.lockAfter) > 0 AND c.total_failures + 1 >= \(rule.lockAfter) THEN now() ELSE c.locked_at END
+            WHERE c.locked_at IS NULL
+              AND (c.consecutive_failures < \(rule.throttleAfter) OR c.last_failure_at + make_interval(secs => \(rule.throttleSeconds)) <= now())
+            RETURNING 1 AS admitted
+            """).first != nil
+    }
+
+    func state(appId: UUID, subject: String, rule: AttemptGuard.Rule) async throws -> AttemptState? {
+        guard let row = try await database.query("""
+            SELECT locked_at IS NOT NULL AS locked, consecutive_failures >= \(rule.throttleAfter) AS throttled,
+                   CEIL(EXTRACT(EPOCH FROM (last_failure_at + make_interval(secs => \(rule.throttleSeconds)) - now())))::int AS wait
+            FROM attempt_counters WHERE app_id = \(appId) AND subject = \(subject)
+            """).first else { return nil }
+        return AttemptState(locked: try row.decode("locked"), throttled: try row.decode("throttled"),
+                            waitSeconds: try row.decode("wait", as: Int?.self) ?? 0)
+    }
+
+    func refund(appId: UUID, subject: String, success: Bool, rule: AttemptGuard.Rule) async throws {
+        _ = try await database.query("""
+            UPDATE attempt_counters SET
+                consecutive_failures = CASE WHEN \(success) THEN 0 ELSE GREATEST(consecutive_failures - 1, 0) END,
+                total_failures = GREATEST(total_failures - 1, 0),
+                locked_at = CASE WHEN \(rule.lockAfter) > 0 AND total_failures - 1 < \(rule.lockAfter) THEN NULL ELSE locked_at END
+            WHERE app_id = \(appId) AND subject = \(subject)
+            """)
+    }
+
+    func reset(appId: UUID, subject: String) async throws {
+        _ = try await database.query("DELETE FROM attempt_counters WHERE app_id = \(appId) AND subject = \(subject)")
+    }
+}

@@ -1,0 +1,160 @@
+import Crypto
+import FaceGateCore
+import Foundation
+import PostgresClient
+
+/// A face login that found a face on a device not yet bound to it: the users the face may be, until the person
+/// claims one with their employee number (`POST /v1/face-login/confirm`).
+struct PendingConfirmation: Sendable {
+    struct Candidate: Codable, Sendable, Equatable {
+        var userId: UUID
+        var distance: Float
+    }
+
+    var id = UUID()
+    var appId: UUID
+    var deviceId: String
+    /// The user the search matched, if it matched one.
+    var userId: UUID?
+    var candidates: [Candidate]
+    var transactionId: UUID
+    var score: Float?
+    var ttlSeconds: Int
+}
+
+/// A confirmation as the confirm call finds it.
+struct ConfirmationState: Sendable {
+    var candidates: [PendingConfirmation.Candidate]
+    /// Neither used, voided nor expired.
+    var usable: Bool
+}
+
+/// How a binding ticket (`POST /v1/device-bindings`) must be for a key to be bound under the app's policy.
+struct BindingTicketCheck: Sendable {
+    var ticket: String?
+    var policy: DeviceBindingPolicy
+
+    /// Tickets are stored by their hash: a database reader learns none that works.
+    static func key(_ ticket: String) -> String { "bt_" + Hex.encode(SHA256.hash(ticket)) }
+
+    /// The stored key of the ticket sent; none sent → `BINDING_TICKET_INVALID` saying what the app needs.
+    func key() throws -> String {
+        guard let ticket else {
+            throw APIError(.bindingTicketInvalid, policy == .boundDevice
+                           ? "this app binds a new device only when one of your devices approves it: send its bindingTicket"
+                           : "this app binds a new device only with a bindingTicket from the app server (POST /v1/device-bindings)")
+        }
+        return Self.key(ticket)
+    }
+
+    /// Refuses unless the ticket was spent for the user (`spent` nil: not valid for this user, used or expired) and the
+    /// policy accepts its issuer: `appServerTicket` takes the app server's; `boundDevice` takes a bound key's, or the app
+    /// server's for a user who has no bound key yet (the first device).
+    func accept(_ spent: (issuer: String, userHasKey: Bool)?) throws {
+        guard let spent else { throw APIError(.bindingTicketInvalid, "the binding ticket is not valid for this user, used or expired") }
+        let accepted = switch policy {
+        case .employeeNumber: true
+        case .appServerTicket: spent.issuer == "appServer"
+        case .boundDevice: spent.issuer == "boundDevice" || (spent.issuer == "appServer" && !spent.userHasKey)
+        }
+        guard accepted else { throw APIError(.bindingTicketInvalid, "this app's binding policy does not accept a ticket from that issuer") }
+    }
+}
+
+/// Which users each device is bound to (`devices`), the confirmations that bind a new one (`login_confirmations`)
+/// and the tickets a binding may require (`one_time_challenges` of purpose `device-binding`).
+protocol DeviceBindingStore: Sendable {
+    /// The users `device` is bound to, latest first (at most 10). On a `dpop` app only bindings made by a key
+    /// count: a row bound under the header cannot be claimed by a proof.
+    func boundUsers(appId: UUID, device: ClientDevice) async throws -> [UUID]
+    func open(_ confirmation: PendingConfirmation) async throws
+    /// The confirmation, if it exists for this app and device.
+    func confirmation(_ id: UUID, appId: UUID, deviceId: String) async throws -> ConfirmationState?
+    /// Counts a claim that did not match; the `DeviceBindings.mismatchesAllowed`-th voids the confirmation.
+    /// Returns the tries left.
+    func recordMismatch(_ id: UUID) async throws -> Int
+    /// Spends the confirmation (and, with `ticket`, the ticket) and binds the device to `user`: all or nothing.
+    /// A confirmation spent meanwhile → `CONFIRMATION_INVALID`.
+    func bind(confirmation: UUID, appId: UUID, device: ClientDevice, user: UUID, ticket: BindingTicketCheck?) async throws
+    /// Stores a ticket (by `BindingTicketCheck.key`) that lets one new key be bound to `user`.
+    func issueTicket(key: String, appId: UUID, user: UUID, issuer: String, ttlSeconds: Int) async throws
+}
+
+enum DeviceBindings {
+    /// Wrong claims a confirmation takes before it is void.
+    static let mismatchesAllowed = 5
+}
+
+struct PostgresDeviceBindings: DeviceBindingStore {
+    let database: PostgresPool
+
+    func boundUsers(appId: UUID, device: ClientDevice) async throws -> [UUID] {
+        try await database.query("""
+            SELECT user_id FROM devices WHERE app_id = \(appId) AND device_id = \(device.id) AND key_bound = \(device.isKey)
+            ORDER BY confirmed_at DESC LIMIT 10
+            """).map { try $0.decode("user_id") }
+    }
+
+    /// The stored candidates name users by their wire ids.
+    private struct StoredCandidate: Codable { var userId: String; var distance: Float }
+
+    func open(_ confirmation: PendingConfirmation) async throws {
+        let candidates = confirmation.candidates.map { StoredCandidate(userId: $0.userId.wire, distance: $0.distance) }
+        _ = try await database.query("""
+            INSERT INTO login_confirmations (id, app_id, device_id, user_id, candidates, transaction_id, score, expires_at)
+            VALUES (\(confirmation.id), \(confirmation.appId), \(confirmation.deviceId), \(confirmation.userId), \(candidates.jsonText)::jsonb,
+                    \(confirmation.transactionId), \(confirmation.score.map { Double($0) }), now() + make_interval(secs => \(confirmation.ttlSeconds)))
+            """)
+    }
+
+    func confirmation(_ id: UUID, appId: UUID, deviceId: String) async throws -> ConfirmationState? {
+        guard let row = try await database.query("""
+            SELECT candidates::text AS candidates, (used_at IS NULL AND voided_at IS NULL AND expires_at > now()) AS usable
+            FROM login_confirmations WHERE id = \(id) AND app_id = \(appId) AND device_id = \(deviceId)
+            """).first else { return nil }
+        let candidates = try FaceGateJSON.decode([PendingConfirmation.Candidate].self, from: Array(try row.decode("candidates", as: String.self).utf8))
+        return ConfirmationState(candidates: candidates, usable: try row.decode("usable"))
+    }
+
+    func recordMismatch(_ id: UUID) async throws -> Int {
+        let rows = try await database.query("""
+            UPDATE login_confirmations SET attempts = attempts + 1,
+                   voided_at = CASE WHEN attempts + 1 >= \(DeviceBindings.mismatchesAllowed) THEN now() ELSE voided_at END
+            WHERE id = \(id) RETURNING attempts
+            """)
+        return DeviceBindings.mismatchesAllowed - (try rows.first?.decode("attempts", as: Int.self) ?? DeviceBindings.mismatchesAllowed)
+    }
+
+    func bind(confirmation: UUID, appId: UUID, device: ClientDevice, user: UUID, ticket: BindingTicketCheck?) async throws {
+        try await database.withTransaction { connection in
+            let used = try await connection.query("""
+                UPDATE login_confirmations SET used_at = now()
+                WHERE id = \(confirmation) AND used_at IS NULL AND voided_at IS NULL AND expires_at > now()
+                """)
+            guard used.affectedRows == 1 else { throw APIError(.confirmationInvalid, "the confirmation was already used") }
+            if let ticket {
+                let key = try ticket.key()
+                try ticket.accept(try await connection.query("""
+                    UPDATE one_time_challenges SET used_at = now()
+                    WHERE id = \(key) AND app_id = \(appId) AND purpose = 'device-binding' AND subject = \(user.wire)
+                      AND used_at IS NULL AND expires_at > now()
+                    RETURNING data->>'issuer' AS issuer,
+                              EXISTS (SELECT 1 FROM devices WHERE app_id = \(appId) AND user_id = \(user) AND key_bound) AS has_key
+                    """).first.map { (issuer: try $0.decode("issuer"), userHasKey: try $0.decode("has_key")) })
+            }
+            _ = try await connection.query("""
+                INSERT INTO devices (app_id, device_id, user_id, key_bound) VALUES (\(appId), \(device.id), \(user), \(device.isKey))
+                ON CONFLICT DO NOTHING
+                """)
+        }
+    }
+
+    func issueTicket(key: String, appId: UUID, user: UUID, issuer: String, ttlSeconds: Int) async throws {
+        struct Stored: Encodable { var issuer: String }
+        _ = try await database.query("""
+            INSERT INTO one_time_challenges (id, app_id, purpose, subject, data, expires_at)
+            VALUES (\(key), \(appId), 'device-binding', \(user.wire), \(Stored(issuer: issuer).jsonText)::jsonb,
+                    now() + make_interval(secs => \(ttlSeconds)))
+            """)
+    }
+}

@@ -1,0 +1,182 @@
+import FaceGateCore
+import Foundation
+
+/// Sends a face job to the matchers and waits for their (merged) answer; `SERVICE_UNAVAILABLE` when none comes in time.
+protocol FaceMatching: Sendable {
+    func match(_ job: FaceJob) async throws -> FaceJobResult
+}
+
+/// The module gate of a client call (`AppStore.admit`).
+protocol ModuleAdmission: Sendable {
+    func admit(_ app: AppRecord, module: Module) async throws
+}
+
+/// Face login and its confirmation (`POST /v1/face-login`, `POST /v1/face-login/confirm`), without HTTP: the routes
+/// authenticate the app, prove the device and record the transaction; this decides who, if anyone, gets a token.
+struct FaceLogin: Sendable {
+    let admission: any ModuleAdmission
+    let attempts: AttemptGuard
+    let bindings: any DeviceBindingStore
+    let users: any UserDirectory
+    let challenges: any LivenessChallengeStore
+    let matcher: any FaceMatching
+    let tokens: IdentityTokenIssuer
+    let confirmationTTL: Int
+    /// Enrolls the probe of a confident login with the newer face model, in the background (`GatewayContext.reenroll`).
+    let reenroll: @Sendable (_ app: AppRecord, _ user: UUID, _ image: Data, _ model: FaceModel) -> Void
+
+    /// What the client sent: one image, or (the app's face-login liveness is `active`) a burst answering a challenge.
+    enum Probe: Sendable {
+        case image(Data)
+        case burst(challengeId: String, frames: [Data])
+    }
+
+    enum Answer: Sendable, Equatable {
+        case success(identityToken: String, userId: UUID)
+        case confirmRequired(confirmationId: UUID)
+    }
+
+    /// Charges the attempt to the device and the client address, then identifies. `probe` is read inside the attempt
+    /// (a throttled device is refused before its upload is looked at).
+    /// - A bound device key is first verified 1:1 against the users it is bound to (far fewer false accepts than a
+    ///   search of the whole app); only then does the search run.
+    /// - A match with a user bound to this device is a success.
+    /// - A device key bound to nobody always gets `CONFIRM_REQUIRED`, whatever the face matched: the answer says
+    ///   nothing about who is enrolled; the confirmation then checks the claimed user against the users the face was
+    ///   within the threshold of.
+    /// - A match on a header-identified device, or on a key bound to others, asks to confirm that user.
+    /// Asking to confirm is neither success nor failure (the device's count is cleared only once the person is confirmed).
+    func login(app: AppRecord, device: ClientDevice, clientAddress: String, probe: () throws -> Probe,
+               draft: inout TransactionDraft) async throws -> Answer {
+        try await admission.admit(app, module: .faceLogin)
+        return try await attempts.attempt(appId: app.id, [.device(device.id), .clientAddress(clientAddress)]) {
+            try await identify(app: app, device: device, probe: try probe(), draft: &draft)
+        }
+    }
+
+    private func identify(app: AppRecord, device: ClientDevice, probe: Probe,
+                          draft: inout TransactionDraft) async throws -> (Answer, AttemptGuard.Outcome) {
+        let bound = try await bindings.boundUsers(appId: app.id, device: device)
+        let job: FaceJob
+        switch probe {
+        case .burst(let challengeId, let frames):
+            let actions = try await challenges.consume(challengeId, appId: app.id, deviceId: device.id, frames: frames)
+            job = FaceJob(kind: .liveness, appId: app.id, threshold: app.matchThreshold, frames: frames, actions: actions, identify: true)
+            draft.detail["liveness"] = "active"
+        case .image(let image):
+            if device.isKey {
+                for user in bound {
+                    let result = try await matcher.match(FaceJob(kind: .verify, appId: app.id, image: image, userId: user, threshold: app.matchThreshold))
+                    guard result.outcome == .match || result.outcome == .noMatchFace else { throw APIError(refusing: result) }
+                    if result.outcome == .match {
+                        draft.userId = user
+                        draft.score = result.candidates.first?.distance
+                        draft.detail["search"] = "1:1"
+                        reenrollIfConfident(app: app, user: user, image: image, distance: draft.score)
+                        return (try success(app: app, user: user, device: device, transaction: draft.id), .success)
+                    }
+                }
+            }
+            job = FaceJob(kind: .identify, appId: app.id, image: image, threshold: app.matchThreshold)
+        }
+        let result = try await matcher.match(job)
+        draft.score = result.candidates.first?.distance
+        var matched = result.outcome == .match ? result.candidates.first?.userId : nil
+        draft.userId = matched
+        switch result.outcome {
+        case .match, .noMatchFace, .ambiguousMatch:
+            if let user = matched, bound.contains(user) {
+                if let image = job.image { reenrollIfConfident(app: app, user: user, image: image, distance: draft.score) }
+                return (try success(app: app, user: user, device: device, transaction: draft.id), .success)
+            }
+            // A user erased a moment ago can still be in a matcher's gallery (erasures reach the matchers by broadcast):
+            // the face of someone who is no longer enrolled matches no one.
+            var candidates = result.candidates.filter { $0.distance <= app.matchThreshold }
+            if let user = matched, try await !users.exists(user, appId: app.id) {
+                matched = nil
+                draft.userId = nil
+                candidates.removeAll { $0.userId == user }
+            }
+            if device.isKey && bound.isEmpty {
+                draft.detail["search"] = "unbound key"
+                return (try await confirmationRequired(app: app, device: device, candidates: candidates, draft: &draft), .neutral)
+            }
+            guard matched != nil, let candidate = result.candidates.first else {
+                throw result.outcome == .match ? APIError(.noMatchFace, APIError.defaultMessage(.noMatchFace)) : APIError(refusing: result)
+            }
+            return (try await confirmationRequired(app: app, device: device, candidates: [candidate], draft: &draft), .neutral)
+        case .spoofDetected:
+            draft.detail["spoofReasons"] = result.liveness?.reasons.joined(separator: "; ")
+            throw APIError(.spoofDetected, "the liveness check failed; get a new challenge and try again")
+        default:
+            throw APIError(refusing: result)
+        }
+    }
+
+    /// Progressive re-enrollment: after a confident login (within the threshold by at least the model's margin) of a user of an
+    /// app still on an older model, the same probe is enrolled with the newer model. The login's answer does not wait for it.
+    private func reenrollIfConfident(app: AppRecord, user: UUID, image: Data, distance: Float?) {
+        let target = FaceModel.defaultForNewApps
+        guard app.faceModel != target, let distance, distance <= app.matchThreshold - app.faceModel.defaultMargin else { return }
+        reenroll(app, user, image, target)
+    }
+
+    private func success(app: AppRecord, user: UUID, device: ClientDevice, transaction: UUID) throws -> Answer {
+        .success(identityToken: try tokens.issue(app: app.id, user: user, device: device.id, method: "face", transaction: transaction,
+                                                 keyThumbprint: device.thumbprint),
+                 userId: user)
+    }
+
+    /// One confirmation, single use, for this device, naming the users the face may be.
+    private func confirmationRequired(app: AppRecord, device: ClientDevice, candidates: [FaceCandidate],
+                                      draft: inout TransactionDraft) async throws -> Answer {
+        let confirmation = PendingConfirmation(appId: app.id, deviceId: device.id, userId: draft.userId,
+                                               candidates: candidates.map { .init(userId: $0.userId, distance: $0.distance) },
+                                               transactionId: draft.id, score: draft.score, ttlSeconds: confirmationTTL)
+        try await bindings.open(confirmation)
+        draft.outcome = ErrorCode.confirmRequired.rawValue
+        return .confirmRequired(confirmationId: confirmation.id)
+    }
+
+    /// Binds the device to the user the person claims with their employee number, when the face was within the
+    /// threshold of that user (and, on a `dpop` app whose policy asks for one, with a binding ticket for that user).
+    /// Every try is charged to the device, to the binding attempts of the users the face may be and of the claimed
+    /// user (whatever device sends them) and to the client address before anything is compared; a wrong number and a
+    /// face that is not the claimed user's get the same answer; five of them void the confirmation. It is single use
+    /// and expires.
+    func confirm(app: AppRecord, device: ClientDevice, clientAddress: String, confirmationId: UUID, employeeNumber: String,
+                 bindingTicket: String?, draft: inout TransactionDraft) async throws -> Answer {
+        try await admission.admit(app, module: .faceLogin)
+        guard let confirmation = try await bindings.confirmation(confirmationId, appId: app.id, deviceId: device.id) else {
+            // An unknown confirmation id is a guess too: it costs the device and the address.
+            return try await attempts.attempt(appId: app.id, [.device(device.id), .clientAddress(clientAddress)]) {
+                () async throws -> (Answer, AttemptGuard.Outcome) in
+                throw APIError(.confirmationInvalid, "no such confirmation for this device; log in again")
+            }
+        }
+        let typed = employeeNumber.trimmingCharacters(in: .whitespaces)
+        let claimed = typed.isEmpty || typed.utf8.count > 64 ? nil : try await users.user(appId: app.id, employeeNumber: typed)
+        draft.userId = claimed
+        // Charged to every user the face may be and to the one claimed: guessing numbers for a victim's photo counts
+        // against the victim, whichever numbers, devices and addresses are tried.
+        var charged = confirmation.candidates.map(\.userId)
+        if let claimed, !charged.contains(claimed) { charged.append(claimed) }
+        let subjects: [AttemptGuard.Subject] = [.device(device.id)] + charged.map { .bindingUser($0) } + [.clientAddress(clientAddress)]
+        return try await attempts.attempt(appId: app.id, subjects) {
+            guard confirmation.usable else {
+                throw APIError(.confirmationInvalid, "the confirmation was already used, voided or has expired; log in again")
+            }
+            guard let claimed, let match = confirmation.candidates.first(where: { $0.userId == claimed }) else {
+                let left = try await bindings.recordMismatch(confirmationId)
+                throw APIError(.employeeNumberMismatch, left <= 0
+                               ? "the employee number does not match the face; the confirmation is now void, log in again"
+                               : "the employee number does not match the face; \(left) tries left")
+            }
+            draft.score = match.distance
+            let ticket = device.isKey && app.deviceBindingPolicy != .employeeNumber
+                ? BindingTicketCheck(ticket: bindingTicket, policy: app.deviceBindingPolicy) : nil
+            try await bindings.bind(confirmation: confirmationId, appId: app.id, device: device, user: claimed, ticket: ticket)
+            return (try success(app: app, user: claimed, device: device, transaction: draft.id), .success)
+        }
+    }
+}

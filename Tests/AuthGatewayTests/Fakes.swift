@@ -1,0 +1,231 @@
+@testable import AuthGateway
+import Crypto
+import FaceGateCore
+import Foundation
+import Synchronization
+
+// In-memory stores for the use-case tests. `StoreContractTests` runs one suite against each of them and against its
+// PostgreSQL store, so a fake that drifts from the real behaviour fails there.
+
+/// The time the fakes read; tests move it instead of sleeping.
+final class FakeClock: Sendable {
+    private let time = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+    var now: Date { time.withLock { $0 } }
+    func advance(seconds: Double) { time.withLock { $0 += seconds } }
+}
+
+/// `AttemptCounterStore` in memory, on the test's clock: for use-case tests. The
+/// contract tests hold it to the PostgreSQL store's behaviour.
+final class InMemoryAttemptCounters: AttemptCounterStore {
+    let clock: FakeClock
+
+    init(clock: FakeClock) { self.clock = clock }
+
+    private struct Counter { var consecutive = 0; var total = 0; var lastFailure = Date.distantPast; var locked = false }
+    private let counters = Mutex<[String: Counter]>([:])
+
+    private var now: Date { clock.now }
+
+    func charge(appId: UUID, subject: String, rule: AttemptGuard.Rule) async throws -> Bool {
+        let now = self.now
+        return counters.withLock { counters in
+            var counter = counters[appId.wire + subject] ?? Counter()
+            let waited = counter.lastFailure.addingTimeInterval(Double(rule.throttleSeconds)) <= now
+            guard !counter.locked, counter.consecutive < rule.throttleAfter || waited else { return false }
+            counter.consecutive += 1
+            counter.total += 1
+            counter.lastFailure = now
+            if rule.lockAfter > 0, counter.total >= rule.lockAfter { counter.locked = true }
+            counters[appId.wire + subject] = counter
+            return true
+        }
+    }
+
+    func state(appId: UUID, subject: String, rule: AttemptGuard.Rule) async throws -> AttemptState? {
+        let now = self.now
+        return counters.withLock { counters in
+            counters[appId.wire + subject].map { counter in
+                let wait = counter.lastFailure.addingTimeInterval(Double(rule.throttleSeconds)).timeIntervalSince(now)
+                return AttemptState(locked: counter.locked, throttled: counter.consecutive >= rule.throttleAfter, waitSeconds: Int(wait.rounded(.up)))
+            }
+        }
+    }
+
+    func refund(appId: UUID, subject: String, success: Bool, rule: AttemptGuard.Rule) async throws {
+        counters.withLock { counters in
+            guard var counter = counters[appId.wire + subject] else { return }
+            counter.consecutive = success ? 0 : max(counter.consecutive - 1, 0)
+            counter.total = max(counter.total - 1, 0)
+            if rule.lockAfter > 0, counter.total < rule.lockAfter { counter.locked = false }
+            counters[appId.wire + subject] = counter
+        }
+    }
+
+    func reset(appId: UUID, subject: String) async throws {
+        _ = counters.withLock { $0.removeValue(forKey: appId.wire + subject) }
+    }
+}
+
+final class InMemoryDeviceBindings: DeviceBindingStore {
+    private struct Binding { var appId: UUID; var deviceId: String; var userId: UUID; var keyBound: Bool; var at: Date }
+    private struct Confirmation {
+        var pending: PendingConfirmation
+        var expires: Date
+        var mismatches = 0
+        var used = false
+        var voided = false
+    }
+    private struct Ticket { var appId: UUID; var userId: UUID; var issuer: String; var expires: Date; var used = false }
+    private struct State {
+        var bindings: [Binding] = []
+        var confirmations: [UUID: Confirmation] = [:]
+        var tickets: [String: Ticket] = [:]
+    }
+
+    let clock: FakeClock
+    private let state = Mutex(State())
+
+    init(clock: FakeClock) { self.clock = clock }
+
+    func boundUsers(appId: UUID, device: ClientDevice) async throws -> [UUID] {
+        state.withLock { state in
+            state.bindings.filter { $0.appId == appId && $0.deviceId == device.id && $0.keyBound == device.isKey }
+                .sorted { $0.at > $1.at }.prefix(10).map(\.userId)
+        }
+    }
+
+    func open(_ confirmation: PendingConfirmation) async throws {
+        let expires = clock.now.addingTimeInterval(Double(confirmation.ttlSeconds))
+        state.withLock { $0.confirmations[confirmation.id] = Confirmation(pending: confirmation, expires: expires) }
+    }
+
+    func confirmation(_ id: UUID, appId: UUID, deviceId: String) async throws -> ConfirmationState? {
+        let now = clock.now
+        return state.withLock { state in
+            guard let found = state.confirmations[id], found.pending.appId == appId, found.pending.deviceId == deviceId else { return nil }
+            return ConfirmationState(candidates: found.pending.candidates, usable: !found.used && !found.voided && found.expires > now)
+        }
+    }
+
+    func recordMismatch(_ id: UUID) async throws -> Int {
+        state.withLock { state in
+            guard var found = state.confirmations[id] else { return 0 }
+            found.mismatches += 1
+            if found.mismatches >= DeviceBindings.mismatchesAllowed { found.voided = true }
+            state.confirmations[id] = found
+            return DeviceBindings.mismatchesAllowed - found.mismatches
+        }
+    }
+
+    func bind(confirmation: UUID, appId: UUID, device: ClientDevice, user: UUID, ticket: BindingTicketCheck?) async throws {
+        let now = clock.now
+        try state.withLock { state in
+            // All or nothing: the changes are made on a copy, kept only when every step passed.
+            var next = state
+            guard var found = next.confirmations[confirmation], !found.used, !found.voided, found.expires > now else {
+                throw APIError(.confirmationInvalid, "the confirmation was already used")
+            }
+            found.used = true
+            next.confirmations[confirmation] = found
+            if let ticket {
+                let key = try ticket.key()
+                var spent: (issuer: String, userHasKey: Bool)?
+                if var stored = next.tickets[key], stored.appId == appId, stored.userId == user, !stored.used, stored.expires > now {
+                    stored.used = true
+                    next.tickets[key] = stored
+                    spent = (stored.issuer, next.bindings.contains { $0.appId == appId && $0.userId == user && $0.keyBound })
+                }
+                try ticket.accept(spent)
+            }
+            if !next.bindings.contains(where: { $0.appId == appId && $0.deviceId == device.id && $0.userId == user }) {
+                next.bindings.append(Binding(appId: appId, deviceId: device.id, userId: user, keyBound: device.isKey, at: now))
+            }
+            state = next
+        }
+    }
+
+    func issueTicket(key: String, appId: UUID, user: UUID, issuer: String, ttlSeconds: Int) async throws {
+        let expires = clock.now.addingTimeInterval(Double(ttlSeconds))
+        state.withLock { $0.tickets[key] = Ticket(appId: appId, userId: user, issuer: issuer, expires: expires) }
+    }
+}
+
+final class InMemoryUserDirectory: UserDirectory {
+    private let users = Mutex<[(appId: UUID, id: UUID, employeeNumber: String)]>([])
+
+    func add(appId: UUID, employeeNumber: String) -> UUID {
+        let id = UUID()
+        users.withLock { $0.append((appId, id, employeeNumber)) }
+        return id
+    }
+
+    func remove(_ id: UUID) { users.withLock { $0.removeAll { $0.id == id } } }
+
+    func user(appId: UUID, employeeNumber: String) async throws -> UUID? {
+        users.withLock { $0.first { $0.appId == appId && $0.employeeNumber == employeeNumber }?.id }
+    }
+
+    func exists(_ user: UUID, appId: UUID) async throws -> Bool {
+        users.withLock { $0.contains { $0.appId == appId && $0.id == user } }
+    }
+}
+
+final class InMemoryLivenessChallenges: LivenessChallengeStore {
+    private struct Challenge { var appId: UUID; var deviceId: String; var actions: [LivenessAction]; var expires: Date; var used = false }
+    private struct State { var challenges: [String: Challenge] = [:]; var frames: Set<[UInt8]> = [] }
+
+    let clock: FakeClock
+    private let state = Mutex(State())
+
+    init(clock: FakeClock) { self.clock = clock }
+
+    func issue(_ challengeId: String, appId: UUID, deviceId: String, actions: [LivenessAction], ttlSeconds: Int) async throws {
+        let expires = clock.now.addingTimeInterval(Double(ttlSeconds))
+        state.withLock { $0.challenges[challengeId] = Challenge(appId: appId, deviceId: deviceId, actions: actions, expires: expires) }
+    }
+
+    func consume(_ challengeId: String, appId: UUID, deviceId: String, frames: [Data]) async throws -> [LivenessAction] {
+        let now = clock.now
+        return try state.withLock { state in
+            guard var challenge = state.challenges[challengeId], challenge.appId == appId, challenge.deviceId == deviceId,
+                  !challenge.used, challenge.expires > now else { throw LivenessChallenges.unknown }
+            challenge.used = true
+            state.challenges[challengeId] = challenge
+            let digests = Set(frames.map { SHA256.hash(Array($0)) })
+            let replayed = !state.frames.isDisjoint(with: digests)
+            state.frames.formUnion(digests)
+            if replayed { throw LivenessChallenges.replayed }
+            return challenge.actions
+        }
+    }
+}
+
+/// What a callback was called with, in order.
+final class Calls<Element: Sendable>: Sendable {
+    private let items = Mutex<[Element]>([])
+    var all: [Element] { items.withLock { $0 } }
+    func record(_ item: Element) { items.withLock { $0.append(item) } }
+}
+
+/// Admits every call (the quota rules are `AppStore`'s, tested on a real stack).
+struct AdmitEverything: ModuleAdmission {
+    func admit(_ app: AppRecord, module: Module) async throws {}
+}
+
+/// Answers face jobs from a script the test writes (what the matcher would have found), and keeps the jobs it got.
+/// The matcher itself is tested on the real models and photos (FaceEngineTests, IntegrationTests).
+final class ScriptedMatcher: FaceMatching {
+    private let state = Mutex<(answers: [FaceJobResult], jobs: [FaceJob])>(([], []))
+
+    var jobs: [FaceJob] { state.withLock { $0.jobs } }
+
+    func answer(_ results: FaceJobResult...) { state.withLock { $0.answers += results } }
+
+    func match(_ job: FaceJob) async throws -> FaceJobResult {
+        try state.withLock { state in
+            state.jobs.append(job)
+            guard !state.answers.isEmpty else { throw APIError(.serviceUnavailable, "face matching is unavailable right now; try again") }
+            return state.answers.removeFirst()
+        }
+    }
+}

@@ -1,0 +1,281 @@
+@testable import AuthGateway
+import FaceGateCore
+import FaceGateTestSupport
+import Foundation
+import PostgresClient
+import ServiceKit
+import Testing
+
+/// One suite per store protocol, run against the in-memory store the use-case tests use and against the PostgreSQL
+/// store the gateway uses (logged in as the gateway, confined to one app as a request is). A behaviour the fake gets
+/// wrong fails here, not in production.
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case memory, postgres
+    var testDescription: String { rawValue }
+}
+
+/// A place to run one contract test: an app (and users) of its own, the stores, and a way to let time pass.
+struct StoreWorld: Sendable {
+    let appId: UUID
+    let attempts: any AttemptCounterStore
+    let bindings: any DeviceBindingStore
+    let challenges: any LivenessChallengeStore
+    /// Lets `seconds` pass: the fakes' clock moves, PostgreSQL's is waited for.
+    let advance: @Sendable (Double) async throws -> Void
+    /// Adds a user to the app.
+    let addUser: @Sendable () async throws -> UUID
+    /// Runs a call as a gateway request of the app runs.
+    let scoped: @Sendable (_ body: @Sendable () async throws -> Void) async throws -> Void
+
+    static func make(_ kind: StoreKind) async throws -> StoreWorld {
+        let appId = UUID()
+        switch kind {
+        case .memory:
+            let clock = FakeClock()
+            return StoreWorld(appId: appId, attempts: InMemoryAttemptCounters(clock: clock), bindings: InMemoryDeviceBindings(clock: clock),
+                              challenges: InMemoryLivenessChallenges(clock: clock), advance: { clock.advance(seconds: $0) },
+                              addUser: { UUID() }, scoped: { try await $0() })
+        case .postgres:
+            guard let scope = ContractDatabase.current else { throw TestSetupError("a contract test runs inside the StoreContracts suite") }
+            let (database, gateway) = (scope.database, scope.gateway)
+            _ = try await database.pool.query("""
+                INSERT INTO apps (id, name, secret_hash, modules, liveness, quotas) VALUES (\(appId), 'contract', '\\x00', '{}', '{}', '{}')
+                """)
+            return StoreWorld(appId: appId, attempts: PostgresAttemptCounters(database: gateway), bindings: PostgresDeviceBindings(database: gateway),
+                              challenges: PostgresLivenessChallenges(database: gateway),
+                              advance: { try await Task.sleep(for: .milliseconds(Int($0 * 1000) + 100)) },
+                              addUser: {
+                                  let user = UUID()
+                                  _ = try await database.pool.query("""
+                                      INSERT INTO users (id, app_id, employee_number, name) VALUES (\(user), \(appId), \(String(user.wire.prefix(13))), 'someone')
+                                      """)
+                                  return user
+                              },
+                              scoped: { body in try await Tenant.run(app: appId) { try await body() } })
+        }
+    }
+}
+
+/// The database of the contract tests: one for all of them (each test makes an app of its own), made before the first
+/// and dropped after the last by the `StoreContracts` suite's trait.
+struct ContractDatabase: Sendable {
+    @TaskLocal static var current: ContractDatabase?
+
+    let database: TestDatabase
+    /// The gateway's own login role on it.
+    let gateway: PostgresPool
+}
+
+struct ContractDatabaseTrait: SuiteTrait, TestScoping {
+    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        let database = try await TestDatabase.create()
+        let gateway = PostgresPool(configuration: try PostgresConfiguration(url: database.url(for: "auth-gateway")))
+        let scope = ContractDatabase(database: database, gateway: gateway)
+        do {
+            try await ContractDatabase.$current.withValue(scope) { try await function() }
+        } catch {
+            await gateway.close()
+            await database.drop()
+            throw error
+        }
+        await gateway.close()
+        await database.drop()
+    }
+}
+
+@Suite(ContractDatabaseTrait()) struct StoreContracts {}
+
+extension StoreContracts {
+    @Suite struct AttemptCounterStoreContract {
+        let rule = AttemptGuard.Rule(throttleAfter: 3, throttleSeconds: 1, lockAfter: 5)
+
+        @Test(arguments: StoreKind.allCases) func chargesUpToTheThrottleThenRefusesUntilTheWaitIsOver(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            try await world.scoped {
+                #expect(try await world.attempts.state(appId: world.appId, subject: "device:a", rule: rule) == nil)
+                for _ in 0..<3 { #expect(try await world.attempts.charge(appId: world.appId, subject: "device:a", rule: rule)) }
+                #expect(try await !world.attempts.charge(appId: world.appId, subject: "device:a", rule: rule))
+                let state = try #require(try await world.attempts.state(appId: world.appId, subject: "device:a", rule: rule))
+                #expect(state.throttled && !state.locked)
+                #expect((1...1).contains(state.waitSeconds))
+                // Another subject, and the same subject in another app's counters, are untouched.
+                #expect(try await world.attempts.charge(appId: world.appId, subject: "device:b", rule: rule))
+                try await world.advance(1)
+                #expect(try await world.attempts.charge(appId: world.appId, subject: "device:a", rule: rule))
+            }
+        }
+
+        @Test(arguments: StoreKind.allCases) func locksAtTheTotalAndOnlyAResetOrRefundsOpenIt(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let lenient = AttemptGuard.Rule(throttleAfter: 100, throttleSeconds: 1, lockAfter: 5)
+            try await world.scoped {
+                for _ in 0..<5 { #expect(try await world.attempts.charge(appId: world.appId, subject: "binding:u", rule: lenient)) }
+                #expect(try await world.attempts.state(appId: world.appId, subject: "binding:u", rule: lenient)?.locked == true)
+                #expect(try await !world.attempts.charge(appId: world.appId, subject: "binding:u", rule: lenient))
+                // A refund takes the total below the lock.
+                try await world.attempts.refund(appId: world.appId, subject: "binding:u", success: false, rule: lenient)
+                #expect(try await world.attempts.state(appId: world.appId, subject: "binding:u", rule: lenient)?.locked == false)
+                try await world.attempts.reset(appId: world.appId, subject: "binding:u")
+                #expect(try await world.attempts.state(appId: world.appId, subject: "binding:u", rule: lenient) == nil)
+            }
+        }
+
+        @Test(arguments: StoreKind.allCases) func aSuccessClearsTheConsecutiveCountANeutralRefundOneCharge(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            try await world.scoped {
+                for _ in 0..<3 { _ = try await world.attempts.charge(appId: world.appId, subject: "device:a", rule: rule) }
+                try await world.attempts.refund(appId: world.appId, subject: "device:a", success: false, rule: rule)
+                #expect(try await world.attempts.state(appId: world.appId, subject: "device:a", rule: rule)?.throttled == false)
+                #expect(try await world.attempts.charge(appId: world.appId, subject: "device:a", rule: rule))
+                try await world.attempts.refund(appId: world.appId, subject: "device:a", success: true, rule: rule)
+                for _ in 0..<3 { #expect(try await world.attempts.charge(appId: world.appId, subject: "device:a", rule: rule)) }
+            }
+        }
+    }
+}
+
+extension StoreContracts {
+    @Suite struct DeviceBindingStoreContract {
+        func confirmation(_ world: StoreWorld, device: String, candidates: [UUID], ttl: Int = 60) -> PendingConfirmation {
+            PendingConfirmation(appId: world.appId, deviceId: device, userId: candidates.first,
+                                candidates: candidates.map { .init(userId: $0, distance: 0.31) }, transactionId: UUID(), score: 0.31, ttlSeconds: ttl)
+        }
+
+        @Test(arguments: StoreKind.allCases) func aConfirmationBindsOnceForItsDeviceOnly(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let (alice, bob) = (try await world.addUser(), try await world.addUser())
+            try await world.scoped {
+                let phone = ClientDevice(id: "phone-1", isKey: false)
+                let pending = confirmation(world, device: phone.id, candidates: [alice, bob])
+                try await world.bindings.open(pending)
+                #expect(try await world.bindings.confirmation(pending.id, appId: world.appId, deviceId: "phone-2") == nil)
+                let found = try #require(try await world.bindings.confirmation(pending.id, appId: world.appId, deviceId: phone.id))
+                #expect(found.usable && found.candidates.map(\.userId) == [alice, bob])
+                #expect(found.candidates.first?.distance == 0.31)
+                #expect(try await world.bindings.boundUsers(appId: world.appId, device: phone).isEmpty)
+
+                try await world.bindings.bind(confirmation: pending.id, appId: world.appId, device: phone, user: alice, ticket: nil)
+                #expect(try await world.bindings.boundUsers(appId: world.appId, device: phone) == [alice])
+                #expect(try await world.bindings.confirmation(pending.id, appId: world.appId, deviceId: phone.id)?.usable == false)
+                await #expect(throws: APIError.self) {
+                    try await world.bindings.bind(confirmation: pending.id, appId: world.appId, device: phone, user: bob, ticket: nil)
+                }
+                // A binding under the header is not one a key can claim, and the other way round.
+                #expect(try await world.bindings.boundUsers(appId: world.appId, device: ClientDevice(id: "phone-1", isKey: true)).isEmpty)
+            }
+        }
+
+        @Test(arguments: StoreKind.allCases) func theFifthMismatchVoidsIt(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let alice = try await world.addUser()
+            try await world.scoped {
+                let pending = confirmation(world, device: "phone-1", candidates: [alice])
+                try await world.bindings.open(pending)
+                var left: [Int] = []
+                for _ in 0..<5 { left.append(try await world.bindings.recordMismatch(pending.id)) }
+                #expect(left == [4, 3, 2, 1, 0])
+                #expect(try await world.bindings.confirmation(pending.id, appId: world.appId, deviceId: "phone-1")?.usable == false)
+            }
+        }
+
+        @Test(arguments: StoreKind.allCases) func anExpiredConfirmationIsUnusable(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let alice = try await world.addUser()
+            try await world.scoped {
+                let pending = confirmation(world, device: "phone-1", candidates: [alice], ttl: 1)
+                try await world.bindings.open(pending)
+                try await world.advance(1.2)
+                #expect(try await world.bindings.confirmation(pending.id, appId: world.appId, deviceId: "phone-1")?.usable == false)
+                await #expect(throws: APIError.self) {
+                    try await world.bindings.bind(confirmation: pending.id, appId: world.appId, device: ClientDevice(id: "phone-1", isKey: false),
+                                                  user: alice, ticket: nil)
+                }
+            }
+        }
+
+        @Test(arguments: StoreKind.allCases) func ticketsAreSingleUsePerUserAndAFailedOneBindsNothing(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let (alice, bob) = (try await world.addUser(), try await world.addUser())
+            try await world.scoped {
+                let key = ClientDevice(id: "thumbprint-1", isKey: true)
+                let pending = confirmation(world, device: key.id, candidates: [alice])
+                try await world.bindings.open(pending)
+                try await world.bindings.issueTicket(key: BindingTicketCheck.key("fbt_bob"), appId: world.appId, user: bob, issuer: "appServer", ttlSeconds: 60)
+                try await world.bindings.issueTicket(key: BindingTicketCheck.key("fbt_alice"), appId: world.appId, user: alice, issuer: "boundDevice",
+                                                     ttlSeconds: 60)
+                func bind(_ ticket: String?, _ policy: DeviceBindingPolicy) async throws -> ErrorCode? {
+                    do {
+                        try await world.bindings.bind(confirmation: pending.id, appId: world.appId, device: key, user: alice,
+                                                      ticket: BindingTicketCheck(ticket: ticket, policy: policy))
+                        return nil
+                    } catch let error as APIError {
+                        return error.code
+                    }
+                }
+                #expect(try await bind(nil, .appServerTicket) == .bindingTicketInvalid)
+                #expect(try await bind("fbt_bob", .appServerTicket) == .bindingTicketInvalid)  // another user's
+                #expect(try await bind("fbt_alice", .appServerTicket) == .bindingTicketInvalid)  // an issuer the policy refuses
+                // Each refusal left the confirmation usable and bound nothing; the refused ticket was not spent either.
+                #expect(try await world.bindings.confirmation(pending.id, appId: world.appId, deviceId: key.id)?.usable == true)
+                #expect(try await world.bindings.boundUsers(appId: world.appId, device: key).isEmpty)
+                #expect(try await bind("fbt_alice", .boundDevice) == nil)
+                #expect(try await world.bindings.boundUsers(appId: world.appId, device: key) == [alice])
+            }
+        }
+
+        @Test(arguments: StoreKind.allCases) func anAppServerTicketBindsOnlyTheFirstKeyUnderBoundDevice(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let alice = try await world.addUser()
+            try await world.scoped {
+                for (index, expected) in [(1, ErrorCode?.none), (2, .bindingTicketInvalid)] {
+                    let key = ClientDevice(id: "thumbprint-\(index)", isKey: true)
+                    let pending = confirmation(world, device: key.id, candidates: [alice])
+                    try await world.bindings.open(pending)
+                    try await world.bindings.issueTicket(key: BindingTicketCheck.key("fbt_\(index)"), appId: world.appId, user: alice,
+                                                         issuer: "appServer", ttlSeconds: 60)
+                    var refused: ErrorCode?
+                    do {
+                        try await world.bindings.bind(confirmation: pending.id, appId: world.appId, device: key, user: alice,
+                                                      ticket: BindingTicketCheck(ticket: "fbt_\(index)", policy: .boundDevice))
+                    } catch let error as APIError {
+                        refused = error.code
+                    }
+                    #expect(refused == expected)
+                }
+            }
+        }
+    }
+}
+
+extension StoreContracts {
+    @Suite struct LivenessChallengeStoreContract {
+        @Test(arguments: StoreKind.allCases) func aChallengeIsSpentOnceByItsDeviceAndFramesNeverTwice(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            try await world.scoped {
+                let frames = [Data("frame-a-\(UUID())".utf8), Data("frame-b-\(UUID())".utf8)]
+                try await world.challenges.issue("lc_1", appId: world.appId, deviceId: "phone-1", actions: [.turnLeft, .blink], ttlSeconds: 60)
+                await #expect(throws: APIError.self) { _ = try await world.challenges.consume("lc_1", appId: world.appId, deviceId: "phone-2", frames: frames) }
+                #expect(try await world.challenges.consume("lc_1", appId: world.appId, deviceId: "phone-1", frames: frames) == [.turnLeft, .blink])
+                await #expect(throws: APIError.self) { _ = try await world.challenges.consume("lc_1", appId: world.appId, deviceId: "phone-1", frames: frames) }
+                // A fresh challenge answered with a frame already sent is a replay, and is spent all the same.
+                try await world.challenges.issue("lc_2", appId: world.appId, deviceId: "phone-1", actions: [.turnRight], ttlSeconds: 60)
+                let replay = [frames[0], Data("frame-c-\(UUID())".utf8)]
+                await #expect(throws: APIError.self) { _ = try await world.challenges.consume("lc_2", appId: world.appId, deviceId: "phone-1", frames: replay) }
+                await #expect(throws: APIError.self) {
+                    _ = try await world.challenges.consume("lc_2", appId: world.appId, deviceId: "phone-1", frames: [Data("fresh-\(UUID())".utf8)])
+                }
+            }
+        }
+
+        @Test(arguments: StoreKind.allCases) func anExpiredChallengeIsUnknown(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            try await world.scoped {
+                try await world.challenges.issue("lc_old", appId: world.appId, deviceId: "phone-1", actions: [.blink], ttlSeconds: 1)
+                try await world.advance(1.2)
+                await #expect(throws: APIError.self) {
+                    _ = try await world.challenges.consume("lc_old", appId: world.appId, deviceId: "phone-1", frames: [Data("x-\(UUID())".utf8)])
+                }
+            }
+        }
+    }
+}
