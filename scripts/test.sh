@@ -20,7 +20,8 @@ swift_tests() {  # $1 log, then the bundle's arguments
   shift
   NO_COLOR=1 "$bundle" --testing-library swift-testing --no-parallel "$@" >"$log" 2>&1
 }
-heavy='^(IntegrationTests\.(LivenessTests|KioskOnboardingTests|FaceModelTests|CTIDTests|KioskFlowTests)|DocumentOCRTests|FaceEngineTests)\.'
+# Test ids read `Module.Suite/test()`.
+heavy='^(IntegrationTests\.(LivenessTests|KioskOnboardingTests|FaceModelTests|CTIDTests|KioskFlowTests)/|(DocumentOCRTests|FaceEngineTests)\.)'
 logs=(.run/test/swift-test-1.log)
 swift_status=0
 started=$(date +%s)

@@ -61,6 +61,16 @@ public struct KioskSessionStore: Sendable {
                             expiresAt: try row.decode("expires_at"))
     }
 
+    /// The latest completed session that created `customer` as a new customer (not one that found an existing one).
+    public func onboardingSession(of customer: UUID, appId: UUID) async throws -> UUID? {
+        try await database.query("""
+            SELECT id FROM kiosk_sessions
+            WHERE app_id = \(appId) AND customer_id = \(customer) AND state = 'completed'
+              AND coalesce((data->'result'->>'existingUser')::boolean, false) = false
+            ORDER BY updated_at DESC, created_at DESC LIMIT 1
+            """).first.map { try $0.decode("id", as: UUID.self) }
+    }
+
     /// Events with `seq` above `after`, oldest first.
     public func events(of id: UUID, after seq: Int = 0, limit: Int = 1000) async throws -> [KioskEvent] {
         let rows = try await database.query("""

@@ -151,11 +151,12 @@ final class InMemoryDeviceBindings: DeviceBindingStore {
 }
 
 final class InMemoryUserDirectory: UserDirectory {
-    private let users = Mutex<[(appId: UUID, id: UUID, employeeNumber: String)]>([])
+    private struct User { var appId: UUID; var id: UUID; var employeeNumber: String; var name: String }
+    private let users = Mutex<[User]>([])
 
-    func add(appId: UUID, employeeNumber: String) -> UUID {
+    func add(appId: UUID, employeeNumber: String, name: String = "Someone") -> UUID {
         let id = UUID()
-        users.withLock { $0.append((appId, id, employeeNumber)) }
+        users.withLock { $0.append(User(appId: appId, id: id, employeeNumber: employeeNumber, name: name)) }
         return id
     }
 
@@ -166,8 +167,21 @@ final class InMemoryUserDirectory: UserDirectory {
     }
 
     func exists(_ user: UUID, appId: UUID) async throws -> Bool {
-        users.withLock { $0.contains { $0.appId == appId && $0.id == user } }
+        try await name(of: user, appId: appId) != nil
     }
+
+    func name(of user: UUID, appId: UUID) async throws -> String? {
+        users.withLock { $0.first { $0.appId == appId && $0.id == user }?.name }
+    }
+}
+
+/// The sessions that onboarded customers, as the kiosk-orchestrator would have completed them.
+final class InMemoryOnboardingSessions: OnboardingSessions {
+    private let sessions = Mutex<[UUID: UUID]>([:])
+
+    func completed(_ session: UUID, onboarding customer: UUID) { sessions.withLock { $0[customer] = session } }
+
+    func onboardingSession(of customer: UUID, appId: UUID) async throws -> UUID? { sessions.withLock { $0[customer] } }
 }
 
 final class InMemoryLivenessChallenges: LivenessChallengeStore {

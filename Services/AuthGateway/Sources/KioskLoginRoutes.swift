@@ -1,7 +1,7 @@
 import FaceGateCore
 import Foundation
 import HTTPServer
-import PostgresClient
+import ServiceKit
 
 /// Kiosk login (Bearer access token + `X-Device-Id`): a burst of camera frames answering a liveness
 /// challenge, 1:N identification with the most frontal frame, then an identity token (method `kiosk`) and
@@ -44,82 +44,27 @@ extension GatewayContext {
         }
     }
 
+    var kioskLoginFlow: KioskLogin {
+        KioskLogin(admission: apps, attempts: attempts, users: users, sessions: kioskSessions, challenges: livenessChallenges,
+                   matcher: self, tokens: identityTokens)
+    }
+
     func kioskLogin(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let device = try await clientDevice(request, app: app).id
         return try await recorded(request, kind: "kiosk.login", appId: app.id, deviceId: device) { draft in
-            try await apps.admit(app, module: .kiosk)
-            return try await attempts.attempt(appId: app.id, [.device(device), .clientAddress(clientAddress(request))]) {
-                try await identifyAtKiosk(request, app: app, device: device, draft: &draft)
+            let answer = try await kioskLoginFlow.login(app: app, device: device, clientAddress: clientAddress(request), probe: {
+                let (challengeId, frames) = try livenessFrames(from: request, challengeRequired: app.liveness.kiosk == .active)
+                return KioskLogin.Probe(challengeId: challengeId, frames: frames)
+            }, draft: &draft)
+            switch answer {
+            case .identified(let userId, let firstName, let token, let interviewId):
+                return .json(KioskLoginReply(success: true, customerUUID: userId.wire, token: token, interviewId: interviewId?.wire,
+                                             interviewToken: nil, transactionId: draft.id.wire, spoofAttempt: false, firstName: firstName, error: nil))
+            case .refused(let code, let spoof):
+                return .json(KioskLoginReply(success: false, transactionId: draft.id.wire, spoofAttempt: spoof, error: code.rawValue))
             }
         }
-    }
-
-    private func identifyAtKiosk(_ request: HTTPRequest, app: AppRecord, device: String,
-                                 draft: inout TransactionDraft) async throws -> (HTTPResponse, AttemptGuard.Outcome) {
-        let transactionId = draft.id.wire
-
-        /// A refusal on the merits: recorded with its code, counted against the device, answered as a 200.
-        func refused(_ code: ErrorCode, spoof: Bool, reasons: [String]? = nil) -> (HTTPResponse, AttemptGuard.Outcome) {
-            draft.outcome = code.rawValue
-            if spoof { draft.detail["spoofAttempt"] = "true" }
-            if let reasons { draft.detail["spoofReasons"] = reasons.joined(separator: "; ") }
-            return (.json(KioskLoginReply(success: false, transactionId: transactionId, spoofAttempt: spoof, error: code.rawValue)),
-                    code.isFailedAttempt ? .failure : .neutral)
-        }
-
-        let livenessActive = app.liveness.kiosk == .active
-        let challengeId: String?
-        let frames: [Data]
-        do {
-            (challengeId, frames) = try livenessFrames(from: request, challengeRequired: livenessActive)
-        } catch let error as APIError where error.code == .imageFormatError {
-            return refused(.imageFormatError, spoof: false)
-        }
-        let job: FaceJob
-        if livenessActive, let challengeId {
-            let actions: [LivenessAction]
-            do {
-                actions = try await livenessChallenges.consume(challengeId, appId: app.id, deviceId: device, frames: frames)
-            } catch let error as APIError where error.code == .spoofDetected {
-                return refused(.spoofDetected, spoof: true, reasons: [error.message])
-            }
-            job = FaceJob(kind: .liveness, appId: app.id, threshold: app.matchThreshold, frames: frames, actions: actions, identify: true)
-        } else {
-            // Liveness off: no challenge; the first frame is identified as a face-login image would be.
-            draft.detail["liveness"] = "off"
-            job = FaceJob(kind: .identify, appId: app.id, image: frames[0], threshold: app.matchThreshold)
-        }
-        let result = try await faceJob(job)
-        draft.score = result.candidates.first?.distance
-        switch result.outcome {
-        case .match:
-            break
-        case .spoofDetected:
-            return refused(.spoofDetected, spoof: true, reasons: result.liveness?.reasons)
-        case .noFace, .noMatchFace, .ambiguousMatch, .imageFormatError:
-            return refused(result.outcome.errorCode!, spoof: false)
-        default:
-            throw APIError(refusing: result)
-        }
-        let userId = result.candidates[0].userId
-        draft.userId = userId
-        let users = try await database.query("SELECT name FROM users WHERE id = \(userId) AND app_id = \(app.id)")
-        guard let user = users.first else {
-            // Deleted between the match and now: the gallery catches up on the next change.
-            return refused(.noMatchFace, spoof: false)
-        }
-        let name = try user.decode("name", as: String.self)
-        let interview = try await database.query("""
-            SELECT id FROM kiosk_sessions
-            WHERE app_id = \(app.id) AND customer_id = \(userId) AND state = 'completed'
-              AND coalesce((data->'result'->>'existingUser')::boolean, false) = false
-            ORDER BY updated_at DESC, created_at DESC LIMIT 1
-            """).first.map { try $0.decode("id", as: UUID.self) }
-        let token = try identityTokens.issue(app: app.id, user: userId, device: device, method: "kiosk", transaction: draft.id)
-        if let interview { draft.detail["interviewId"] = interview.wire }
-        return (.json(KioskLoginReply(
-            success: true, customerUUID: userId.wire, token: token, interviewId: interview?.wire, interviewToken: nil,
-            transactionId: transactionId, spoofAttempt: false, firstName: name.split(separator: " ").first.map(String.init), error: nil)),
-                .success)
     }
 }
+
+extension KioskSessionStore: OnboardingSessions {}

@@ -7,6 +7,8 @@ protocol UserDirectory: Sendable {
     /// The user with this employee number in the app.
     func user(appId: UUID, employeeNumber: String) async throws -> UUID?
     func exists(_ user: UUID, appId: UUID) async throws -> Bool
+    /// The user's name, nil when the user is not (or no longer) in the app.
+    func name(of user: UUID, appId: UUID) async throws -> String?
 }
 
 struct PostgresUserDirectory: UserDirectory {
@@ -17,6 +19,10 @@ struct PostgresUserDirectory: UserDirectory {
     }
 
     func exists(_ user: UUID, appId: UUID) async throws -> Bool {
-        try await database.query("SELECT 1 FROM users WHERE id = \(user) AND app_id = \(appId)").first != nil
+        try await name(of: user, appId: appId) != nil
+    }
+
+    func name(of user: UUID, appId: UUID) async throws -> String? {
+        try await database.query("SELECT name FROM users WHERE id = \(user) AND app_id = \(appId)").first?.decode("name")
     }
 }

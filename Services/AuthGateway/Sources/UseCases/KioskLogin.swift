@@ -1,0 +1,93 @@
+import FaceGateCore
+import Foundation
+
+/// The kiosk session that onboarded a customer (`kiosk_sessions`, written by the kiosk-orchestrator).
+protocol OnboardingSessions: Sendable {
+    /// The latest completed session that created `customer` as a new customer, if any.
+    func onboardingSession(of customer: UUID, appId: UUID) async throws -> UUID?
+}
+
+/// Kiosk login (`POST /v1/kiosk/login`), without HTTP: a burst answering a liveness challenge (or, with the app's kiosk
+/// liveness off, one selfie) identified 1:N, then an identity token (method `kiosk`) and the id of the session that
+/// onboarded the customer — never that session's interview token, which would open the customer's onboarding events to
+/// whoever matches the face. A refusal on the face's merits is an answer, not an error.
+struct KioskLogin: Sendable {
+    let admission: any ModuleAdmission
+    let attempts: AttemptGuard
+    let users: any UserDirectory
+    let sessions: any OnboardingSessions
+    let challenges: any LivenessChallengeStore
+    let matcher: any FaceMatching
+    let tokens: IdentityTokenIssuer
+
+    /// The frames sent, in capture order, and the challenge they answer (required with the app's kiosk liveness active).
+    struct Probe: Sendable {
+        var challengeId: String?
+        var frames: [Data]
+    }
+
+    enum Answer: Sendable, Equatable {
+        case identified(userId: UUID, firstName: String?, identityToken: String, interviewId: UUID?)
+        case refused(ErrorCode, spoof: Bool)
+    }
+
+    /// Charges the attempt to the kiosk and the client address; `probe` is read inside it. A frame that is not an image
+    /// is a refusal that costs nothing; a spent or unknown challenge, a spoof verdict, or a face that matches no one (or
+    /// more than one) is a failed attempt.
+    func login(app: AppRecord, device: String, clientAddress: String, probe: () throws -> Probe,
+               draft: inout TransactionDraft) async throws -> Answer {
+        try await admission.admit(app, module: .kiosk)
+        return try await attempts.attempt(appId: app.id, [.device(device), .clientAddress(clientAddress)]) {
+            let answer = try await identify(app: app, device: device, probe: probe, draft: &draft)
+            guard case .refused(let code, let spoof) = answer else { return (answer, .success) }
+            draft.outcome = code.rawValue
+            if spoof { draft.detail["spoofAttempt"] = "true" }
+            return (answer, code.isFailedAttempt ? .failure : .neutral)
+        }
+    }
+
+    private func identify(app: AppRecord, device: String, probe: () throws -> Probe, draft: inout TransactionDraft) async throws -> Answer {
+        let sent: Probe
+        do {
+            sent = try probe()
+        } catch let error as APIError where error.code == .imageFormatError {
+            return .refused(.imageFormatError, spoof: false)
+        }
+        let job: FaceJob
+        if app.liveness.kiosk == .active, let challengeId = sent.challengeId {
+            let actions: [LivenessAction]
+            do {
+                actions = try await challenges.consume(challengeId, appId: app.id, deviceId: device, frames: sent.frames)
+            } catch let error as APIError where error.code == .spoofDetected {
+                draft.detail["spoofReasons"] = error.message
+                return .refused(.spoofDetected, spoof: true)
+            }
+            job = FaceJob(kind: .liveness, appId: app.id, threshold: app.matchThreshold, frames: sent.frames, actions: actions, identify: true)
+        } else {
+            // Liveness off: no challenge; the first frame is identified as a face-login image would be.
+            draft.detail["liveness"] = "off"
+            job = FaceJob(kind: .identify, appId: app.id, image: sent.frames[0], threshold: app.matchThreshold)
+        }
+        let result = try await matcher.match(job)
+        draft.score = result.candidates.first?.distance
+        switch result.outcome {
+        case .match:
+            break
+        case .spoofDetected:
+            if let reasons = result.liveness?.reasons { draft.detail["spoofReasons"] = reasons.joined(separator: "; ") }
+            return .refused(.spoofDetected, spoof: true)
+        case .noFace, .noMatchFace, .ambiguousMatch, .imageFormatError:
+            return .refused(result.outcome.errorCode!, spoof: false)
+        default:
+            throw APIError(refusing: result)
+        }
+        let userId = result.candidates[0].userId
+        draft.userId = userId
+        // Erased a moment ago, still in a matcher's gallery until the erasure's broadcast arrives: no one.
+        guard let name = try await users.name(of: userId, appId: app.id) else { return .refused(.noMatchFace, spoof: false) }
+        let interview = try await sessions.onboardingSession(of: userId, appId: app.id)
+        if let interview { draft.detail["interviewId"] = interview.wire }
+        let token = try tokens.issue(app: app.id, user: userId, device: device, method: "kiosk", transaction: draft.id)
+        return .identified(userId: userId, firstName: name.split(separator: " ").first.map(String.init), identityToken: token, interviewId: interview)
+    }
+}

@@ -1,0 +1,116 @@
+@testable import AuthGateway
+import Crypto
+import FaceGateCore
+import Foundation
+import JWT
+import Testing
+
+/// `KioskLogin` over in-memory stores and a scripted matcher. The same flow with real bursts and the real models is
+/// IntegrationTests' (LivenessTests, KioskOnboardingTests, ClientKioskTests).
+@Suite struct KioskLoginUseCaseTests {
+    struct World {
+        let clock = FakeClock()
+        let users = InMemoryUserDirectory()
+        let sessions = InMemoryOnboardingSessions()
+        let challenges: InMemoryLivenessChallenges
+        let matcher = ScriptedMatcher()
+        let flow: KioskLogin
+        let signingKey = JWTSigningKey(kid: "test", privateKey: Ed25519PrivateKey())
+        var app: AppRecord
+
+        init(liveness: LivenessMode = .active) {
+            challenges = InMemoryLivenessChallenges(clock: clock)
+            app = AppRecord(id: UUID(), name: "kiosk", secretHash: [], modules: .initial, faceModel: .sface2021dec,
+                            matchThreshold: FaceModel.sface2021dec.defaultThreshold, liveness: LivenessPolicy(faceLogin: .off, kiosk: liveness),
+                            deviceBinding: .header, deviceBindingPolicy: .employeeNumber, kioskApproval: KioskApprovalPolicy(), quotas: .initial,
+                            keepEnrollmentPhotos: false, createdAt: Date())
+            flow = KioskLogin(admission: AdmitEverything(),
+                              attempts: AttemptGuard(store: InMemoryAttemptCounters(clock: clock),
+                                                     rule: .init(throttleAfter: 3, throttleSeconds: 30, lockAfter: 50),
+                                                     addressRule: .init(throttleAfter: 100, throttleSeconds: 30, lockAfter: 0)),
+                              users: users, sessions: sessions, challenges: challenges, matcher: matcher,
+                              tokens: IdentityTokenIssuer(issuer: "https://facegate.test", key: signingKey, ttl: 300))
+        }
+
+        func login(_ probe: KioskLogin.Probe, draft: inout TransactionDraft) async throws -> KioskLogin.Answer {
+            try await flow.login(app: app, device: "kiosk-1", clientAddress: "198.51.100.9", probe: { probe }, draft: &draft)
+        }
+
+        func login(_ probe: KioskLogin.Probe) async throws -> KioskLogin.Answer {
+            var draft = TransactionDraft(appId: app.id, kind: "kiosk.login")
+            return try await login(probe, draft: &draft)
+        }
+
+        func challenge(_ id: String, _ actions: [LivenessAction] = [.turnLeft, .turnRight]) async throws -> KioskLogin.Probe {
+            try await challenges.issue(id, appId: app.id, deviceId: "kiosk-1", actions: actions, ttlSeconds: 120)
+            return KioskLogin.Probe(challengeId: id, frames: [Data("\(id)-1".utf8), Data("\(id)-2".utf8)])
+        }
+    }
+
+    static func match(_ user: UUID) -> FaceJobResult {
+        FaceJobResult(outcome: .match, candidates: [FaceCandidate(userId: user, templateId: UUID(), distance: 0.4)])
+    }
+
+    @Test func anOnboardedCustomerGetsAKioskTokenAndTheSessionIdNeverItsInterviewToken() async throws {
+        let world = World()
+        let customer = world.users.add(appId: world.app.id, employeeNumber: "K-1", name: "Ada Lovelace")
+        let session = UUID()
+        world.sessions.completed(session, onboarding: customer)
+        world.matcher.answer(Self.match(customer))
+        var draft = TransactionDraft(appId: world.app.id, kind: "kiosk.login")
+        let answer = try await world.login(try await world.challenge("lc_1", [.blink, .turnLeft]), draft: &draft)
+        guard case .identified(let user, let firstName, let token, let interviewId) = answer else { Issue.record("\(answer)"); return }
+        #expect(user == customer && firstName == "Ada" && interviewId == session)
+        #expect(draft.userId == customer && draft.detail["interviewId"] == session.wire)
+        let claims = try JWT.verify(token, as: IdentityTokenClaims.self, keys: JWTKeySet([(kid: world.signingKey.kid, key: world.signingKey.publicKey)]),
+                                    type: TokenType.identity, issuer: "https://facegate.test", audience: world.app.id.wire)
+        #expect(claims.method == "kiosk" && claims.sub == customer.wire && claims.deviceId == "kiosk-1")
+        let job = try #require(world.matcher.jobs.first)
+        #expect(job.kind == .liveness && job.identify && job.actions == [.blink, .turnLeft])
+    }
+
+    @Test func spoofsReplaysAndStrangersAreRefusedAnswersThatThrottleTheKiosk() async throws {
+        let world = World()
+        let probe = try await world.challenge("lc_1")
+        world.matcher.answer(FaceJobResult(outcome: .spoofDetected, liveness: LivenessReport(passed: false, reasons: ["identical frames"])))
+        var draft = TransactionDraft(appId: world.app.id, kind: "kiosk.login")
+        #expect(try await world.login(probe, draft: &draft) == .refused(.spoofDetected, spoof: true))
+        #expect(draft.outcome == "SPOOF_DETECTED" && draft.detail["spoofAttempt"] == "true" && draft.detail["spoofReasons"] == "identical frames")
+        // The same challenge again never reaches a matcher.
+        #expect(try await world.login(probe) == .refused(.spoofDetected, spoof: true))
+        #expect(world.matcher.jobs.count == 1)
+        world.matcher.answer(FaceJobResult(outcome: .noMatchFace))
+        #expect(try await world.login(try await world.challenge("lc_2")) == .refused(.noMatchFace, spoof: false))
+        do {
+            _ = try await world.login(try await world.challenge("lc_3"))
+            Issue.record("a fourth failure in a row was not throttled")
+        } catch let error as APIError {
+            #expect(error.code == .rateLimited)
+        }
+    }
+
+    @Test func aNonImageFrameCostsNothingAndLivenessOffIdentifiesTheFirstFrame() async throws {
+        let world = World(liveness: .off)
+        let customer = world.users.add(appId: world.app.id, employeeNumber: "K-1")
+        for _ in 0..<5 {
+            var draft = TransactionDraft(appId: world.app.id, kind: "kiosk.login")
+            let answer = try await world.flow.login(app: world.app, device: "kiosk-1", clientAddress: "198.51.100.9",
+                                                    probe: { throw APIError(.imageFormatError, "frame 0 is not a JPEG or PNG file") },
+                                                    draft: &draft)
+            #expect(answer == .refused(.imageFormatError, spoof: false))
+        }
+        world.matcher.answer(Self.match(customer))
+        let selfie = KioskLogin.Probe(challengeId: nil, frames: [Data("selfie".utf8)])
+        guard case .identified(_, _, _, let interviewId) = try await world.login(selfie) else { Issue.record("not identified"); return }
+        #expect(interviewId == nil)
+        #expect(world.matcher.jobs.first?.kind == .identify && world.matcher.jobs.first?.image == Data("selfie".utf8))
+    }
+
+    @Test func aMatchWithACustomerErasedMeanwhileIsNoMatch() async throws {
+        let world = World()
+        let customer = world.users.add(appId: world.app.id, employeeNumber: "K-1")
+        world.users.remove(customer)
+        world.matcher.answer(Self.match(customer))
+        #expect(try await world.login(try await world.challenge("lc_1")) == .refused(.noMatchFace, spoof: false))
+    }
+}
