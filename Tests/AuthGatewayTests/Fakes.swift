@@ -166,13 +166,11 @@ final class InMemoryUserDirectory: UserDirectory {
         users.withLock { $0.first { $0.appId == appId && $0.employeeNumber == employeeNumber }?.id }
     }
 
-    func exists(_ user: UUID, appId: UUID) async throws -> Bool {
-        try await name(of: user, appId: appId) != nil
+    func profile(of user: UUID, appId: UUID) async throws -> UserProfile? {
+        users.withLock { $0.first { $0.appId == appId && $0.id == user }.map { UserProfile(employeeNumber: $0.employeeNumber, name: $0.name) } }
     }
 
-    func name(of user: UUID, appId: UUID) async throws -> String? {
-        users.withLock { $0.first { $0.appId == appId && $0.id == user }?.name }
-    }
+    func hasFace(_ user: UUID, appId: UUID) async throws -> Bool { try await exists(user, appId: appId) }
 }
 
 /// The sessions that onboarded customers, as the kiosk-orchestrator would have completed them.

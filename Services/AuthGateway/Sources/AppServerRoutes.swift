@@ -60,15 +60,12 @@ extension GatewayContext {
             guard let userId = UUID(uuidString: claims.sub) else { throw APIError(.identityTokenInvalid, "the identity token is not valid for this app") }
             draft.userId = userId
             draft.deviceId = claims.deviceId
-            let fresh = try await database.query("""
-                INSERT INTO used_token_ids (jti, app_id, expires_at) VALUES (\(claims.jti), \(app.id), to_timestamp(\(claims.exp)))
-                ON CONFLICT (jti) DO NOTHING
-                """)
-            guard fresh.affectedRows == 1 else { throw APIError(.identityTokenUsed, "the identity token was already exchanged") }
-            let rows = try await database.query("SELECT employee_number, name FROM users WHERE id = \(userId) AND app_id = \(app.id)")
-            guard let row = rows.first else { throw APIError(.notFound, "the user no longer exists") }
+            guard try await spentTokenIds.spend(claims.jti, appId: app.id, expiresAt: claims.exp) else {
+                throw APIError(.identityTokenUsed, "the identity token was already exchanged")
+            }
+            guard let user = try await users.profile(of: userId, appId: app.id) else { throw APIError(.notFound, "the user no longer exists") }
             draft.detail = ["method": claims.method, "sourceTransactionId": claims.transactionId]
-            return .json(Exchanged(userId: userId.wire, employeeNumber: try row.decode("employee_number"), name: try row.decode("name"),
+            return .json(Exchanged(userId: userId.wire, employeeNumber: user.employeeNumber, name: user.name,
                                    appId: app.id.wire, deviceId: claims.deviceId, method: claims.method, transactionId: claims.transactionId))
         }
     }

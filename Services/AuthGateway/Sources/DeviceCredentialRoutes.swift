@@ -3,7 +3,6 @@ import FaceGateCore
 import Foundation
 import HTTPServer
 import JWT
-import PostgresClient
 
 /// Device biometric credentials (module `deviceAuth`): a P-256 key held by the device and unlocked by its
 /// biometric signs a single-use server challenge; a good signature yields an identity token with method
@@ -125,11 +124,9 @@ extension GatewayContext {
                     guard claims.deviceId == device else {
                         throw APIError(.identityTokenInvalid, "the identity token was issued to another device")
                     }
-                    let fresh = try await database.query("""
-                        INSERT INTO used_token_ids (jti, app_id, expires_at) VALUES (\(claims.jti), \(client.id), to_timestamp(\(claims.exp)))
-                        ON CONFLICT (jti) DO NOTHING
-                        """)
-                    guard fresh.affectedRows == 1 else { throw APIError(.identityTokenUsed, "the identity token was already used") }
+                    guard try await spentTokenIds.spend(claims.jti, appId: client.id, expiresAt: claims.exp) else {
+                        throw APIError(.identityTokenUsed, "the identity token was already used")
+                    }
                     let credentialId = try await storeCredential(credential, app: client.id, user: userId, device: device)
                     draft.detail = ["credentialId": credentialId.wire, "policy": credential.policy.rawValue, "registeredBy": "faceLogin"]
                     return .json(Registered(credentialId: credentialId.wire), status: 201)
@@ -159,57 +156,24 @@ extension GatewayContext {
         }
     }
 
-    /// One live credential per (user, device): a new registration replaces the previous one, which is how
-    /// a flagged or locked credential is recovered.
+    /// One live credential per (user, device): a new registration replaces the previous one.
     private func storeCredential(_ credential: NewCredential, app: UUID, user: UUID, device: String) async throws -> UUID {
-        let credentialId = UUID()
-        // The user's row is not locked here (that would need UPDATE on users): the foreign key takes its lock, so
-        // a user deleted meanwhile makes the insert fail, or the deletion takes the new credential with it.
-        let stored: Bool
-        do {
-            stored = try await database.withTransaction { connection in
-                let owner = try await connection.query("SELECT 1 FROM users WHERE id = \(user) AND app_id = \(app)")
-                guard owner.first != nil else { return false }
-                _ = try await connection.query("""
-                    UPDATE device_credentials SET revoked_at = now()
-                    WHERE app_id = \(app) AND user_id = \(user) AND device_id = \(device) AND revoked_at IS NULL
-                    """)
-                _ = try await connection.query("""
-                    INSERT INTO device_credentials (id, app_id, user_id, device_id, public_key, policy, attestation)
-                    VALUES (\(credentialId), \(app), \(user), \(device), \(credential.publicKey.spkiDER), \(credential.policy.rawValue), \(credential.attestation))
-                    """)
-                return true
-            }
-        } catch let error as PostgresError where error.isForeignKeyViolation {
-            stored = false
+        guard let id = try await deviceCredentials.register(credential, appId: app, user: user, device: device) else {
+            throw APIError(.notFound, "the user no longer exists in this app")
         }
-        guard stored else { throw APIError(.notFound, "the user no longer exists in this app") }
-        return credentialId
+        return id
     }
 
     // MARK: - Challenge and assertion
 
     struct ChallengeBody: Decodable { var credentialId: String }
 
-    /// A credential as an assertion sees it.
-    struct StoredCredential {
-        var id: UUID
-        var userId: UUID
-        var publicKey: [UInt8]
-        var counter: Int64
-        var flagged: Bool
-    }
-
     /// The live credential `text` names, registered to this app and device; anything else is not enrolled.
     private func liveCredential(_ text: String, app: UUID, device: String) async throws -> StoredCredential {
-        guard let id = UUID(uuidString: text) else { throw APIError(.credentialNotEnrolled, "no such device credential on this device") }
-        let rows = try await database.query("""
-            SELECT user_id, public_key, counter, flagged_at IS NOT NULL AS flagged FROM device_credentials
-            WHERE id = \(id) AND app_id = \(app) AND device_id = \(device) AND revoked_at IS NULL
-            """)
-        guard let row = rows.first else { throw APIError(.credentialNotEnrolled, "no such device credential on this device") }
-        return StoredCredential(id: id, userId: try row.decode("user_id"), publicKey: try row.decode("public_key"),
-                                counter: try row.decode("counter"), flagged: try row.decode("flagged"))
+        guard let id = UUID(uuidString: text), let credential = try await deviceCredentials.live(id, appId: app, device: device) else {
+            throw APIError(.credentialNotEnrolled, "no such device credential on this device")
+        }
+        return credential
     }
 
 
@@ -229,10 +193,7 @@ extension GatewayContext {
                     try refuseFlagged(credential)
                     try await attempts.ensureOpen(appId: client.id, .credential(credential.id))
                     let challenge = Base64URL.encode(SecureRandom.bytes(32))
-                    _ = try await database.query("""
-                        INSERT INTO one_time_challenges (id, app_id, purpose, subject, expires_at)
-                        VALUES (\(challenge), \(client.id), 'device-assertion', \(credential.id.wire), now() + make_interval(secs => \(Self.challengeSeconds)))
-                        """)
+                    try await deviceCredentials.issueChallenge(challenge, appId: client.id, credential: credential.id, ttlSeconds: Self.challengeSeconds)
                     // `deviceId`: the identity the assertion must sign (the key thumbprint on a `dpop` app).
                     struct Issued: Encodable { var challenge: String; var expiresIn: Int; var deviceId: String }
                     return .json(Issued(challenge: challenge, expiresIn: Self.challengeSeconds, deviceId: device))
@@ -273,12 +234,7 @@ extension GatewayContext {
                     draft.detail = ["credentialId": credential.id.wire, "counter": String(body.counter)]
                     try refuseFlagged(credential)
                     return try await attempts.attempt(appId: client.id, [.credential(credential.id), .clientAddress(clientAddress(request))]) {
-                        let spent = try await database.query("""
-                            UPDATE one_time_challenges SET used_at = now()
-                            WHERE id = \(body.challenge) AND app_id = \(client.id) AND purpose = 'device-assertion' AND subject = \(credential.id.wire)
-                              AND used_at IS NULL AND expires_at > now()
-                            """)
-                        guard spent.affectedRows == 1 else {
+                        guard try await deviceCredentials.spendChallenge(body.challenge, appId: client.id, credential: credential.id) else {
                             throw APIError(.authenticationFailed, "the challenge is unknown, already used or expired; ask for a new one")
                         }
                         let message = Self.assertionMessage(app: client.id, device: device, credential: credential.id.wire,
@@ -304,20 +260,11 @@ extension GatewayContext {
 
     /// WebAuthn's rule: once the device counts, each use must count higher; a repeat or a step back means
     /// a copy of the key may exist, so the credential is flagged and refused until registered again.
-    /// One conditional UPDATE, so concurrent assertions cannot both pass with the same counter.
     private func advanceCounter(_ credential: StoredCredential, to counter: Int64) async throws {
-        let advanced = try await database.query("""
-            UPDATE device_credentials SET counter = \(counter), last_used_at = now()
-            WHERE id = \(credential.id) AND revoked_at IS NULL AND flagged_at IS NULL
-              AND ((counter = 0 AND \(counter) = 0) OR counter < \(counter))
-            """)
-        guard advanced.affectedRows == 0 else { return }
-        let flagged = try await database.query("""
-            UPDATE device_credentials SET flagged_at = now() WHERE id = \(credential.id) AND revoked_at IS NULL AND flagged_at IS NULL
-            """)
-        if flagged.affectedRows == 0 {
-            let revoked = try await database.query("SELECT 1 FROM device_credentials WHERE id = \(credential.id) AND revoked_at IS NOT NULL")
-            if revoked.first != nil { throw APIError(.credentialNotEnrolled, "no such device credential on this device") }
+        switch try await deviceCredentials.advanceCounter(credential.id, to: counter) {
+        case .advanced: return
+        case .revoked: throw APIError(.credentialNotEnrolled, "no such device credential on this device")
+        case .flagged: break
         }
         logger.warning("device credential counter did not advance; credential flagged", ["credential.id": credential.id.wire])
         throw APIError(.authenticationFailed, "the signature counter did not advance: this credential is now blocked; register the device again")
@@ -335,8 +282,7 @@ extension GatewayContext {
     private func faceLoginAvailable(app: AppRecord?, user: UUID?) async -> Bool {
         guard let app, app.modules.faceLogin != .disabled else { return false }
         guard let user else { return true }
-        let rows = try? await database.query("SELECT 1 FROM face_templates WHERE app_id = \(app.id) AND user_id = \(user) LIMIT 1")
-        return rows.map { $0.first != nil } ?? true
+        return (try? await users.hasFace(user, appId: app.id)) ?? true
     }
 
     static let fallbackMarker = " (fallback: "
@@ -359,34 +305,11 @@ extension GatewayContext {
 
     // MARK: - Listing, revocation, reset
 
-    struct CredentialView: Encodable {
-        var credentialId: String
-        var userId: String
-        var deviceId: String
-        var policy: String
-        var counter: Int64
-        var hasAttestation: Bool
-        var createdAt: Date
-        var lastUsedAt: Date?
-        var flaggedAt: Date?
-        var revokedAt: Date?
-    }
-
     func listDeviceCredentials(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let userId = try request.uuidParameter("userId")
         _ = try await user(userId, app: app.id)
-        let rows = try await database.query("""
-            SELECT id, user_id, device_id, policy, counter, attestation IS NOT NULL AS has_attestation, created_at, last_used_at, flagged_at, revoked_at
-            FROM device_credentials WHERE app_id = \(app.id) AND user_id = \(userId) ORDER BY created_at, id LIMIT 1000
-            """)
-        let items = try rows.rows.map { row in
-            CredentialView(credentialId: try row.decode("id", as: UUID.self).wire, userId: try row.decode("user_id", as: UUID.self).wire,
-                           deviceId: try row.decode("device_id"), policy: try row.decode("policy"), counter: try row.decode("counter"),
-                           hasAttestation: try row.decode("has_attestation"), createdAt: try row.decode("created_at"),
-                           lastUsedAt: try row.decode("last_used_at"), flaggedAt: try row.decode("flagged_at"), revokedAt: try row.decode("revoked_at"))
-        }
         struct Page: Encodable { var items: [CredentialView] }
-        return .json(Page(items: items))
+        return .json(Page(items: try await deviceCredentials.list(appId: app.id, user: userId)))
     }
 
     /// Operator revocation: immediate, since every assertion reads `revoked_at`.
@@ -419,14 +342,11 @@ extension GatewayContext {
 
     private func revoke(_ text: String?, app: UUID, device: String?, draft: inout TransactionDraft) async throws {
         guard let credentialId = text.flatMap(UUID.init(uuidString:)) else { throw APIError(.credentialNotEnrolled, "no such live device credential") }
-        let rows = try await database.query("""
-            UPDATE device_credentials SET revoked_at = now()
-            WHERE id = \(credentialId) AND app_id = \(app) AND (\(device == nil) OR device_id = \(device)) AND revoked_at IS NULL
-            RETURNING user_id, device_id
-            """)
-        guard let row = rows.first else { throw APIError(.credentialNotEnrolled, "no such live device credential") }
-        draft.userId = try row.decode("user_id")
-        draft.deviceId = try row.decode("device_id")
+        guard let owner = try await deviceCredentials.revoke(credentialId, appId: app, device: device) else {
+            throw APIError(.credentialNotEnrolled, "no such live device credential")
+        }
+        draft.userId = owner.userId
+        draft.deviceId = owner.deviceId
         draft.detail = ["credentialId": credentialId.wire]
     }
 
@@ -434,10 +354,11 @@ extension GatewayContext {
     func resetDeviceCredential(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let credentialId = try request.uuidParameter("credentialId")
         return try await recorded(request, kind: "device.credential.reset", appId: app.id) { draft in
-            let rows = try await database.query("SELECT user_id, device_id FROM device_credentials WHERE id = \(credentialId) AND app_id = \(app.id)")
-            guard let row = rows.first else { throw APIError(.credentialNotEnrolled, "no such device credential") }
-            draft.userId = try row.decode("user_id")
-            draft.deviceId = try row.decode("device_id")
+            guard let owner = try await deviceCredentials.owner(of: credentialId, appId: app.id) else {
+                throw APIError(.credentialNotEnrolled, "no such device credential")
+            }
+            draft.userId = owner.userId
+            draft.deviceId = owner.deviceId
             draft.detail = ["credentialId": credentialId.wire]
             try await attempts.reset(appId: app.id, .credential(credentialId))
             return .noContent

@@ -51,12 +51,8 @@ extension GatewayContext {
         do {
             let proof = try DPoP.verify(header, method: request.method, urls: publicURLs(request), accessToken: try? bearer(request, missing: .accessTokenInvalid),
                                         body: request.body, maxAge: TimeInterval(maxAge))
-            let fresh = try await database.query("""
-                INSERT INTO used_token_ids (jti, app_id, expires_at)
-                VALUES (\("dpop:" + proof.thumbprint + ":" + proof.jti), \(appId), to_timestamp(\(proof.issuedAt + Int64(maxAge) + 60)))
-                ON CONFLICT (jti) DO NOTHING
-                """)
-            guard fresh.affectedRows == 1 else { throw DPoPError.replayed }
+            guard try await spentTokenIds.spend("dpop:" + proof.thumbprint + ":" + proof.jti, appId: appId,
+                                                expiresAt: proof.issuedAt + Int64(maxAge) + 60) else { throw DPoPError.replayed }
             return proof
         } catch let error as DPoPError {
             throw APIError(.dpopProofInvalid, error.description)

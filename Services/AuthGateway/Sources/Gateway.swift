@@ -85,6 +85,8 @@ final class GatewayContext: Sendable {
     let bindings: any DeviceBindingStore
     let users: any UserDirectory
     let livenessChallenges: any LivenessChallengeStore
+    let deviceCredentials: any DeviceCredentialStore
+    let spentTokenIds: any SpentTokenIds
     let logger: Logger
     let faceJobSeconds: Histogram
     let interviewTokens: InterviewTokens
@@ -110,6 +112,8 @@ final class GatewayContext: Sendable {
         bindings = PostgresDeviceBindings(database: runtime.database)
         users = PostgresUserDirectory(database: runtime.database)
         livenessChallenges = PostgresLivenessChallenges(database: runtime.database)
+        deviceCredentials = PostgresDeviceCredentials(database: runtime.database)
+        spentTokenIds = PostgresSpentTokenIds(database: runtime.database)
         self.logger = runtime.logger
         faceJobSeconds = runtime.metrics.histogram("facegate_face_job_round_trip_seconds", help: "Gateway → matcher → gateway time")
         interviewTokens = try InterviewTokens(signingSeed: configuration.signingKey)

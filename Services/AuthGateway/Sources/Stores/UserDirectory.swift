@@ -2,13 +2,25 @@ import FaceGateCore
 import Foundation
 import PostgresClient
 
-/// The lookups of `users` that logins and bindings make (the operator API writes the table).
+/// A user as logins, bindings and exchanges name them.
+struct UserProfile: Sendable, Equatable {
+    var employeeNumber: String
+    var name: String
+}
+
+/// The reads of `users` (and whether a user holds a face template) that logins, bindings, device credentials and
+/// identity exchanges make; the operator API and the kiosk-orchestrator write the table.
 protocol UserDirectory: Sendable {
     /// The user with this employee number in the app.
     func user(appId: UUID, employeeNumber: String) async throws -> UUID?
-    func exists(_ user: UUID, appId: UUID) async throws -> Bool
-    /// The user's name, nil when the user is not (or no longer) in the app.
-    func name(of user: UUID, appId: UUID) async throws -> String?
+    /// The user's profile, nil when the user is not (or no longer) in the app.
+    func profile(of user: UUID, appId: UUID) async throws -> UserProfile?
+    /// Whether the user holds a face template of any model.
+    func hasFace(_ user: UUID, appId: UUID) async throws -> Bool
+}
+
+extension UserDirectory {
+    func exists(_ user: UUID, appId: UUID) async throws -> Bool { try await profile(of: user, appId: appId) != nil }
 }
 
 struct PostgresUserDirectory: UserDirectory {
@@ -18,11 +30,13 @@ struct PostgresUserDirectory: UserDirectory {
         try await database.query("SELECT id FROM users WHERE app_id = \(appId) AND employee_number = \(employeeNumber)").first?.decode("id")
     }
 
-    func exists(_ user: UUID, appId: UUID) async throws -> Bool {
-        try await name(of: user, appId: appId) != nil
+    func profile(of user: UUID, appId: UUID) async throws -> UserProfile? {
+        try await database.query("SELECT employee_number, name FROM users WHERE id = \(user) AND app_id = \(appId)").first.map {
+            UserProfile(employeeNumber: try $0.decode("employee_number"), name: try $0.decode("name"))
+        }
     }
 
-    func name(of user: UUID, appId: UUID) async throws -> String? {
-        try await database.query("SELECT name FROM users WHERE id = \(user) AND app_id = \(appId)").first?.decode("name")
+    func hasFace(_ user: UUID, appId: UUID) async throws -> Bool {
+        try await database.query("SELECT 1 FROM face_templates WHERE app_id = \(appId) AND user_id = \(user) LIMIT 1").first != nil
     }
 }

@@ -84,7 +84,7 @@ struct KioskLogin: Sendable {
         let userId = result.candidates[0].userId
         draft.userId = userId
         // Erased a moment ago, still in a matcher's gallery until the erasure's broadcast arrives: no one.
-        guard let name = try await users.name(of: userId, appId: app.id) else { return .refused(.noMatchFace, spoof: false) }
+        guard let name = try await users.profile(of: userId, appId: app.id)?.name else { return .refused(.noMatchFace, spoof: false) }
         let interview = try await sessions.onboardingSession(of: userId, appId: app.id)
         if let interview { draft.detail["interviewId"] = interview.wire }
         let token = try tokens.issue(app: app.id, user: userId, device: device, method: "kiosk", transaction: draft.id)
