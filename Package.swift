@@ -1,8 +1,10 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layout: Shared/ holds the C-library wrappers and the vocabulary every service speaks;
-// Services/ holds one folder per executable (a testable library plus a thin main).
+// Layout: Shared/ in four layers — CLibraries/ (module maps over system libraries, and our C/C++), Wrappers/ (one Swift
+// library over each, importing its C module `internal`ly, so no C type reaches a service), Platform/ (ServiceKit: what
+// every service runs on) and Domain/ (the wire contracts and the domain over them). Services/ holds one folder per
+// executable (a testable library plus a thin main).
 let optimizedC: [CSetting] = [.unsafeFlags(["-O3"])]
 let optimizedCXX: [CXXSetting] = [.unsafeFlags(["-O3"])]
 
@@ -19,13 +21,13 @@ let package = Package(
     ],
     targets: [
         // C libraries, each seen by exactly one Swift wrapper.
-        .systemLibrary(name: "CKafka", path: "Shared/CKafka", pkgConfig: "rdkafka"),
-        .systemLibrary(name: "CPostgres", path: "Shared/CPostgres", pkgConfig: "libpq"),
-        .systemLibrary(name: "COpenSSL", path: "Shared/COpenSSL", pkgConfig: "openssl"),
-        .systemLibrary(name: "CMicroHTTPD", path: "Shared/CMicroHTTPD", pkgConfig: "libmicrohttpd"),
-        .systemLibrary(name: "CTesseract", path: "Shared/CTesseract", pkgConfig: "tesseract"),
+        .systemLibrary(name: "CKafka", path: "Shared/CLibraries/CKafka", pkgConfig: "rdkafka"),
+        .systemLibrary(name: "CPostgres", path: "Shared/CLibraries/CPostgres", pkgConfig: "libpq"),
+        .systemLibrary(name: "COpenSSL", path: "Shared/CLibraries/COpenSSL", pkgConfig: "openssl"),
+        .systemLibrary(name: "CMicroHTTPD", path: "Shared/CLibraries/CMicroHTTPD", pkgConfig: "libmicrohttpd"),
+        .systemLibrary(name: "CTesseract", path: "Shared/CLibraries/CTesseract", pkgConfig: "tesseract"),
         .target(
-            name: "CFaceEngine", path: "Shared/CFaceEngine",
+            name: "CFaceEngine", path: "Shared/CLibraries/CFaceEngine",
             // OpenCV 4.6 (Debian's libopencv-dnn-dev) runs the YuNet + SFace model; its headers live under opencv4/.
             cxxSettings: optimizedCXX + [.unsafeFlags(["-I/usr/include/opencv4"])],
             linkerSettings: [
@@ -35,27 +37,27 @@ let package = Package(
                 .linkedLibrary("m"), .linkedLibrary("stdc++"),
             ]),
         .target(
-            name: "CGallery", path: "Shared/CGallery",
+            name: "CGallery", path: "Shared/CLibraries/CGallery",
             cSettings: optimizedC,
             linkerSettings: [.linkedLibrary("openblas"), .linkedLibrary("m")]),
 
         // Wrappers.
-        .target(name: "KafkaClient", dependencies: ["CKafka"], path: "Shared/KafkaClient"),
-        .target(name: "PostgresClient", dependencies: ["CPostgres"], path: "Shared/PostgresClient"),
-        .target(name: "Crypto", dependencies: ["COpenSSL"], path: "Shared/Crypto"),
-        .target(name: "JWT", dependencies: ["Crypto"], path: "Shared/JWT"),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], path: "Shared/HTTPServer"),
-        .target(name: "FaceEngine", dependencies: ["CFaceEngine", "CGallery"], path: "Shared/FaceEngine"),
-        .target(name: "DocumentOCR", dependencies: ["CTesseract", "FaceGateCore"], path: "Shared/DocumentOCR"),
+        .target(name: "KafkaClient", dependencies: ["CKafka"], path: "Shared/Wrappers/KafkaClient"),
+        .target(name: "PostgresClient", dependencies: ["CPostgres"], path: "Shared/Wrappers/PostgresClient"),
+        .target(name: "Crypto", dependencies: ["COpenSSL"], path: "Shared/Wrappers/Crypto"),
+        .target(name: "JWT", dependencies: ["Crypto"], path: "Shared/Wrappers/JWT"),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], path: "Shared/Wrappers/HTTPServer"),
+        .target(name: "FaceEngine", dependencies: ["CFaceEngine", "CGallery"], path: "Shared/Wrappers/FaceEngine"),
+        .target(name: "DocumentOCR", dependencies: ["CTesseract", "FaceGateCore"], path: "Shared/Wrappers/DocumentOCR"),
         .target(
             name: "ServiceKit",
             dependencies: ["KafkaClient", "PostgresClient", "HTTPServer", "FaceGateCore", "Crypto"],
-            path: "Shared/ServiceKit"),
+            path: "Shared/Platform/ServiceKit"),
         // Wire contracts, Foundation only: HTTP bodies, error and event codes, job and reply messages, topics,
         // token claims, face models and the match rule. Shared by the services and FaceGateClient.
-        .target(name: "FaceGateContracts", path: "Shared/FaceGateContracts"),
+        .target(name: "FaceGateContracts", path: "Shared/Domain/FaceGateContracts"),
         // Domain over the contracts (re-exported): sealing, key boxes, the audit record, ID numbers, MRZ, the schema.
-        .target(name: "FaceGateCore", dependencies: ["FaceGateContracts", "Crypto", "JWT"], path: "Shared/FaceGateCore"),
+        .target(name: "FaceGateCore", dependencies: ["FaceGateContracts", "Crypto", "JWT"], path: "Shared/Domain/FaceGateCore"),
 
         // Services: a library with the behaviour, a thin executable around it.
         .target(

@@ -17,14 +17,14 @@ mkdir -p build "corpus/$target" seeds artifacts
 
 linker=()
 if "$cxx" -fuse-ld=lld -x c++ -o /dev/null - <<<'int main(){}' 2>/dev/null; then linker=(-fuse-ld=lld); fi
-flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined "${linker[@]}" -I ../Shared/CFaceEngine/include)
+flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined "${linker[@]}" -I ../Shared/CLibraries/CFaceEngine/include)
 case "$target" in
 decoder)
-    "$cxx" "${flags[@]}" decoder_fuzzer.cpp ../Shared/CFaceEngine/image_decoder.cpp -ljpeg -lpng -lz -o build/decoder_fuzzer
+    "$cxx" "${flags[@]}" decoder_fuzzer.cpp ../Shared/CLibraries/CFaceEngine/image_decoder.cpp -ljpeg -lpng -lz -o build/decoder_fuzzer
     ;;
 sface)
     # The whole engine (both models' code, as the matcher links it); OpenCV and dlib themselves are not instrumented.
-    "$cxx" "${flags[@]}" -I/usr/include/opencv4 sface_fuzzer.cpp ../Shared/CFaceEngine/*.cpp \
+    "$cxx" "${flags[@]}" -I/usr/include/opencv4 sface_fuzzer.cpp ../Shared/CLibraries/CFaceEngine/*.cpp \
         -ldlib -lopenblas -llapack -lopencv_dnn -lopencv_imgproc -lopencv_core -ljpeg -lpng -lz -o build/sface_fuzzer
     ;;
 *)

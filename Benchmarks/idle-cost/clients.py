@@ -6,7 +6,7 @@
   clients.py requester BOOT WAIT MINB N -- sequential N requests, prints JSON latencies (ms)
 
 MINB: "-" = leave fetch.min.bytes unset (librdkafka default 1), else the explicit value.
-Consumer properties mirror Shared/KafkaClient/KafkaConsumer.swift defaultProperties; producer mirrors KafkaProducer.swift.
+Consumer properties mirror Shared/Wrappers/KafkaClient/KafkaConsumer.swift defaultProperties; producer mirrors KafkaProducer.swift.
 """
 import json, signal, sys, threading, time, uuid
 from confluent_kafka import Consumer, Producer, TopicPartition, OFFSET_END

@@ -14,7 +14,7 @@ import uuid
 
 import ctid
 
-# Every error code on the wire and its status (Shared/FaceGateContracts/ErrorCode.swift and Shared/HTTPServer's own; the served
+# Every error code on the wire and its status (Shared/Domain/FaceGateContracts/ErrorCode.swift and Shared/Wrappers/HTTPServer's own; the served
 # OpenAPI document's ErrorCode enum is checked against these names at start). INTERNAL (500) is deliberately absent: never acceptable.
 DOCUMENTED = {
     400: {"INVALID_REQUEST", "INVALID_ENVELOPE"},

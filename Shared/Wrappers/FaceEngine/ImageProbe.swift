@@ -1,0 +1,32 @@
+internal import CFaceEngine
+
+/// Reads an image's header only: magic bytes, dimensions, EXIF orientation. No pixels are allocated,
+/// so it is cheap enough to run on a request path before queueing work.
+public enum ImageProbe {
+    /// - Returns: `format` is `"jpeg"` or `"png"`; `width` and `height` are those of the upright image
+    ///   (a JPEG with EXIF orientation 5–8 reports its stored height as width).
+    public static func inspect(_ bytes: [UInt8]) throws(FaceEngineError) -> (format: String, width: Int, height: Int) {
+        var info = fe_image_info()
+        var error = fe_error()
+        let status = bytes.withUnsafeBufferPointer { buffer in
+            fe_image_probe(buffer.baseAddress, buffer.count, 0, &info, &error)
+        }
+        guard status == Int32(FE_OK.rawValue) else { throw FaceEngineError(error) }
+        let format = UInt32(bitPattern: info.format) == FE_FORMAT_PNG.rawValue ? "png" : "jpeg"
+        return (format, Int(info.width), Int(info.height))
+    }
+}
+
+/// Decoded upright 8-bit RGB pixels (row-major, R G B), under the same limits as the engine's decoder.
+/// Internal: services only need analyses; the tests compare decoded pixels.
+func decodeRGB(_ bytes: [UInt8], maxPixels: Int) throws(FaceEngineError) -> (width: Int, height: Int, pixels: [UInt8]) {
+    var image = fe_rgb_image()
+    var error = fe_error()
+    let status = bytes.withUnsafeBufferPointer { buffer in
+        fe_image_decode(buffer.baseAddress, buffer.count, UInt64(max(0, maxPixels)), &image, &error)
+    }
+    guard status == Int32(FE_OK.rawValue) else { throw FaceEngineError(error) }
+    defer { fe_rgb_image_free(&image) }
+    let count = Int(image.width) * Int(image.height) * 3
+    return (Int(image.width), Int(image.height), Array(UnsafeBufferPointer(start: image.pixels, count: count)))
+}
