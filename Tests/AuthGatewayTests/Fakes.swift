@@ -171,6 +171,12 @@ final class InMemoryUserDirectory: UserDirectory {
     }
 
     func hasFace(_ user: UUID, appId: UUID) async throws -> Bool { try await exists(user, appId: appId) }
+
+    func employeeNumbers(of ids: [UUID], appId: UUID) async throws -> [UUID: String] {
+        users.withLock { users in
+            Dictionary(uniqueKeysWithValues: users.filter { $0.appId == appId && ids.contains($0.id) }.map { ($0.id, $0.employeeNumber) })
+        }
+    }
 }
 
 /// The sessions that onboarded customers, as the kiosk-orchestrator would have completed them.

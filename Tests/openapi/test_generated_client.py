@@ -193,9 +193,9 @@ class GeneratedClientTests(unittest.TestCase):
     def test_04_error_codes_cover_everything_the_server_sends(self):
         documented = set(document.load()["components"]["schemas"]["ErrorCode"]["enum"])
         sent = set()
-        with open(os.path.join(document.ROOT, "Shared", "FaceGateContracts", "ErrorCode.swift"), encoding="utf-8") as handle:
+        with open(os.path.join(document.ROOT, "Shared", "Domain", "FaceGateContracts", "ErrorCode.swift"), encoding="utf-8") as handle:
             sent |= set(re.findall(r'^\s*case \w+ = "([A-Z_]+)"', handle.read(), re.M))
-        http = os.path.join(document.ROOT, "Shared", "HTTPServer")
+        http = os.path.join(document.ROOT, "Shared", "Wrappers", "HTTPServer")
         for name in os.listdir(http):
             if name.endswith(".swift"):
                 with open(os.path.join(http, name), encoding="utf-8") as handle:

@@ -3,7 +3,6 @@ import Foundation
 import HTTPServer
 import JWT
 import KafkaClient
-import PostgresClient
 import ServiceKit
 import Synchronization
 
@@ -79,18 +78,8 @@ extension GatewayContext {
         }
     }
 
-    struct AuditFilter {
-        var appIds: String?
-        var kind: String?
-        var outcome: String?
-        var userId: UUID?
-        var deviceId: String?
-        var from: Date?
-        var to: Date?
-    }
-
     /// Parses the query filters and narrows them to the apps this auditor may read.
-    func auditFilter(_ request: HTTPRequest, scope: [UUID]?) throws -> AuditFilter {
+    func auditFilter(_ request: HTTPRequest, scope: [UUID]?) throws -> TransactionLog.Filter {
         func uuid(_ name: String) throws -> UUID? {
             guard let text = request.query[name], !text.isEmpty else { return nil }
             guard let value = UUID(uuidString: text) else { throw APIError(.invalidRequest, "\(name) must be a UUID") }
@@ -101,7 +90,7 @@ extension GatewayContext {
             guard let value = RFC3339.date(from: text) else { throw APIError(.invalidRequest, "\(name) must be an RFC 3339 time") }
             return value
         }
-        var filter = AuditFilter(kind: request.query["kind"].flatMap { $0.isEmpty ? nil : $0 },
+        var filter = TransactionLog.Filter(kind: request.query["kind"].flatMap { $0.isEmpty ? nil : $0 },
                                  outcome: request.query["outcome"].flatMap { $0.isEmpty ? nil : $0 },
                                  userId: try uuid("userId"), deviceId: request.query["deviceId"].flatMap { $0.isEmpty ? nil : $0 },
                                  from: try time("from"), to: try time("to"))
@@ -114,29 +103,11 @@ extension GatewayContext {
         return filter
     }
 
-    func transactionsQuery(_ filter: AuditFilter, after cursor: PageCursor?, limit: Int) -> PostgresQuery {
-        """
-        SELECT id, app_id, kind, outcome, user_id, device_id, client_ip, score, latency_ms, detail::text AS detail, created_at
-        FROM transactions
-        WHERE (\(filter.appIds)::text IS NULL OR app_id::text = ANY(string_to_array(\(filter.appIds), ',')))
-          AND (\(filter.kind)::text IS NULL OR kind = \(filter.kind))
-          AND (\(filter.outcome)::text IS NULL OR outcome = \(filter.outcome))
-          AND (\(filter.userId)::uuid IS NULL OR user_id = \(filter.userId))
-          AND (\(filter.deviceId)::text IS NULL OR device_id = \(filter.deviceId))
-          AND (\(filter.from)::timestamptz IS NULL OR created_at >= \(filter.from))
-          AND (\(filter.to)::timestamptz IS NULL OR created_at < \(filter.to))
-          AND (\(cursor?.time)::timestamptz IS NULL OR (created_at, id) < (\(cursor?.time), \(cursor?.id)))
-        ORDER BY created_at DESC, id DESC
-        LIMIT \(limit)
-        """
-    }
-
     func searchTransactions(_ request: HTTPRequest, scope: [UUID]?) async throws -> HTTPResponse {
         let filter = try auditFilter(request, scope: scope)
         let limit = min(max(Int(request.query["limit"] ?? "") ?? 100, 1), 1000)
         let cursor = try PageCursor.decode(request.query["cursor"])
-        let rows = try await database.query(transactionsQuery(filter, after: cursor, limit: limit + 1))
-        var items = try rows.rows.map { AuditItem(try TransactionLog.record(from: $0)) }
+        var items = try await transactions.page(filter, before: cursor.map { ($0.time, $0.id) }, limit: limit + 1).map(AuditItem.init)
         var next: String?
         if items.count > limit {
             items.removeLast()
@@ -150,9 +121,7 @@ extension GatewayContext {
     /// client has taken the last one, so an export of any size holds about one page in memory.
     func exportTransactions(_ request: HTTPRequest, scope: [UUID]?) async throws -> HTTPResponse {
         let filter = try auditFilter(request, scope: scope)
-        let database = self.database
-        let logger = self.logger
-        let query = { @Sendable (cursor: PageCursor?) in self.transactionsQuery(filter, after: cursor, limit: 1000) }
+        let (transactions, logger) = (self.transactions, self.logger)
         let pages = CSVPages()
         let stream = AsyncStream<[UInt8]> {
             guard let state = pages.next() else { return nil }
@@ -160,8 +129,9 @@ extension GatewayContext {
             guard case .after(let cursor) = state else { return nil }
             do {
                 // The stream runs after the handler returned, outside the request's scope.
-                let rows = try await Tenant.acrossApps { try await database.query(query(cursor)) }
-                let records = try rows.rows.map { try TransactionLog.record(from: $0) }
+                let records = try await Tenant.acrossApps {
+                    try await transactions.page(filter, before: cursor.map { ($0.time, $0.id) }, limit: 1000)
+                }
                 pages.advance(records.count < 1000 ? nil : records.last.map { PageCursor(time: $0.createdAt, id: $0.id) })
                 return records.isEmpty ? [] : Array(records.map { AuditItem($0).csvLine }.joined().utf8)
             } catch {
@@ -209,11 +179,9 @@ extension GatewayContext {
     }
 
     func signedCheckpoint(_ appId: UUID) async throws -> SignedCheckpoint {
-        let head = try await Tenant.run(app: appId) {
-            try await database.query("SELECT last_seq, last_hash FROM transaction_chain_heads WHERE app_id = \(appId)").first
-        }
-        let claims = AuditCheckpoint(issuer: configuration.issuer, appId: appId, count: try head?.decode("last_seq", as: Int64.self) ?? 0,
-                                     head: try head?.decode("last_hash", as: [UInt8].self) ?? TransactionRecord.genesisHash)
+        let head = try await Tenant.run(app: appId) { try await transactions.head(of: appId) }
+        let claims = AuditCheckpoint(issuer: configuration.issuer, appId: appId, count: head?.count ?? 0,
+                                     head: head?.hash ?? TransactionRecord.genesisHash)
         return SignedCheckpoint(appId: appId.wire, count: claims.count, headHash: claims.headHash, issuedAt: claims.issuedAt,
                                 checkpoint: try JWT.sign(claims, type: AuditCheckpoint.type, key: signingKey))
     }
@@ -221,10 +189,7 @@ extension GatewayContext {
     /// Signs the head of every chain that grew since this instance last did, and publishes it on the audit
     /// topic (header `facegate-type: audit.checkpoint`), so a copy lives outside the database.
     func publishCheckpoints(after published: inout [UUID: Int64]) async throws {
-        let rows = try await Tenant.acrossApps { try await database.query("SELECT app_id, last_seq FROM transaction_chain_heads") }
-        for row in rows.rows {
-            let appId: UUID = try row.decode("app_id")
-            let count: Int64 = try row.decode("last_seq")
+        for (appId, count) in try await Tenant.acrossApps({ try await transactions.lengths() }) {
             guard published[appId] != count else { continue }
             let signed = try await signedCheckpoint(appId)
             _ = try await producer.send(KafkaRecord(topic: runtime.topics.auditTransactions, key: Array(appId.wire.utf8), value: try FaceGateJSON.encode(signed),

@@ -48,10 +48,7 @@ extension GatewayContext {
             if byte < 250 { randNum.append(String(byte % 10)) }
         }
         let ttl = configuration.ctidSerialTTLSeconds
-        _ = try await database.query("""
-            INSERT INTO ctid_serials (serial, app_id, auth_mode, rand_num, expires_at)
-            VALUES (\(serial), \(app.id), \(mode.rawValue), \(randNum), now() + make_interval(secs => \(ttl)))
-            """)
+        try await ctidSerials.issue(serial, appId: app.id, authMode: mode, randNum: randNum, ttlSeconds: ttl)
         return .json(SerialAnswer(bizSerialNum: serial, randNum: randNum, expiresIn: ttl))
     }
 

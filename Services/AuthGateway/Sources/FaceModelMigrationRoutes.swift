@@ -1,7 +1,6 @@
 import FaceGateCore
 import Foundation
 import HTTPServer
-import PostgresClient
 import ServiceKit
 
 /// Moving an app to a newer face model without asking everyone to come back. While an app is on an older model,
@@ -54,35 +53,12 @@ extension GatewayContext {
     }
 
     func migrationStatus(_ app: AppRecord, to target: FaceModel) async throws -> MigrationStatus {
-        let counts = try await database.query("""
-            SELECT count(*)::int AS users,
-                   count(*) FILTER (WHERE \(unsafeRaw: Self.holds("u", target)))::int AS ready,
-                   count(*) FILTER (WHERE NOT \(unsafeRaw: Self.holds("u", target)) AND \(unsafeRaw: Self.keptPhoto("u")))::int AS kept
-            FROM users u
-            WHERE u.app_id = \(app.id) AND \(unsafeRaw: Self.holds("u", app.faceModel))
-            """).first
-        let (users, ready, kept) = (try counts?.decode("users", as: Int.self) ?? 0, try counts?.decode("ready", as: Int.self) ?? 0,
-                                    try counts?.decode("kept", as: Int.self) ?? 0)
-        let pending = try await database.query("""
-            SELECT u.id, u.employee_number, \(unsafeRaw: Self.keptPhoto("u")) AS kept FROM users u
-            WHERE u.app_id = \(app.id) AND \(unsafeRaw: Self.holds("u", app.faceModel)) AND NOT \(unsafeRaw: Self.holds("u", target))
-            ORDER BY u.created_at, u.id LIMIT 1000
-            """).rows.map {
-            MigrationStatus.Pending(userId: (try $0.decode("id", as: UUID.self)).wire, employeeNumber: try $0.decode("employee_number"),
-                                    keptPhoto: try $0.decode("kept"))
+        let (users, ready, kept) = try await migration.counts(appId: app.id, from: app.faceModel, to: target)
+        let pending = try await migration.pending(appId: app.id, from: app.faceModel, to: target, limit: 1000).map {
+            MigrationStatus.Pending(userId: $0.id.wire, employeeNumber: $0.employeeNumber, keptPhoto: $0.keptPhoto)
         }
         return MigrationStatus(appId: app.id.wire, from: app.faceModel, to: target, users: users, ready: ready,
                                readyShare: users == 0 ? 1 : Double(ready) / Double(users), keptPhotos: kept, notReady: pending)
-    }
-
-    /// SQL: the user row `alias` holds a template of `model` (a program-chosen model name, never input).
-    static func holds(_ alias: String, _ model: FaceModel) -> String {
-        "EXISTS (SELECT 1 FROM face_templates t WHERE t.user_id = \(alias).id AND t.model_id = '\(model.rawValue)')"
-    }
-
-    /// SQL: the user row `alias` has a kept enrollment photo.
-    static func keptPhoto(_ alias: String) -> String {
-        "EXISTS (SELECT 1 FROM enrollment_photos p WHERE p.user_id = \(alias).id)"
     }
 
     struct ReembedBody: Decodable {
@@ -107,12 +83,7 @@ extension GatewayContext {
             var outcomes: [ReembedOutcome] = []
             var next: UUID?
             while true {
-                let page = try await database.query("""
-                    SELECT p.template_id FROM enrollment_photos p JOIN users u ON u.id = p.user_id
-                    WHERE p.app_id = \(app.id) AND p.template_id > \(after) AND NOT \(unsafeRaw: Self.holds("u", target))
-                      AND EXISTS (SELECT 1 FROM face_templates s WHERE s.id = p.template_id AND s.model_id = \(app.faceModel.rawValue))
-                    ORDER BY p.template_id LIMIT \(Self.reembedPage)
-                    """).rows.map { try $0.decode("template_id", as: UUID.self) }
+                let page = try await migration.keptPhotos(appId: app.id, from: app.faceModel, to: target, after: after, limit: Self.reembedPage)
                 guard let last = page.last else { break }
                 if ContinuousClock.now - started > Self.reembedBudget {
                     next = after
@@ -164,11 +135,7 @@ extension GatewayContext {
         let threshold = try Self.threshold(body.matchThreshold, falseMatchRate: nil, model: body.to, otherwise: body.to.defaultThreshold)
         return try await recorded(request, kind: "app.face-model.switch", appId: app.id) { draft in
             let status = try await migrationStatus(app, to: body.to)
-            let switched = try await database.query("""
-                UPDATE apps SET face_model = \(body.to.rawValue), match_threshold = \(Double(threshold)), updated_at = now()
-                WHERE id = \(app.id) AND face_model = \(app.faceModel.rawValue)
-                """)
-            guard switched.affectedRows == 1 else { throw APIError(.conflict, "the app's face model changed meanwhile; look again") }
+            guard try await apps.switchModel(app.id, from: app.faceModel, to: body.to, threshold: threshold) else { throw APIError(.conflict, "the app's face model changed meanwhile; look again") }
             draft.detail = ["from": app.faceModel.rawValue, "to": body.to.rawValue, "ready": String(status.ready), "users": String(status.users)]
             guard let updated = try await apps.find(app.id) else { throw APIError(.notFound, "no such app") }
             struct Switched: Encodable { var app: AppRecord.Public; var ready: Int; var users: Int; var notReady: [MigrationStatus.Pending] }
@@ -181,10 +148,7 @@ extension GatewayContext {
     func reenroll(app: AppRecord, user: UUID, image: Data, target: FaceModel) {
         Task { [self] in
             do {
-                let held = try await database.query("""
-                    SELECT 1 FROM face_templates WHERE app_id = \(app.id) AND user_id = \(user) AND model_id = \(target.rawValue) LIMIT 1
-                    """).first != nil
-                guard !held else { return }
+                guard try await !migration.holds(user, appId: app.id, model: target) else { return }
                 let started = ContinuousClock.now
                 let result = try await faceJob(FaceJob(kind: .enroll, appId: app.id, image: image, userId: user, duplicateCheck: false, model: target))
                 let outcome = result.outcome == .enrolled ? "SUCCESS" : (result.outcome.errorCode?.rawValue ?? result.outcome.rawValue)

@@ -77,13 +77,13 @@ extension GatewayContext {
             guard let userId = UUID(uuidString: text.trimmingCharacters(in: .whitespaces)) else {
                 throw APIError(.invalidRequest, "userId must be a UUID")
             }
-            return try await database.query("SELECT id FROM users WHERE id = \(userId) AND app_id = \(app.id)").first?.decode("id")
+            return try await users.exists(userId, appId: app.id) ? userId : nil
         }
         guard let number = fields["employeeNumber"]?.trimmingCharacters(in: .whitespaces), !number.isEmpty else {
             throw APIError(.invalidRequest, "name the user to compare with: userId or employeeNumber (a multipart field or a query parameter)")
         }
         guard number.utf8.count <= 64 else { return nil }
-        return try await database.query("SELECT id FROM users WHERE app_id = \(app.id) AND employee_number = \(number)").first?.decode("id")
+        return try await users.user(appId: app.id, employeeNumber: number)
     }
 
     struct SearchHit: Encodable {
@@ -115,7 +115,7 @@ extension GatewayContext {
                     bestPerUser.append(candidate)
                 }
                 let shown = Array(bestPerUser.prefix(isAppServer ? 1 : limit))
-                let numbers = try await employeeNumbers(of: shown.map(\.userId), app: app.id)
+                let numbers = try await users.employeeNumbers(of: shown.map(\.userId), appId: app.id)
                 let hits = shown.compactMap { candidate in
                     numbers[candidate.userId].map { SearchHit(userId: candidate.userId.wire, employeeNumber: $0, score: candidate.distance) }
                 }
@@ -138,13 +138,6 @@ extension GatewayContext {
         }
     }
 
-    private func employeeNumbers(of users: [UUID], app: UUID) async throws -> [UUID: String] {
-        guard !users.isEmpty else { return [:] }
-        let rows = try await database.query("""
-            SELECT id, employee_number FROM users WHERE app_id = \(app) AND id = ANY(\(users.arrayLiteral)::uuid[])
-            """)
-        return Dictionary(uniqueKeysWithValues: try rows.rows.map { (try $0.decode("id", as: UUID.self), try $0.decode("employee_number", as: String.self)) })
-    }
 
     static func isAppServer(_ request: HTTPRequest) -> Bool {
         (request.headers["Authorization"] ?? "").lowercased().hasPrefix("basic ")

@@ -87,6 +87,11 @@ final class GatewayContext: Sendable {
     let livenessChallenges: any LivenessChallengeStore
     let deviceCredentials: any DeviceCredentialStore
     let spentTokenIds: any SpentTokenIds
+    let apiKeys: any ApiKeyStore
+    let ctidSerials: any CTIDSerialStore
+    let kioskEventTickets: any KioskEventTicketStore
+    let roster: any UserRoster
+    let migration: any ModelMigrationStore
     let logger: Logger
     let faceJobSeconds: Histogram
     let interviewTokens: InterviewTokens
@@ -114,6 +119,11 @@ final class GatewayContext: Sendable {
         livenessChallenges = PostgresLivenessChallenges(database: runtime.database)
         deviceCredentials = PostgresDeviceCredentials(database: runtime.database)
         spentTokenIds = PostgresSpentTokenIds(database: runtime.database)
+        apiKeys = PostgresApiKeys(database: runtime.database)
+        ctidSerials = PostgresCTIDSerials(database: runtime.database)
+        kioskEventTickets = PostgresKioskEventTickets(database: runtime.database)
+        roster = PostgresUserRoster(database: runtime.database)
+        migration = PostgresModelMigration(database: runtime.database)
         self.logger = runtime.logger
         faceJobSeconds = runtime.metrics.histogram("facegate_face_job_round_trip_seconds", help: "Gateway → matcher → gateway time")
         interviewTokens = try InterviewTokens(signingSeed: configuration.signingKey)
@@ -158,14 +168,9 @@ final class GatewayContext: Sendable {
         }
     }
 
-    /// Deletes single-use records that can no longer be used: spent or expired token ids (the token's own
-    /// `exp` refuses it from then on), challenges, confirmations, CTID serials and liveness frame digests, an hour after expiry.
+    /// Deletes what can no longer be used: expired single-use records (`ExpiredRecords`) and idempotency records.
     func sweepExpiredRecords() async throws {
-        try await Tenant.acrossApps {
-            for table in ["used_token_ids", "one_time_challenges", "login_confirmations", "ctid_serials", "used_liveness_frames"] {
-                _ = try await database.query(PostgresQuery(unsafeSQL: "DELETE FROM \(table) WHERE expires_at < now() - interval '1 hour'"))
-            }
-        }
+        try await ExpiredRecords(database: database).sweep()
         try await idempotentRequests.sweep()
     }
 

@@ -63,10 +63,8 @@ extension GatewayContext {
         let secret = newSecret(prefix: role.prefix)
         let keyId = UUID()
         return try await recorded(request, kind: "\(role.rawValue)-key.create", appId: platformAppId) { draft in
-            _ = try await database.query("""
-                INSERT INTO api_keys (id, role, name, key_hash, app_ids, expires_at) VALUES (\(keyId), \(role.column), \(name),
-                \(SHA256.hash(Array(secret.utf8))), \(appIds.map(\.arrayLiteral))::uuid[], \(expiresAt))
-                """)
+            try await apiKeys.create(id: keyId, role: role.column, name: name, hash: SHA256.hash(Array(secret.utf8)), appIds: appIds,
+                                     expiresAt: expiresAt)
             draft.detail = ["keyId": keyId.wire, "name": name]
             let appIds = appIds?.map(\.wire)
             if role == .auditor {
@@ -91,15 +89,9 @@ extension GatewayContext {
     }
 
     func listKeys(role: KeyRole) async throws -> HTTPResponse {
-        let rows = try await database.query("""
-            SELECT id, name, app_ids::text AS app_ids, created_at, expires_at, revoked_at FROM api_keys
-            WHERE role = \(role.column) ORDER BY created_at, id
-            """)
-        let items = try rows.rows.map { row in
-            let id = try row.decode("id", as: UUID.self).wire
-            return KeyView(operatorKeyId: role == .operator ? id : nil, auditorId: role == .auditor ? id : nil, role: role.rawValue, name: try row.decode("name"),
-                    appIds: try Self.appList(row)?.map(\.wire), createdAt: try row.decode("created_at"),
-                    expiresAt: try row.decode("expires_at"), revokedAt: try row.decode("revoked_at"))
+        let items = try await apiKeys.list(role: role.column).map { key in
+            KeyView(operatorKeyId: role == .operator ? key.id.wire : nil, auditorId: role == .auditor ? key.id.wire : nil, role: role.rawValue,
+                    name: key.name, appIds: key.appIds?.map(\.wire), createdAt: key.createdAt, expiresAt: key.expiresAt, revokedAt: key.revokedAt)
         }
         struct Page: Encodable { var items: [KeyView] }
         return .json(Page(items: items))
@@ -109,10 +101,7 @@ extension GatewayContext {
         let keyId = try request.uuidParameter(parameter)
         return try await recorded(request, kind: "\(role.rawValue)-key.revoke", appId: platformAppId) { draft in
             draft.detail = ["keyId": keyId.wire]
-            let revoked = try await database.query("""
-                UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = \(keyId) AND role = \(role.column)
-                """)
-            guard revoked.affectedRows == 1 else { throw APIError(.notFound, "no such \(role.rawValue) key") }
+            guard try await apiKeys.revoke(keyId, role: role.column) else { throw APIError(.notFound, "no such \(role.rawValue) key") }
             return .noContent
         }
     }

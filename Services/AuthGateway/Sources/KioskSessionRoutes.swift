@@ -106,10 +106,7 @@ extension GatewayContext {
     func kioskEventTicket(_ id: UUID) async throws -> HTTPResponse {
         let session = try await liveSession(id)
         let ticket = "kt_" + Base64URL.encode(SecureRandom.bytes(24))
-        _ = try await database.query("""
-            INSERT INTO one_time_challenges (id, app_id, purpose, subject, expires_at)
-            VALUES (\(ticket), \(session.appId), 'kiosk-events', \(session.id.wire), now() + make_interval(secs => \(Self.eventTicketSeconds)))
-            """)
+        try await kioskEventTickets.issue(ticket, appId: session.appId, session: session.id, ttlSeconds: Self.eventTicketSeconds)
         struct Ticket: Encodable { var ticket: String; var expiresIn: Int }
         return .json(Ticket(ticket: ticket, expiresIn: Self.eventTicketSeconds), status: 201)
     }
@@ -190,11 +187,7 @@ extension GatewayContext {
             guard let ticket = request.query["ticket"], request.headers["X-Interview-Token"] == nil else { return try requireInterview(request) }
             let id = try request.uuidParameter("interviewId")
             _ = try await interviewSession(id)
-            let spent = try await database.query("""
-                UPDATE one_time_challenges SET used_at = now()
-                WHERE id = \(ticket) AND purpose = 'kiosk-events' AND subject = \(id.wire) AND used_at IS NULL AND expires_at > now()
-                """)
-            guard spent.affectedRows == 1 else {
+            guard try await kioskEventTickets.spend(ticket, session: id) else {
                 throw APIError(.unauthorized, "the event ticket is unknown, spent or expired; ask POST …/event-tickets for a new one")
             }
             return id

@@ -93,13 +93,11 @@ extension GatewayContext {
         let policy = body.deviceBindingPolicy ?? .appServerTicket
         let keepPhotos = body.keepEnrollmentPhotos ?? false
         return try await recorded(request, kind: "app.create", appId: platformAppId) { draft in
-            _ = try await database.query("""
-                INSERT INTO apps (id, name, secret_hash, ctid_key_sealed, modules, face_model, match_threshold, liveness, device_binding,
-                                  device_binding_policy, kiosk_approval, quotas, keep_enrollment_photos)
-                VALUES (\(appId), \(name), \(SHA256.hash(Array(secret.utf8))), \(try CTIDKeyBox.seal(ctidKey, appId: appId, to: configuration.ctidPublicKey)),
-                        \(modules.jsonText)::jsonb, \(faceModel.rawValue), \(Double(threshold)), \(liveness.jsonText)::jsonb, \(binding.rawValue),
-                        \(policy.rawValue), \(approval.jsonText)::jsonb, \(quotas.jsonText)::jsonb, \(keepPhotos))
-                """)
+            let settings = AppSettings(modules: modules, matchThreshold: threshold, liveness: liveness, deviceBinding: binding,
+                                       deviceBindingPolicy: policy, kioskApproval: approval, quotas: quotas, keepEnrollmentPhotos: keepPhotos)
+            try await apps.create(appId, name: name, secretHash: SHA256.hash(Array(secret.utf8)),
+                                  ctidKeySealed: try CTIDKeyBox.seal(ctidKey, appId: appId, to: configuration.ctidPublicKey),
+                                  faceModel: faceModel, settings: settings)
             draft.detail = ["appId": appId.uuidString.lowercased(), "keepEnrollmentPhotos": String(keepPhotos)]
             return .json(CreatedApp(appId: appId.wire, name: name, appSecret: secret, ctidKey: Data(ctidKey).base64EncodedString(), modules: modules,
                                     faceModel: faceModel, matchThreshold: threshold,
@@ -135,13 +133,8 @@ extension GatewayContext {
     }
 
     func listApps(scope: OperatorScope) async throws -> HTTPResponse {
-        var items: [AppRecord.Public] = []
-        for row in try await database.query("SELECT id FROM apps ORDER BY created_at, id LIMIT 1000") {
-            let appId: UUID = try row.decode("id")
-            if scope.covers(appId), let app = try await apps.find(appId) { items.append(app.publicView) }
-        }
         struct Page: Encodable { var items: [AppRecord.Public] }
-        return .json(Page(items: items))
+        return .json(Page(items: try await apps.all().filter { scope.covers($0.id) }.map(\.publicView)))
     }
 
     struct PatchAppBody: Decodable {
@@ -170,14 +163,9 @@ extension GatewayContext {
             if let problem = approval.validationError(model: app.faceModel) { throw APIError(.invalidRequest, problem) }
             let quotas = body.quotas ?? app.quotas
             guard quotas.dailyCalls >= 0, quotas.gallerySize >= 0 else { throw APIError(.invalidRequest, "quotas must not be negative") }
-            _ = try await database.query("""
-                UPDATE apps SET modules = \(modules.jsonText)::jsonb, match_threshold = \(Double(threshold)),
-                       liveness = \(liveness.jsonText)::jsonb, device_binding = \(binding.rawValue),
-                       device_binding_policy = \(policy.rawValue), kiosk_approval = \(approval.jsonText)::jsonb,
-                       quotas = \(quotas.jsonText)::jsonb, keep_enrollment_photos = \(body.keepEnrollmentPhotos ?? app.keepEnrollmentPhotos),
-                       updated_at = now()
-                WHERE id = \(app.id)
-                """)
+            try await apps.update(app.id, settings: AppSettings(
+                modules: modules, matchThreshold: threshold, liveness: liveness, deviceBinding: binding, deviceBindingPolicy: policy,
+                kioskApproval: approval, quotas: quotas, keepEnrollmentPhotos: body.keepEnrollmentPhotos ?? app.keepEnrollmentPhotos))
             draft.detail = ["modules": modules.jsonText, "deviceBinding": binding.rawValue, "deviceBindingPolicy": policy.rawValue,
                             "keepEnrollmentPhotos": String(body.keepEnrollmentPhotos ?? app.keepEnrollmentPhotos)]
             guard let updated = try await apps.find(app.id) else { throw APIError(.notFound, "no such app") }
@@ -189,37 +177,15 @@ extension GatewayContext {
     func rotateSecret(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let secret = newSecret(prefix: "fgs_")
         return try await recorded(request, kind: "app.secret.rotate", appId: app.id) { _ in
-            _ = try await database.query("""
-                UPDATE apps SET previous_secret_hash = secret_hash,
-                       previous_secret_valid_until = now() + make_interval(secs => \(configuration.secretGraceSeconds)),
-                       secret_hash = \(SHA256.hash(Array(secret.utf8))), secret_rotated_at = now(), updated_at = now()
-                WHERE id = \(app.id)
-                """)
+            try await apps.rotateSecret(app.id, to: SHA256.hash(Array(secret.utf8)), graceSeconds: configuration.secretGraceSeconds)
             struct Rotated: Encodable { var appId: String; var appSecret: String; var previousSecretValidForSeconds: Int }
             return .json(Rotated(appId: app.id.wire, appSecret: secret, previousSecretValidForSeconds: configuration.secretGraceSeconds), status: 201)
         }
     }
 
-    struct UserView: Codable, Sendable {
-        var userId: String
-        var employeeNumber: String
-        var name: String
-        var faces: Int
-        var createdAt: Date
-    }
-
     func user(_ userId: UUID, app appId: UUID) async throws -> UserView {
-        let rows = try await database.query("""
-            SELECT u.id, u.employee_number, u.name, u.created_at, (SELECT count(*) FROM face_templates t WHERE t.user_id = u.id) AS faces
-            FROM users u WHERE u.id = \(userId) AND u.app_id = \(appId)
-            """)
-        guard let row = rows.first else { throw APIError(.notFound, "no such user in this app") }
-        return try Self.userView(row)
-    }
-
-    static func userView(_ row: PostgresRow) throws -> UserView {
-        UserView(userId: try row.decode("id", as: UUID.self).wire, employeeNumber: try row.decode("employee_number"), name: try row.decode("name"),
-                 faces: try row.decode("faces", as: Int.self), createdAt: try row.decode("created_at"))
+        guard let user = try await roster.user(userId, appId: appId) else { throw APIError(.notFound, "no such user in this app") }
+        return user
     }
 
     struct CreateUserBody: Decodable { var employeeNumber: String; var name: String }
@@ -233,9 +199,7 @@ extension GatewayContext {
                 throw APIError(.invalidRequest, "employeeNumber must be 1–64 and name 1–200 characters")
             }
             let userId = UUID()
-            do {
-                _ = try await database.query("INSERT INTO users (id, app_id, employee_number, name) VALUES (\(userId), \(app.id), \(number), \(name))")
-            } catch let error as PostgresError where error.isUniqueViolation {
+            guard try await roster.create(userId, appId: app.id, employeeNumber: number, name: name) else {
                 throw APIError(.conflict, "employee number \(number) already exists in this app")
             }
             draft.userId = userId
@@ -248,13 +212,7 @@ extension GatewayContext {
     func listUsers(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let limit = min(max(Int(request.query["limit"] ?? "") ?? 50, 1), 500)
         let after = try PageCursor.decode(request.query["cursor"])
-        let rows = try await database.query("""
-            SELECT u.id, u.employee_number, u.name, u.created_at, (SELECT count(*) FROM face_templates t WHERE t.user_id = u.id) AS faces
-            FROM users u
-            WHERE u.app_id = \(app.id) AND (\(after == nil) OR (u.created_at, u.id) > (\(after?.time ?? Date.distantPast), \(after?.id ?? UUID())))
-            ORDER BY u.created_at, u.id LIMIT \(limit + 1)
-            """)
-        var items = try rows.rows.map(Self.userView)
+        var items = try await roster.page(appId: app.id, after: after, limit: limit + 1)
         var next: String?
         if items.count > limit {
             items.removeLast()
@@ -269,21 +227,7 @@ extension GatewayContext {
         let userId = try request.uuidParameter("userId")
         return try await recorded(request, kind: "user.delete", appId: app.id) { draft in
             draft.userId = userId
-            let removed: [GalleryChange]? = try await database.withTransaction { connection in
-                let tombstones = try await connection.query("""
-                    INSERT INTO gallery_tombstones (template_id, app_id, user_id)
-                    SELECT id, app_id, user_id FROM face_templates WHERE user_id = \(userId) AND app_id = \(app.id)
-                    RETURNING template_id, change_seq
-                    """)
-                let deleted = try await connection.query("DELETE FROM users WHERE id = \(userId) AND app_id = \(app.id)")
-                // The kiosk sessions that onboarded the customer go too: they hold the document data.
-                _ = try await connection.query("DELETE FROM kiosk_sessions WHERE app_id = \(app.id) AND customer_id = \(userId)")
-                guard deleted.affectedRows == 1 else { return nil }
-                return try tombstones.rows.map {
-                    GalleryChange(operation: .delete, appId: app.id, userId: userId, templateId: try $0.decode("template_id"), changeSeq: try $0.decode("change_seq"))
-                }
-            }
-            guard let removed else { throw APIError(.notFound, "no such user in this app") }
+            guard let removed = try await roster.erase(userId, appId: app.id) else { throw APIError(.notFound, "no such user in this app") }
             for change in removed { await broadcast(change) }
             draft.detail = ["templatesErased": String(removed.count)]
             return .noContent
@@ -306,8 +250,7 @@ extension GatewayContext {
             _ = try await user(userId, app: app.id)
             let image = try image(request)
             if app.modules.faceLogin == .trial {
-                let enrolled = try await database.query("SELECT count(DISTINCT user_id) AS n FROM face_templates WHERE app_id = \(app.id)")
-                if try enrolled.first?.decode("n", as: Int.self) ?? 0 >= app.quotas.gallerySize {
+                if try await roster.enrolledUsers(appId: app.id) >= app.quotas.gallerySize {
                     throw APIError(.moduleNotFormal, "the trial gallery holds \(app.quotas.gallerySize) users; ask for the formal module")
                 }
             }
@@ -342,18 +285,8 @@ extension GatewayContext {
     func listFaces(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let userId = try request.uuidParameter("userId")
         _ = try await user(userId, app: app.id)
-        let rows = try await database.query("""
-            SELECT id, model_id, quality::text AS quality, created_at FROM face_templates
-            WHERE user_id = \(userId) AND app_id = \(app.id) ORDER BY created_at, id
-            """)
-        struct Face: Encodable { var templateId: String; var model: String; var quality: FaceQualityReport; var createdAt: Date }
-        let items = try rows.rows.map { row in
-            Face(templateId: try row.decode("id", as: UUID.self).wire, model: try row.decode("model_id"),
-                 quality: try FaceGateJSON.decode(FaceQualityReport.self, from: Array(try row.decode("quality", as: String.self).utf8)),
-                 createdAt: try row.decode("created_at"))
-        }
-        struct Page: Encodable { var items: [Face] }
-        return .json(Page(items: items))
+        struct Page: Encodable { var items: [FaceView] }
+        return .json(Page(items: try await roster.faces(of: userId, appId: app.id)))
     }
 
     /// Deletes one template: tombstoned and broadcast like a user's erasure, so every matcher drops it.
@@ -363,17 +296,7 @@ extension GatewayContext {
         return try await recorded(request, kind: "face.delete", appId: app.id) { draft in
             draft.userId = userId
             draft.detail = ["templateId": templateId.wire]
-            let change: GalleryChange? = try await database.withTransaction { connection in
-                let tombstone = try await connection.query("""
-                    INSERT INTO gallery_tombstones (template_id, app_id, user_id)
-                    SELECT id, app_id, user_id FROM face_templates WHERE id = \(templateId) AND user_id = \(userId) AND app_id = \(app.id)
-                    RETURNING change_seq
-                    """)
-                guard let row = tombstone.first else { return nil }
-                _ = try await connection.query("DELETE FROM face_templates WHERE id = \(templateId)")
-                return GalleryChange(operation: .delete, appId: app.id, userId: userId, templateId: templateId, changeSeq: try row.decode("change_seq"))
-            }
-            guard let change else { throw APIError(.notFound, "no such face template of this user") }
+            guard let change = try await roster.eraseFace(templateId, of: userId, appId: app.id) else { throw APIError(.notFound, "no such face template of this user") }
             await broadcast(change)
             return .noContent
         }

@@ -140,10 +140,10 @@ extension GatewayContext {
         let key = try bearer(request, missing: .unauthorized)
         let hash = SHA256.hash(Array(key.utf8))
         if let bootstrap = configuration.bootstrapAdminKeyHash, constantTimeEquals(bootstrap, hash) { return OperatorScope(appIds: nil) }
-        guard let row = try await liveKey(hash), try row.decode("role", as: String.self) == "admin" else {
+        guard let key = try await apiKeys.live(hash: hash), key.role == "admin" else {
             throw APIError(.unauthorized, "an operator key is required")
         }
-        let scope = OperatorScope(appIds: try Self.appList(row))
+        let scope = OperatorScope(appIds: key.appIds)
         if global, !scope.isGlobal { throw APIError(.forbidden, "this operator key is limited to some apps; this needs a key for every app") }
         return scope
     }
@@ -166,21 +166,9 @@ extension GatewayContext {
             Tenant.enterAcrossApps()
             return nil
         }
-        guard let row = try await liveKey(hash) else { throw APIError(.unauthorized, "an auditor key is required") }
+        guard let key = try await apiKeys.live(hash: hash) else { throw APIError(.unauthorized, "an auditor key is required") }
         Tenant.enterAcrossApps()
-        return try Self.appList(row)
-    }
-
-    private func liveKey(_ hash: [UInt8]) async throws -> PostgresRow? {
-        try await database.query("""
-            SELECT role, app_ids::text AS app_ids FROM api_keys
-            WHERE key_hash = \(hash) AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
-            """).first
-    }
-
-    static func appList(_ row: PostgresRow) throws -> [UUID]? {
-        guard let list = try row.decode("app_ids", as: String?.self) else { return nil }
-        return list.trimmingCharacters(in: CharacterSet(charactersIn: "{}")).split(separator: ",").compactMap { UUID(uuidString: String($0)) }
+        return key.appIds
     }
 
     /// App server: HTTP Basic `appId:appSecret`; the previous secret is honoured during its grace period.

@@ -104,6 +104,56 @@ public struct TransactionLog: Sendable {
         }
     }
 
+    /// Which transactions an auditor asks for; a nil field matches every row.
+    public struct Filter: Sendable {
+        /// Apps' ids, comma-separated.
+        public var appIds: String?
+        public var kind: String?
+        public var outcome: String?
+        public var userId: UUID?
+        public var deviceId: String?
+        /// From (inclusive) and to (exclusive).
+        public var from: Date?
+        public var to: Date?
+
+        public init(appIds: String? = nil, kind: String? = nil, outcome: String? = nil, userId: UUID? = nil, deviceId: String? = nil,
+                    from: Date? = nil, to: Date? = nil) {
+            (self.appIds, self.kind, self.outcome, self.userId, self.deviceId, self.from, self.to) = (appIds, kind, outcome, userId, deviceId, from, to)
+        }
+    }
+
+    /// Up to `limit` matching transactions, newest first, older than `cursor` (creation time, id) when given.
+    public func page(_ filter: Filter, before cursor: (time: Date, id: UUID)?, limit: Int) async throws -> [TransactionRecord] {
+        try await database.query("""
+            SELECT id, app_id, kind, outcome, user_id, device_id, client_ip, score, latency_ms, detail::text AS detail, created_at
+            FROM transactions
+            WHERE (\(filter.appIds)::text IS NULL OR app_id::text = ANY(string_to_array(\(filter.appIds), ',')))
+              AND (\(filter.kind)::text IS NULL OR kind = \(filter.kind))
+              AND (\(filter.outcome)::text IS NULL OR outcome = \(filter.outcome))
+              AND (\(filter.userId)::uuid IS NULL OR user_id = \(filter.userId))
+              AND (\(filter.deviceId)::text IS NULL OR device_id = \(filter.deviceId))
+              AND (\(filter.from)::timestamptz IS NULL OR created_at >= \(filter.from))
+              AND (\(filter.to)::timestamptz IS NULL OR created_at < \(filter.to))
+              AND (\(cursor?.time)::timestamptz IS NULL OR (created_at, id) < (\(cursor?.time), \(cursor?.id)))
+            ORDER BY created_at DESC, id DESC
+            LIMIT \(limit)
+            """).map(Self.record(from:))
+    }
+
+    /// The app's chain head: how many rows it holds and the last row's hash; nil before its first row.
+    public func head(of appId: UUID) async throws -> (count: Int64, hash: [UInt8])? {
+        try await database.query("SELECT last_seq, last_hash FROM transaction_chain_heads WHERE app_id = \(appId)").first.map {
+            (count: try $0.decode("last_seq"), hash: try $0.decode("last_hash"))
+        }
+    }
+
+    /// Every app's chain length.
+    public func lengths() async throws -> [(appId: UUID, count: Int64)] {
+        try await database.query("SELECT app_id, last_seq FROM transaction_chain_heads").map {
+            (appId: try $0.decode("app_id"), count: try $0.decode("last_seq"))
+        }
+    }
+
     /// Decodes a `transactions` row (columns as the table names them).
     public static func record(from row: PostgresRow) throws -> TransactionRecord {
         let detailText = try row.decode("detail", as: String.self)

@@ -17,6 +17,8 @@ protocol UserDirectory: Sendable {
     func profile(of user: UUID, appId: UUID) async throws -> UserProfile?
     /// Whether the user holds a face template of any model.
     func hasFace(_ user: UUID, appId: UUID) async throws -> Bool
+    /// The employee numbers of those of `users` still in the app.
+    func employeeNumbers(of users: [UUID], appId: UUID) async throws -> [UUID: String]
 }
 
 extension UserDirectory {
@@ -38,5 +40,13 @@ struct PostgresUserDirectory: UserDirectory {
 
     func hasFace(_ user: UUID, appId: UUID) async throws -> Bool {
         try await database.query("SELECT 1 FROM face_templates WHERE app_id = \(appId) AND user_id = \(user) LIMIT 1").first != nil
+    }
+
+    func employeeNumbers(of users: [UUID], appId: UUID) async throws -> [UUID: String] {
+        guard !users.isEmpty else { return [:] }
+        let rows = try await database.query("""
+            SELECT id, employee_number FROM users WHERE app_id = \(appId) AND id = ANY(\(users.arrayLiteral)::uuid[])
+            """)
+        return Dictionary(uniqueKeysWithValues: try rows.rows.map { (try $0.decode("id", as: UUID.self), try $0.decode("employee_number", as: String.self)) })
     }
 }

@@ -107,9 +107,71 @@ struct AppRecord: Sendable {
     }
 }
 
-/// App rows; every tenant-owned query elsewhere is scoped by the app id this returns.
+/// The settings an operator gives an app (`POST /v1/apps`, `PATCH /v1/apps/{appId}`).
+struct AppSettings: Sendable {
+    var modules: Modules
+    var matchThreshold: Float
+    var liveness: LivenessPolicy
+    var deviceBinding: DeviceBinding
+    var deviceBindingPolicy: DeviceBindingPolicy
+    var kioskApproval: KioskApprovalPolicy
+    var quotas: Quotas
+    var keepEnrollmentPhotos: Bool
+}
+
+/// App rows (`apps`) and their daily usage (`usage_counters`); every tenant-owned query elsewhere is scoped by the app id
+/// this returns.
 struct AppStore: Sendable {
     let database: PostgresPool
+
+    /// `ctidKeySealed`: the institution key, sealed to the ctid-verifier (the gateway never opens it again).
+    func create(_ id: UUID, name: String, secretHash: [UInt8], ctidKeySealed: [UInt8], faceModel: FaceModel, settings: AppSettings) async throws {
+        _ = try await database.query("""
+            INSERT INTO apps (id, name, secret_hash, ctid_key_sealed, modules, face_model, match_threshold, liveness, device_binding,
+                              device_binding_policy, kiosk_approval, quotas, keep_enrollment_photos)
+            VALUES (\(id), \(name), \(secretHash), \(ctidKeySealed), \(settings.modules.jsonText)::jsonb, \(faceModel.rawValue),
+                    \(Double(settings.matchThreshold)), \(settings.liveness.jsonText)::jsonb, \(settings.deviceBinding.rawValue),
+                    \(settings.deviceBindingPolicy.rawValue), \(settings.kioskApproval.jsonText)::jsonb, \(settings.quotas.jsonText)::jsonb,
+                    \(settings.keepEnrollmentPhotos))
+            """)
+    }
+
+    func update(_ id: UUID, settings: AppSettings) async throws {
+        _ = try await database.query("""
+            UPDATE apps SET modules = \(settings.modules.jsonText)::jsonb, match_threshold = \(Double(settings.matchThreshold)),
+                   liveness = \(settings.liveness.jsonText)::jsonb, device_binding = \(settings.deviceBinding.rawValue),
+                   device_binding_policy = \(settings.deviceBindingPolicy.rawValue), kiosk_approval = \(settings.kioskApproval.jsonText)::jsonb,
+                   quotas = \(settings.quotas.jsonText)::jsonb, keep_enrollment_photos = \(settings.keepEnrollmentPhotos), updated_at = now()
+            WHERE id = \(id)
+            """)
+    }
+
+    /// A new secret; the previous one keeps working for `graceSeconds`, and access tokens issued before now are dead.
+    func rotateSecret(_ id: UUID, to secretHash: [UInt8], graceSeconds: Int) async throws {
+        _ = try await database.query("""
+            UPDATE apps SET previous_secret_hash = secret_hash,
+                   previous_secret_valid_until = now() + make_interval(secs => \(graceSeconds)),
+                   secret_hash = \(secretHash), secret_rotated_at = now(), updated_at = now()
+            WHERE id = \(id)
+            """)
+    }
+
+    /// Moves the app to `model` with `threshold`, if it is still on `from`; false when it changed meanwhile.
+    func switchModel(_ id: UUID, from: FaceModel, to model: FaceModel, threshold: Float) async throws -> Bool {
+        try await database.query("""
+            UPDATE apps SET face_model = \(model.rawValue), match_threshold = \(Double(threshold)), updated_at = now()
+            WHERE id = \(id) AND face_model = \(from.rawValue)
+            """).affectedRows == 1
+    }
+
+    /// Every app, oldest first (at most 1,000).
+    func all() async throws -> [AppRecord] {
+        var apps: [AppRecord] = []
+        for row in try await database.query("SELECT id FROM apps ORDER BY created_at, id LIMIT 1000") {
+            if let app = try await find(try row.decode("id")) { apps.append(app) }
+        }
+        return apps
+    }
 
     func find(_ id: UUID) async throws -> AppRecord? {
         let rows = try await database.query("""
