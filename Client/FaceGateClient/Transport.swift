@@ -127,6 +127,10 @@ final class Transport: Sendable {
 
     /// A client call (Bearer access token + `X-Device-Id`), retried once with a refreshed token when the
     /// gateway refuses the token and the app gave a refresh hook.
+    ///
+    /// The gateway checks the credential of an upload (a photo, a burst, a document) before it reads the body, and
+    /// refuses a bad one at once, closing the connection with the body unread. A client still sending the photo then
+    /// sees a failed send instead of the refusal, so a transport failure of an upload counts as a possible refusal too.
     func send(_ method: String, _ path: String, body: RequestBody? = nil, headers: [String: String] = [:]) async throws(FaceGateError) -> HTTPAnswer {
         let first = try await currentAccessToken()
         do {
@@ -135,13 +139,19 @@ final class Transport: Sendable {
             switch error {
             case .accessTokenInvalid, .accessTokenExpired:
                 guard configuration.refreshAccessToken != nil else { throw error }
-                let fresh = try await refreshedAccessToken()
-                return try await sendOnce(method, path, body: body, headers: headers, accessToken: fresh)
+            case .transport where (body?.data.count ?? 0) > Self.uploadBytes:
+                guard configuration.refreshAccessToken != nil else { throw error }
             default:
                 throw error
             }
+            let fresh = try await refreshedAccessToken()
+            return try await sendOnce(method, path, body: body, headers: headers, accessToken: fresh)
         }
     }
+
+    /// Bodies over this size are uploads the gateway may refuse unread (its limit for routes that do not check the
+    /// caller first).
+    static let uploadBytes = 64 << 10
 
     func request(_ method: String, _ path: String, accessToken: String?, headers: [String: String]) throws(FaceGateError) -> URLRequest {
         var base = configuration.baseURL.absoluteString

@@ -6,6 +6,9 @@ import Testing
 @Suite(.serialized) struct MatcherFailoverTests {
     @Test func jobsOfAKilledWorkerAreAnsweredByItsReplacement() async throws {
         try await TestStack.with(withMatcher: false, extra: ["FACEGATE_REQUEST_TIMEOUT_SECONDS": "90"]) { stack in
+            // The successor starts, loads the models and joins the group while the logins wait: on a busy machine that
+            // has taken over 30 s, so the test waits as long as the gateway does.
+            stack.clientTimeout = 100
             var env = stack.environment(for: "matcher-worker")
             env["FACEGATE_ADMIN_PORT"] = "0"
             // Enroll through a first worker, then stop it gracefully.

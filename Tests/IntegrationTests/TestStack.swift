@@ -42,6 +42,8 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
     var matcher: MatcherWorker?
     var ctid: CTIDVerifier?
     var kiosk: KioskOrchestrator?
+    /// How long `call` waits for an answer: longer than the gateway's request timeout where a test raises that.
+    var clientTimeout: TimeInterval = 30
     private var runs: [Task<Void, Never>] = []
 
     init(database: TestDatabase, extra: [String: String] = [:]) throws {
@@ -155,7 +157,7 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
               body: Data? = nil, contentType: String? = nil, headers: [String: String] = [:]) async throws -> Reply {
         var request = URLRequest(url: URL(string: baseURL + path)!)
         request.httpMethod = method
-        request.timeoutInterval = 30
+        request.timeoutInterval = clientTimeout
         if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
         if let (user, password) = basic {
             request.setValue("Basic " + Data("\(user):\(password)".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
