@@ -179,6 +179,13 @@ final class InMemoryUserDirectory: UserDirectory {
     }
 }
 
+/// Spent token ids, one namespace for every app as in PostgreSQL (the id is the key).
+final class InMemorySpentTokenIds: SpentTokenIds {
+    private let spentIds = Mutex<Set<String>>([])
+
+    func spend(_ id: String, appId: UUID, expiresAt: Int64) async throws -> Bool { spentIds.withLock { $0.insert(id).inserted } }
+}
+
 /// The sessions that onboarded customers, as the kiosk-orchestrator would have completed them.
 final class InMemoryOnboardingSessions: OnboardingSessions {
     private let sessions = Mutex<[UUID: UUID]>([:])

@@ -20,6 +20,7 @@ struct StoreWorld: Sendable {
     let attempts: any AttemptCounterStore
     let bindings: any DeviceBindingStore
     let challenges: any LivenessChallengeStore
+    let spentIds: any SpentTokenIds
     /// Lets `seconds` pass: the fakes' clock moves, PostgreSQL's is waited for.
     let advance: @Sendable (Double) async throws -> Void
     /// Adds a user to the app.
@@ -33,7 +34,7 @@ struct StoreWorld: Sendable {
         case .memory:
             let clock = FakeClock()
             return StoreWorld(appId: appId, attempts: InMemoryAttemptCounters(clock: clock), bindings: InMemoryDeviceBindings(clock: clock),
-                              challenges: InMemoryLivenessChallenges(clock: clock), advance: { clock.advance(seconds: $0) },
+                              challenges: InMemoryLivenessChallenges(clock: clock), spentIds: InMemorySpentTokenIds(), advance: { clock.advance(seconds: $0) },
                               addUser: { UUID() }, scoped: { try await $0() })
         case .postgres:
             guard let scope = ContractDatabase.current else { throw TestSetupError("a contract test runs inside the StoreContracts suite") }
@@ -42,7 +43,7 @@ struct StoreWorld: Sendable {
                 INSERT INTO apps (id, name, secret_hash, modules, liveness, quotas) VALUES (\(appId), 'contract', '\\x00', '{}', '{}', '{}')
                 """)
             return StoreWorld(appId: appId, attempts: PostgresAttemptCounters(database: gateway), bindings: PostgresDeviceBindings(database: gateway),
-                              challenges: PostgresLivenessChallenges(database: gateway),
+                              challenges: PostgresLivenessChallenges(database: gateway), spentIds: PostgresSpentTokenIds(database: gateway),
                               advance: { try await Task.sleep(for: .milliseconds(Int($0 * 1000) + 100)) },
                               addUser: {
                                   let user = UUID()
@@ -276,6 +277,23 @@ extension StoreContracts {
                     _ = try await world.challenges.consume("lc_old", appId: world.appId, deviceId: "phone-1", frames: [Data("x-\(UUID())".utf8)])
                 }
             }
+        }
+    }
+}
+
+extension StoreContracts {
+    @Suite struct SpentTokenIdsContract {
+        @Test(arguments: StoreKind.allCases) func anIdIsSpentOnceWhicheverAppSpendsIt(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let other = try await StoreWorld.make(kind)
+            let id = "jti-\(UUID().uuidString)"
+            let until = Int64(Date().timeIntervalSince1970) + 300
+            try await world.scoped { () async throws in
+                #expect(try await world.spentIds.spend(id, appId: world.appId, expiresAt: until))
+                #expect(try await !world.spentIds.spend(id, appId: world.appId, expiresAt: until))
+            }
+            // Spent for every app: the same id sent by another app's request is refused too.
+            try await other.scoped { () async throws in #expect(try await !world.spentIds.spend(id, appId: other.appId, expiresAt: until)) }
         }
     }
 }

@@ -30,43 +30,17 @@ extension GatewayContext {
         var transactionId: String
     }
 
-    /// An identity token of the gateway's keys, or of the kiosk-orchestrator's when its method is "kiosk"
-    /// (the kiosk's key vouches for nothing else).
-    func verifyIdentityToken(_ token: String, app: UUID) throws(JWTError) -> IdentityTokenClaims {
-        do {
-            return try JWT.verify(token, as: IdentityTokenClaims.self, keys: keySet, type: TokenType.identity,
-                                  issuer: configuration.issuer, audience: app.wire)
-        } catch .unknownKey {
-            let claims = try JWT.verify(token, as: IdentityTokenClaims.self, keys: kioskKeySet, type: TokenType.identity,
-                                        issuer: configuration.issuer, audience: app.wire)
-            guard claims.method == "kiosk" else { throw .unknownKey }
-            return claims
-        }
+    var identityExchange: IdentityExchange {
+        IdentityExchange(keys: keySet, kioskKeys: kioskKeySet, issuer: configuration.issuer, spent: spentTokenIds, users: users)
     }
 
-    /// Single use: the token id is recorded atomically; a second exchange, another app's token, an
-    /// expired one or one with the wrong `typ`/`aud`/`alg` is refused.
     func exchangeIdentity(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let body = try request.decodeJSON(ExchangeBody.self)
         return try await recorded(request, kind: "identity.exchange", appId: app.id) { draft in
-            let claims: IdentityTokenClaims
-            do {
-                claims = try verifyIdentityToken(body.identityToken, app: app.id)
-            } catch JWTError.expired {
-                throw APIError(.identityTokenExpired, "the identity token has expired")
-            } catch {
-                throw APIError(.identityTokenInvalid, "the identity token is not valid for this app")
-            }
-            guard let userId = UUID(uuidString: claims.sub) else { throw APIError(.identityTokenInvalid, "the identity token is not valid for this app") }
-            draft.userId = userId
-            draft.deviceId = claims.deviceId
-            guard try await spentTokenIds.spend(claims.jti, appId: app.id, expiresAt: claims.exp) else {
-                throw APIError(.identityTokenUsed, "the identity token was already exchanged")
-            }
-            guard let user = try await users.profile(of: userId, appId: app.id) else { throw APIError(.notFound, "the user no longer exists") }
-            draft.detail = ["method": claims.method, "sourceTransactionId": claims.transactionId]
-            return .json(Exchanged(userId: userId.wire, employeeNumber: user.employeeNumber, name: user.name,
-                                   appId: app.id.wire, deviceId: claims.deviceId, method: claims.method, transactionId: claims.transactionId))
+            let exchanged = try await identityExchange.exchange(body.identityToken, app: app, draft: &draft)
+            return .json(Exchanged(userId: exchanged.userId.wire, employeeNumber: exchanged.user.employeeNumber, name: exchanged.user.name,
+                                   appId: app.id.wire, deviceId: exchanged.deviceId, method: exchanged.method,
+                                   transactionId: exchanged.transactionId))
         }
     }
 }
