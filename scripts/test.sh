@@ -5,7 +5,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 scripts/stack.sh up test
-trap 'scripts/stack.sh down test' EXIT
+# Background test streams stop with the script (an interrupt must not leave them running on a stopped stack).
+trap 'kill $(jobs -p) 2>/dev/null || true; scripts/stack.sh down test' EXIT
 # shellcheck disable=SC1091
 . .run/test/env
 swift build --build-tests
@@ -47,6 +48,9 @@ else
   # Test ids read `Module.Suite/test()`.
   heavy='^(IntegrationTests\.(LivenessTests|KioskOnboardingTests|FaceModelTests|CTIDTests|KioskFlowTests)/|(DocumentOCRTests|FaceEngineTests)\.)'
   logs+=(.run/test/swift-test-2.log)
+  # The streams write to their logs (printed at the end); a line a minute shows they are alive.
+  (while sleep 60; do echo "[test] $(( $(date +%s) - started )) s: $(cat "${logs[@]}" 2>/dev/null | grep -c '^✔ Test' || true) Swift tests passed"; done) &
+  heartbeat=$!
   swift_tests "${logs[0]}" --filter "$heavy" &
   heavy_tests=$!
   (outcome=0; python_suite console || outcome=$?; python_suite openapi || outcome=$?; exit "$outcome") &
@@ -54,6 +58,7 @@ else
   swift_tests "${logs[1]}" --skip "$heavy" || status=$?
   wait "$heavy_tests" || status=$?
   wait "$python_tests" || status=$?
+  kill "$heartbeat" 2>/dev/null || true
   scripts/validate-deploy.sh || status=$?
 fi
 cat "${logs[@]}"
@@ -63,12 +68,16 @@ for suite in "${suites[@]}"; do cat ".run/test/$suite-test.log"; done
 # the failures far up, so they are repeated here: each failed Swift test with its recorded issues, each failed Python
 # test by name. `|| true`: a grep that finds nothing must not end the script under `set -e -o pipefail`.
 ran=0
+crashed=0
 for log in "${logs[@]}"; do
   count="$(grep -oE 'Test run with [0-9]+ tests?' "$log" | grep -oE '[0-9]+' | head -n 1 || true)"
+  # A stream that ended without its summary line (a crash) counts as one failure.
+  [ -n "$count" ] || crashed=$(( crashed + 1 ))
   ran=$(( ran + ${count:-0} ))
 done
 failed="$(cat "${logs[@]}" | grep -E '^✘ Test .* failed after' | grep -cv '^✘ Test run with' || true)"
 passed=$(( ran - ${failed:-0} ))
+failed=$(( ${failed:-0} + crashed ))
 for suite in "${suites[@]}"; do
   log=".run/test/$suite-test.log"
   count="$(sed -nE "s/^$suite: ([0-9]+) passed.*/\1/p" "$log" | tail -n 1)"

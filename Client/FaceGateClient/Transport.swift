@@ -136,22 +136,28 @@ final class Transport: Sendable {
         do {
             return try await sendOnce(method, path, body: body, headers: headers, accessToken: first)
         } catch {
+            guard configuration.refreshAccessToken != nil else { throw error }
             switch error {
             case .accessTokenInvalid, .accessTokenExpired:
-                guard configuration.refreshAccessToken != nil else { throw error }
-            case .transport where (body?.data.count ?? 0) > Self.uploadBytes:
-                guard configuration.refreshAccessToken != nil else { throw error }
+                let fresh = try await refreshedAccessToken()
+                return try await sendOnce(method, path, body: body, headers: headers, accessToken: fresh)
+            case .transport(_, let message) where Self.isUnsentUpload(body, message):
+                // The body never arrived, so the gateway did no work: sending it again cannot count twice. A refresh that
+                // fails leaves the transport error as the answer.
+                guard let fresh = try? await refreshedAccessToken() else { throw error }
+                return try await sendOnce(method, path, body: body, headers: headers, accessToken: fresh)
             default:
                 throw error
             }
-            let fresh = try await refreshedAccessToken()
-            return try await sendOnce(method, path, body: body, headers: headers, accessToken: fresh)
         }
     }
 
-    /// Bodies over this size are uploads the gateway may refuse unread (its limit for routes that do not check the
-    /// caller first).
-    static let uploadBytes = 64 << 10
+    /// A body over 64 KB (the gateway reads no more from a caller it has not checked) whose sending failed: on Linux,
+    /// URLSession reports curl's "Send failure" then. A failure after the body was sent (the answer lost) is not one:
+    /// the gateway may have done the work.
+    static func isUnsentUpload(_ body: RequestBody?, _ message: String) -> Bool {
+        (body?.data.count ?? 0) > 64 << 10 && message.contains("Send failure")
+    }
 
     func request(_ method: String, _ path: String, accessToken: String?, headers: [String: String]) throws(FaceGateError) -> URLRequest {
         var base = configuration.baseURL.absoluteString

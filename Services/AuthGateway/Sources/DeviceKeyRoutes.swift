@@ -3,7 +3,6 @@ import FaceGateCore
 import Foundation
 import HTTPServer
 import JWT
-import PostgresClient
 
 /// The device a client request comes from.
 struct ClientDevice: Sendable {

@@ -1,7 +1,6 @@
 import FaceGateCore
 import Foundation
 import HTTPServer
-import PostgresClient
 
 /// Face comparisons without a login: 1:1 "is this photo user X?" (`/v1/face-verify`, Rekognition
 /// CompareFaces / Azure Verify) and 1:N search of an app (`/v1/apps/{appId}/faces/search`, Rekognition

@@ -2,7 +2,6 @@ import Crypto
 import FaceGateCore
 import Foundation
 import HTTPServer
-import PostgresClient
 
 /// Operator and auditor keys, managed by an operator whose key covers every app: created (the secret is
 /// shown once; only its SHA-256 is stored), listed (never the secret), revoked, and optionally expiring.

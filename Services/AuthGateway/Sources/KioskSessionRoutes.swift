@@ -181,7 +181,7 @@ extension GatewayContext {
     var interview: Authenticator<UUID> { Authenticator { [self] in try requireInterview($0) } }
 
     /// The interview token, or for the event stream a single-use ticket from `POST …/event-tickets` (`?ticket=`,
-    /// spent here).
+    /// spent here — so never for an upload route, whose authenticator runs twice).
     var interviewOrEventTicket: Authenticator<UUID> {
         Authenticator { [self] request in
             guard let ticket = request.query["ticket"], request.headers["X-Interview-Token"] == nil else { return try requireInterview(request) }

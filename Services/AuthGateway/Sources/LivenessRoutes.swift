@@ -2,7 +2,6 @@ import Crypto
 import FaceGateCore
 import Foundation
 import HTTPServer
-import PostgresClient
 
 /// Active-liveness challenges for client apps (Bearer access token + `X-Device-Id`): 2–3 distinct actions
 /// drawn from the CSPRNG, single use, bound to the app and the device, valid 120 s. The frames answering

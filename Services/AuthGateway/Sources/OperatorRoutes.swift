@@ -3,7 +3,6 @@ import FaceGateCore
 import Foundation
 import HTTPServer
 import KafkaClient
-import PostgresClient
 import ServiceKit
 
 /// Operator API (operator key): apps, users, face enrollment and templates, device resets.
@@ -134,7 +133,7 @@ extension GatewayContext {
 
     func listApps(scope: OperatorScope) async throws -> HTTPResponse {
         struct Page: Encodable { var items: [AppRecord.Public] }
-        return .json(Page(items: try await apps.all().filter { scope.covers($0.id) }.map(\.publicView)))
+        return .json(Page(items: try await apps.all(covered: scope.covers).map(\.publicView)))
     }
 
     struct PatchAppBody: Decodable {

@@ -3,7 +3,6 @@ import FaceGateCore
 import Foundation
 import HTTPServer
 import JWT
-import PostgresClient
 import ServiceKit
 
 /// An API error with its wire code; becomes the `{"error": {...}}` envelope.
@@ -135,7 +134,6 @@ extension GatewayContext {
 
     /// Operator: the bootstrap key or an operator API key that is neither revoked nor expired. With `global`,
     /// an operator key limited to some apps is refused (app creation, key management).
-    @discardableResult
     func requireAdmin(_ request: HTTPRequest, global: Bool = false) async throws -> OperatorScope {
         let key = try bearer(request, missing: .unauthorized)
         let hash = SHA256.hash(Array(key.utf8))

@@ -164,11 +164,12 @@ struct AppStore: Sendable {
             """).affectedRows == 1
     }
 
-    /// Every app, oldest first (at most 1,000).
-    func all() async throws -> [AppRecord] {
+    /// The apps `covered` lets through, oldest first (of the first 1,000).
+    func all(covered: (UUID) -> Bool) async throws -> [AppRecord] {
         var apps: [AppRecord] = []
         for row in try await database.query("SELECT id FROM apps ORDER BY created_at, id LIMIT 1000") {
-            if let app = try await find(try row.decode("id")) { apps.append(app) }
+            let id: UUID = try row.decode("id")
+            if covered(id), let app = try await find(id) { apps.append(app) }
         }
         return apps
     }
