@@ -44,8 +44,8 @@ else
   # suite lands there); and the Python suites — the web console in headless Chromium (gateway + matcher +
   # kiosk-orchestrator; liveness bursts made with facegate-bench frames, which `swift build --build-tests` builds too;
   # screenshots in .run/test/artifacts/console/), then a client generated from the served OpenAPI document by a
-  # third-party generator (openapi-python-client) driving face login and the operator API — and the deploy validator.
-  # Test ids read `Module.Suite/test()`.
+  # third-party generator (openapi-python-client) driving face login and the operator API. The deploy validator runs
+  # after them. Test ids read `Module.Suite/test()`.
   heavy='^(IntegrationTests\.(LivenessTests|KioskOnboardingTests|FaceModelTests|CTIDTests|KioskFlowTests)/|(DocumentOCRTests|FaceEngineTests)\.)'
   logs+=(.run/test/swift-test-2.log)
   # The streams write to their logs (printed at the end); a line a minute shows they are alive.
