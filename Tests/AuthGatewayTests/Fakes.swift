@@ -186,6 +186,87 @@ final class InMemorySpentTokenIds: SpentTokenIds {
     func spend(_ id: String, appId: UUID, expiresAt: Int64) async throws -> Bool { spentIds.withLock { $0.insert(id).inserted } }
 }
 
+/// Users and their templates as operators manage them; `addTemplate` stands in for the matcher's enrollment.
+final class InMemoryUserRoster: UserRoster {
+    private struct User { var id: UUID; var appId: UUID; var employeeNumber: String; var name: String; var createdAt: Date }
+    private struct Template { var id: UUID; var appId: UUID; var userId: UUID; var changeSeq: Int64; var createdAt: Date }
+    private struct State { var users: [User] = []; var templates: [Template] = []; var seq: Int64 = 0 }
+    private let state = Mutex(State())
+    let clock: FakeClock
+
+    init(clock: FakeClock) { self.clock = clock }
+
+    func addTemplate(_ id: UUID = UUID(), user: UUID, appId: UUID) {
+        let now = clock.now
+        state.withLock { state in
+            state.seq += 1
+            state.templates.append(Template(id: id, appId: appId, userId: user, changeSeq: state.seq, createdAt: now))
+        }
+    }
+
+    func create(_ id: UUID, appId: UUID, employeeNumber: String, name: String) async throws -> Bool {
+        let now = clock.now
+        return state.withLock { state in
+            guard !state.users.contains(where: { $0.appId == appId && $0.employeeNumber == employeeNumber }) else { return false }
+            state.users.append(User(id: id, appId: appId, employeeNumber: employeeNumber, name: name, createdAt: now))
+            return true
+        }
+    }
+
+    private func view(_ user: User, _ state: State) -> UserView {
+        UserView(userId: user.id.wire, employeeNumber: user.employeeNumber, name: user.name,
+                 faces: state.templates.filter { $0.userId == user.id }.count, createdAt: user.createdAt)
+    }
+
+    func user(_ id: UUID, appId: UUID) async throws -> UserView? {
+        state.withLock { state in state.users.first { $0.id == id && $0.appId == appId }.map { view($0, state) } }
+    }
+
+    func page(appId: UUID, after: PageCursor?, limit: Int) async throws -> [UserView] {
+        state.withLock { state in
+            state.users.filter { $0.appId == appId }
+                .sorted { ($0.createdAt, $0.id.uuidString) < ($1.createdAt, $1.id.uuidString) }
+                .filter { after == nil || ($0.createdAt, $0.id.uuidString) > (after!.time, after!.id.uuidString) }
+                .prefix(limit).map { view($0, state) }
+        }
+    }
+
+    func erase(_ user: UUID, appId: UUID) async throws -> [GalleryChange]? {
+        state.withLock { state in
+            guard state.users.contains(where: { $0.id == user && $0.appId == appId }) else { return nil }
+            let erased = state.templates.filter { $0.userId == user && $0.appId == appId }
+            state.users.removeAll { $0.id == user }
+            state.templates.removeAll { $0.userId == user }
+            return erased.map { template in
+                state.seq += 1
+                return GalleryChange(operation: .delete, appId: appId, userId: user, templateId: template.id, changeSeq: state.seq)
+            }
+        }
+    }
+
+    func enrolledUsers(appId: UUID) async throws -> Int {
+        state.withLock { Set($0.templates.filter { $0.appId == appId }.map(\.userId)).count }
+    }
+
+    func faces(of user: UUID, appId: UUID) async throws -> [FaceView] {
+        state.withLock { state in
+            state.templates.filter { $0.userId == user && $0.appId == appId }.map {
+                FaceView(templateId: $0.id.wire, model: FaceModel.sface2021dec.rawValue,
+                         quality: FaceQualityReport(faceWidth: 120, sharpness: 1, brightness: 0.5, yaw: 0), createdAt: $0.createdAt)
+            }
+        }
+    }
+
+    func eraseFace(_ template: UUID, of user: UUID, appId: UUID) async throws -> GalleryChange? {
+        state.withLock { state in
+            guard state.templates.contains(where: { $0.id == template && $0.userId == user && $0.appId == appId }) else { return nil }
+            state.templates.removeAll { $0.id == template }
+            state.seq += 1
+            return GalleryChange(operation: .delete, appId: appId, userId: user, templateId: template, changeSeq: state.seq)
+        }
+    }
+}
+
 /// The sessions that onboarded customers, as the kiosk-orchestrator would have completed them.
 final class InMemoryOnboardingSessions: OnboardingSessions {
     private let sessions = Mutex<[UUID: UUID]>([:])
@@ -240,15 +321,17 @@ struct AdmitEverything: ModuleAdmission {
 /// Answers face jobs from a script the test writes (what the matcher would have found), and keeps the jobs it got.
 /// The matcher itself is tested on the real models and photos (FaceEngineTests, IntegrationTests).
 final class ScriptedMatcher: FaceMatching {
-    private let state = Mutex<(answers: [FaceJobResult], jobs: [FaceJob])>(([], []))
+    private let state = Mutex<(answers: [FaceJobResult], jobs: [FaceJob], messageIds: [String?])>(([], [], []))
 
     var jobs: [FaceJob] { state.withLock { $0.jobs } }
+    var messageIds: [String?] { state.withLock { $0.messageIds } }
 
     func answer(_ results: FaceJobResult...) { state.withLock { $0.answers += results } }
 
-    func match(_ job: FaceJob) async throws -> FaceJobResult {
+    func match(_ job: FaceJob, messageId: String?) async throws -> FaceJobResult {
         try state.withLock { state in
             state.jobs.append(job)
+            state.messageIds.append(messageId)
             guard !state.answers.isEmpty else { throw APIError(.serviceUnavailable, "face matching is unavailable right now; try again") }
             return state.answers.removeFirst()
         }

@@ -21,6 +21,9 @@ struct StoreWorld: Sendable {
     let bindings: any DeviceBindingStore
     let challenges: any LivenessChallengeStore
     let spentIds: any SpentTokenIds
+    let roster: any UserRoster
+    /// Stores a template for the user, as the matcher's enrollment would.
+    let addTemplate: @Sendable (_ id: UUID, _ user: UUID) async throws -> Void
     /// Lets `seconds` pass: the fakes' clock moves, PostgreSQL's is waited for.
     let advance: @Sendable (Double) async throws -> Void
     /// Adds a user to the app.
@@ -33,8 +36,10 @@ struct StoreWorld: Sendable {
         switch kind {
         case .memory:
             let clock = FakeClock()
+            let roster = InMemoryUserRoster(clock: clock)
             return StoreWorld(appId: appId, attempts: InMemoryAttemptCounters(clock: clock), bindings: InMemoryDeviceBindings(clock: clock),
-                              challenges: InMemoryLivenessChallenges(clock: clock), spentIds: InMemorySpentTokenIds(), advance: { clock.advance(seconds: $0) },
+                              challenges: InMemoryLivenessChallenges(clock: clock), spentIds: InMemorySpentTokenIds(), roster: roster,
+                              addTemplate: { roster.addTemplate($0, user: $1, appId: appId) }, advance: { clock.advance(seconds: $0) },
                               addUser: { UUID() }, scoped: { try await $0() })
         case .postgres:
             guard let scope = ContractDatabase.current else { throw TestSetupError("a contract test runs inside the StoreContracts suite") }
@@ -44,6 +49,14 @@ struct StoreWorld: Sendable {
                 """)
             return StoreWorld(appId: appId, attempts: PostgresAttemptCounters(database: gateway), bindings: PostgresDeviceBindings(database: gateway),
                               challenges: PostgresLivenessChallenges(database: gateway), spentIds: PostgresSpentTokenIds(database: gateway),
+                              roster: PostgresUserRoster(database: gateway),
+                              addTemplate: { id, user in
+                                  _ = try await database.pool.query("""
+                                      INSERT INTO face_templates (id, app_id, user_id, embedding_sealed, model_id, quality)
+                                      VALUES (\(id), \(appId), \(user), '\\x00', 'sface-2021dec',
+                                              '{"faceWidth": 120, "sharpness": 1, "brightness": 0.5, "yaw": 0}')
+                                      """)
+                              },
                               advance: { try await Task.sleep(for: .milliseconds(Int($0 * 1000) + 100)) },
                               addUser: {
                                   let user = UUID()
@@ -294,6 +307,59 @@ extension StoreContracts {
             }
             // Spent for every app: the same id sent by another app's request is refused too.
             try await other.scoped { () async throws in #expect(try await !world.spentIds.spend(id, appId: other.appId, expiresAt: until)) }
+        }
+    }
+}
+
+extension StoreContracts {
+    @Suite struct UserRosterContract {
+        @Test(arguments: StoreKind.allCases) func usersAreCreatedOncePerNumberAndPagedOldestFirst(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            try await world.scoped { () async throws in
+                var ids: [UUID] = []
+                for number in ["E1", "E2", "E3"] {
+                    let id = UUID()
+                    #expect(try await world.roster.create(id, appId: world.appId, employeeNumber: number, name: "Someone \(number)"))
+                    ids.append(id)
+                    try await world.advance(0.01)
+                }
+                #expect(try await !world.roster.create(UUID(), appId: world.appId, employeeNumber: "E1", name: "Another"))
+                let first = try await world.roster.page(appId: world.appId, after: nil, limit: 2)
+                #expect(first.map(\.userId) == ids.prefix(2).map(\.wire))
+                let last = try #require(first.last)
+                let rest = try await world.roster.page(appId: world.appId, after: PageCursor(time: last.createdAt, id: ids[1]), limit: 2)
+                #expect(rest.map(\.userId) == [ids[2].wire])
+                let user = try #require(try await world.roster.user(ids[0], appId: world.appId))
+                #expect(user.employeeNumber == "E1" && user.name == "Someone E1" && user.faces == 0)
+                #expect(try await world.roster.user(UUID(), appId: world.appId) == nil)
+            }
+        }
+
+        @Test(arguments: StoreKind.allCases) func erasuresTombstoneEveryTemplateTheyTake(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let (alice, bob) = (UUID(), UUID())
+            let (first, second, third) = (UUID(), UUID(), UUID())
+            try await world.scoped { () async throws in
+                #expect(try await world.roster.create(alice, appId: world.appId, employeeNumber: "A", name: "Alice"))
+                #expect(try await world.roster.create(bob, appId: world.appId, employeeNumber: "B", name: "Bob"))
+            }
+            try await world.addTemplate(first, alice)
+            try await world.addTemplate(second, alice)
+            try await world.addTemplate(third, bob)
+            try await world.scoped { () async throws in
+                #expect(try await world.roster.enrolledUsers(appId: world.appId) == 2)
+                #expect(try await world.roster.user(alice, appId: world.appId)?.faces == 2)
+                #expect(Set(try await world.roster.faces(of: alice, appId: world.appId).map(\.templateId)) == [first.wire, second.wire])
+                let one = try #require(try await world.roster.eraseFace(first, of: alice, appId: world.appId))
+                #expect(one.operation == .delete && one.templateId == first && one.userId == alice)
+                #expect(try await world.roster.eraseFace(first, of: alice, appId: world.appId) == nil)
+                #expect(try await world.roster.eraseFace(third, of: alice, appId: world.appId) == nil)  // bob's
+                let all = try #require(try await world.roster.erase(alice, appId: world.appId))
+                #expect(all.map(\.templateId) == [second] && all[0].changeSeq > one.changeSeq)
+                #expect(try await world.roster.user(alice, appId: world.appId) == nil)
+                #expect(try await world.roster.erase(alice, appId: world.appId) == nil)
+                #expect(try await world.roster.enrolledUsers(appId: world.appId) == 1)
+            }
         }
     }
 }

@@ -98,7 +98,7 @@ extension GatewayContext {
 }
 
 extension GatewayContext: FaceMatching {
-    func match(_ job: FaceJob) async throws -> FaceJobResult { try await faceJob(job) }
+    func match(_ job: FaceJob, messageId: String?) async throws -> FaceJobResult { try await faceJob(job, messageId: messageId) }
 }
 
 extension AppStore: ModuleAdmission {}

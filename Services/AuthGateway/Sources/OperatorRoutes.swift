@@ -242,31 +242,16 @@ extension GatewayContext {
         return "enroll-" + digest.prefix(16).map { String(format: "%02x", $0) }.joined()
     }
 
+    var enrollment: Enrollment { Enrollment(roster: roster, matcher: self, maxFacesPerUser: configuration.maxFacesPerUser) }
+
     func enrollFace(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let userId = try request.uuidParameter("userId")
         return try await recorded(request, kind: "face.enroll", appId: app.id) { draft in
-            draft.userId = userId
-            _ = try await user(userId, app: app.id)
-            let image = try image(request)
-            if app.modules.faceLogin == .trial {
-                if try await roster.enrolledUsers(appId: app.id) >= app.quotas.gallerySize {
-                    throw APIError(.moduleNotFormal, "the trial gallery holds \(app.quotas.gallerySize) users; ask for the formal module")
-                }
-            }
-            let consent = try Self.photoConsent(request)
-            let keepPhoto = app.keepEnrollmentPhotos && consent
-            let result = try await faceJob(FaceJob(kind: .enroll, appId: app.id, image: Data(image), userId: userId,
-                                                   threshold: app.matchThreshold, duplicateCheck: true, templateLimit: configuration.maxFacesPerUser,
-                                                   keepPhoto: keepPhoto),
-                                           messageId: Self.enrollJobId(request, appId: app.id, userId: userId))
-            if result.outcome.errorCode != nil { throw APIError(refusing: result) }
-            guard let templateId = result.templateId, let quality = result.quality else {
-                throw APIError(.internalError, "the matcher did not return a template")
-            }
-            let photoKept = result.photoKept ?? false
-            draft.detail = ["templateId": templateId.uuidString.lowercased(), "photoKept": String(photoKept)]
+            let enrolled = try await enrollment.enroll(app: app, user: userId, image: { Data(try image(request)) },
+                                                       photoConsent: { try Self.photoConsent(request) },
+                                                       jobId: Self.enrollJobId(request, appId: app.id, userId: userId), draft: &draft)
             struct Enrolled: Encodable { var templateId: String; var quality: FaceQualityReport; var photoKept: Bool }
-            return .json(Enrolled(templateId: templateId.wire, quality: quality, photoKept: photoKept), status: 201)
+            return .json(Enrolled(templateId: enrolled.templateId.wire, quality: enrolled.quality, photoKept: enrolled.photoKept), status: 201)
         }
     }
 

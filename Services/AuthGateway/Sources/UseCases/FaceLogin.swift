@@ -3,7 +3,12 @@ import Foundation
 
 /// Sends a face job to the matchers and waits for their (merged) answer; `SERVICE_UNAVAILABLE` when none comes in time.
 protocol FaceMatching: Sendable {
-    func match(_ job: FaceJob) async throws -> FaceJobResult
+    /// `messageId`: the job's id, when a retry must reach the matcher's record of the first try (enrollment).
+    func match(_ job: FaceJob, messageId: String?) async throws -> FaceJobResult
+}
+
+extension FaceMatching {
+    func match(_ job: FaceJob) async throws -> FaceJobResult { try await match(job, messageId: nil) }
 }
 
 /// The module gate of a client call (`AppStore.admit`).
