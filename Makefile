@@ -13,7 +13,7 @@ release:
 run: install
 	@scripts/run.sh
 
-test: install
+test:  # installs as `install` does, downloading while it builds
 	@scripts/test.sh
 
 bench: install

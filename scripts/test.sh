@@ -1,85 +1,166 @@
 #!/usr/bin/env bash
-# `make test`: a private PostgreSQL + broker on the test ports, then every test target, then teardown.
-# With arguments (`scripts/test.sh --filter …`), only the Swift tests they select run, in one process.
+# `make test`: installs what is missing, builds, starts a private PostgreSQL + broker on the test ports (and a second
+# pair for the fault-injection run), runs every test suite as jobs of a pool, then tears down.
+# With arguments (`scripts/test.sh --filter …`), only the Swift tests they select run, in one process (no installs).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-scripts/stack.sh up test
-# Background test streams stop with the script (an interrupt must not leave them running on a stopped stack).
-trap 'kill $(jobs -p) 2>/dev/null || true; scripts/stack.sh down test' EXIT
-# shellcheck disable=SC1091
-. .run/test/env
-swift build --build-tests
-bundle="$(swift build --show-bin-path)/FaceGatePackageTests.xctest"
+LOGS=.run/test/logs
 started=$(date +%s)
 
-# Python suites against the binaries just built; each starts and stops its own services on this profile's PostgreSQL and
-# broker and ends with `<name>: N passed, N failed, N skipped` (counted at the end).
-python_suite() {  # $1 name: the test_*.py files of Tests/$1
-  .run/venv/bin/python Tests/python_suite.py "$1" >".run/test/$1-test.log" 2>&1
-}
-
-# Each Swift test process runs one test at a time: several suites start whole stacks and real processes, and on the
-# 2-core machines this runs on parallel tests would starve the cooperative thread pool every in-process server depends
-# on. The bundle runs directly: `swift test` holds a lock on .build for as long as it runs.
-swift_tests() {  # $1 log, then the bundle's arguments
-  local log="$1"
-  shift
-  NO_COLOR=1 "$bundle" --testing-library swift-testing --no-parallel "$@" >"$log" 2>&1
-}
-
-logs=(.run/test/swift-test-1.log)
-suites=()
-status=0
-if [ "$#" -gt 0 ]; then
-  swift_tests "${logs[0]}" "$@" || status=$?
-else
-  # scripts/balancer.py against stand-in backends, then the short seeded fault-injection run (Tests/chaos): a supervised
-  # stack of its own under traffic while replicas are killed and this profile's broker and PostgreSQL are restarted. It
-  # runs alone, first: the restarts would break any other test running then. Each invariant it checks counts as a test.
-  suites=(chaos console openapi)
-  python_suite chaos || status=$?
-  # Then three streams side by side, since the tests spend much of their time waiting (for the broker, for deadlines,
-  # for processes they start): the Swift suites that keep the face models and OCR busy; every other Swift suite (a new
-  # suite lands there); and the Python suites — the web console in headless Chromium (gateway + matcher +
-  # kiosk-orchestrator; liveness bursts made with facegate-bench frames, which `swift build --build-tests` builds too;
-  # screenshots in .run/test/artifacts/console/), then a client generated from the served OpenAPI document by a
-  # third-party generator (openapi-python-client) driving face login and the operator API. The deploy validator runs
-  # after them. Test ids read `Module.Suite/test()`.
-  heavy='^(IntegrationTests\.(LivenessTests|KioskOnboardingTests|FaceModelTests|CTIDTests|KioskFlowTests)/|(DocumentOCRTests|FaceEngineTests)\.)'
-  logs+=(.run/test/swift-test-2.log)
-  # The streams write to their logs (printed at the end); a line a minute shows they are alive.
-  (while sleep 60; do echo "[test] $(( $(date +%s) - started )) s: $(cat "${logs[@]}" 2>/dev/null | grep -c '^✔ Test' || true) Swift tests passed"; done) &
-  heartbeat=$!
-  swift_tests "${logs[0]}" --filter "$heavy" &
-  heavy_tests=$!
-  (outcome=0; python_suite console || outcome=$?; python_suite openapi || outcome=$?; exit "$outcome") &
-  python_tests=$!
-  swift_tests "${logs[1]}" --skip "$heavy" || status=$?
-  wait "$heavy_tests" || status=$?
-  wait "$python_tests" || status=$?
-  kill "$heartbeat" 2>/dev/null || true
-  scripts/validate-deploy.sh || status=$?
+if [ "$#" -eq 0 ]; then
+  scripts/stack.sh install-packages
+  # The downloads (PyPI artefacts, models, photos, the deploy validator's tools) go on while the build keeps the CPU
+  # busy: on a fresh machine that hides about 100 s of network time.
+  mkdir -p .run
+  (scripts/stack.sh install-artefacts && scripts/validate-deploy.sh --install-only) >.run/install.log 2>&1 &
+  installing=$!
 fi
-cat "${logs[@]}"
-for suite in "${suites[@]}"; do cat ".run/test/$suite-test.log"; done
+swift build --build-tests
+if [ "$#" -eq 0 ]; then
+  wait "$installing" || { cat .run/install.log; exit 1; }
+  grep -v '^$' .run/install.log || true
+fi
+bundle="$(swift build --show-bin-path)/FaceGatePackageTests.xctest"
+profiles=(test)
+[ "$#" -gt 0 ] || profiles+=(chaos)
+# Jobs stop with the script (an interrupt must not leave them running on a stopped stack), then the servers: each job
+# first (a Python harness then stops what it started, by pid), then whatever it leaves.
+stop_tree() {  # $1 pid: it and every process below it
+  local below
+  below="$(descendants "$1")"
+  kill "$1" 2>/dev/null || true
+  sleep 1
+  # shellcheck disable=SC2086
+  [ -z "$below" ] || kill $below 2>/dev/null || true
+}
+descendants() {  # $1 pid
+  local child
+  for child in $(pgrep -P "$1"); do echo "$child"; descendants "$child"; done
+}
+trap 'for job in $(jobs -p); do stop_tree "$job"; done; for p in "${profiles[@]}"; do scripts/stack.sh down "$p"; done' EXIT
+for p in "${profiles[@]}"; do scripts/stack.sh up "$p"; done
+# shellcheck disable=SC1091
+. .run/test/env
+rm -rf "$LOGS"
+mkdir -p "$LOGS"
+tested=$(date +%s)
+
+# A Swift job runs one test at a time: several suites start whole stacks and real processes, and parallel tests in one
+# process would starve the cooperative thread pool every in-process server depends on. The bundle runs directly:
+# `swift test` holds a lock on .build for as long as it runs. Test ids read `Module.Suite/test()`.
+swift_job() {  # $1 job name, then the bundle's arguments
+  local name="$1"
+  shift
+  NO_COLOR=1 "$bundle" --testing-library swift-testing --no-parallel "$@" >"$LOGS/swift-$name.log" 2>&1
+}
+
+# A Python suite runs the test_*.py files of Tests/<name> against the binaries just built and ends with
+# `<name>: N passed, N failed, N skipped`.
+python_job() {  # $1 name
+  .run/venv/bin/python Tests/python_suite.py "$1" >"$LOGS/$1.log" 2>&1
+}
+
+if [ "$#" -gt 0 ]; then
+  status=0
+  swift_job selected "$@" || status=$?
+else
+  # The jobs, longest first, FACEGATE_TEST_JOBS (default 4) at a time: the tests spend much of their time waiting (for
+  # the broker, for deadlines, for the processes they start), so more jobs than cores keeps both cores busy.
+  #   console  the web console in headless Chromium (gateway + matcher + kiosk-orchestrator; liveness bursts made with
+  #            facegate-bench frames; screenshots in .run/test/artifacts/console/);
+  #   chaos    scripts/balancer.py against stand-in backends, then the short seeded fault-injection run (Tests/chaos):
+  #            a supervised stack under traffic while replicas are killed and the chaos profile's broker and PostgreSQL
+  #            are restarted (its own pair, so no other job sees the restarts); each invariant counts as a test;
+  #   Swift    one job per module of quick unit tests, per test of the suites that take over a minute, per suite else;
+  #   openapi  a client generated from the served OpenAPI document by a third-party generator (openapi-python-client)
+  #            driving face login and the operator API;
+  #   deploy   the offline validation of deploy/ and its self-tests.
+  per_module='^(CryptoTests|FaceGateCoreTests|HTTPServerTests|AuthGatewayTests|PostgresClientTests)$'
+  per_test='^(IntegrationTests\.(LivenessTests|KioskOnboardingTests|TakeoverTests|ClientEndToEndTests|FaceModelTests)|DocumentOCRTests\.MRZReaderTests)$'
+  ids="$("$bundle" --testing-library swift-testing --list-tests 2>/dev/null | grep -E '^[A-Za-z]+\.[A-Za-z]+/')"
+  test_jobs=() suite_jobs=() module_jobs=()
+  declare -A seen=()
+  while IFS= read -r id; do
+    suite="${id%%/*}"
+    module="${suite%%.*}"
+    if [[ "$module" =~ $per_module ]]; then
+      key="$module" pattern="^$module\\."
+    elif [[ "$suite" =~ $per_test ]]; then
+      # A test's full id goes on with its source location (`/File.swift:12:5`).
+      key="$id" pattern="^$(printf '%s' "$id" | sed 's/[][\.()*+?{}|^$]/\\&/g')(/|\$)"
+    else
+      key="$suite" pattern="^${suite/./\\.}/"
+    fi
+    [ -n "${seen[$key]:-}" ] && continue
+    seen[$key]=1
+    name="$(printf '%s' "$key" | tr -c 'A-Za-z0-9.\n' '-' | sed 's/-*$//')"
+    case "$key" in
+      */*) test_jobs+=("swift $name $pattern") ;;
+      *.*) suite_jobs+=("swift $name $pattern") ;;
+      *) module_jobs+=("swift $name $pattern") ;;
+    esac
+  done <<<"$ids"
+  jobs_list=("python console" "python chaos" "${test_jobs[@]}" "${suite_jobs[@]}" "${module_jobs[@]}" "python openapi" "deploy deploy")
+  echo "[test] $(wc -l <<<"$ids") Swift tests in $(( ${#jobs_list[@]} - 4 )) jobs, 4 other jobs, ${FACEGATE_TEST_JOBS:-4} at a time"
+
+  run_job() {  # $1 kind, $2 name, $3 Swift filter; writes $LOGS/<name>.status
+    local outcome=0
+    case "$1" in
+      swift) swift_job "$2" --filter "$3" || outcome=$? ;;
+      python) if [ "$2" = chaos ]; then
+                (. .run/chaos/env; FACEGATE_CHAOS_PROFILE=chaos python_job chaos) || outcome=$?
+              else python_job "$2" || outcome=$?; fi ;;
+      deploy) scripts/validate-deploy.sh >"$LOGS/deploy.log" 2>&1 || outcome=$? ;;
+    esac
+    echo "$outcome" >"$LOGS/$2.status"
+  }
+  (while sleep 60; do
+     echo "[test] $(( $(date +%s) - tested )) s: $(ls "$LOGS"/*.status 2>/dev/null | wc -l) of ${#jobs_list[@]} jobs done," \
+          "$(cat "$LOGS"/swift-*.log 2>/dev/null | grep '^✔ Test ' | grep -cv '^✔ Test run with' || true) Swift tests passed"
+   done) &
+  heartbeat=$!
+  pids=()
+  for job in "${jobs_list[@]}"; do
+    while true; do
+      live=()
+      for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && live+=("$pid"); done
+      [ "${#live[@]}" -lt "${FACEGATE_TEST_JOBS:-4}" ] && break
+      wait -n "${live[@]}" 2>/dev/null || true
+    done
+    read -r kind name pattern <<<"$job"
+    run_job "$kind" "$name" "$pattern" &
+    pids+=($!)
+  done
+  wait "${pids[@]}" 2>/dev/null || true
+  kill "$heartbeat" 2>/dev/null || true
+  status=0
+  for file in "$LOGS"/*.status; do [ "$(cat "$file")" = 0 ] || status=1; done
+  [ "$(ls "$LOGS"/*.status | wc -l)" -eq "${#jobs_list[@]}" ] || status=1
+fi
+swift_logs=("$LOGS"/swift-*.log)
+suites=()
+[ "$#" -gt 0 ] || suites=(chaos console openapi)
+cat "${swift_logs[@]}"
+for suite in "${suites[@]}"; do cat "$LOGS/$suite.log"; done
+[ "$#" -gt 0 ] || cat "$LOGS/deploy.log"
 
 # The summary CI reads last (the XCTest runner reports 0 tests: every test is a Swift Testing test). Servers' logs scroll
 # the failures far up, so they are repeated here: each failed Swift test with its recorded issues, each failed Python
 # test by name. `|| true`: a grep that finds nothing must not end the script under `set -e -o pipefail`.
 ran=0
 crashed=0
-for log in "${logs[@]}"; do
+for log in "${swift_logs[@]}"; do
   count="$(grep -oE 'Test run with [0-9]+ tests?' "$log" | grep -oE '[0-9]+' | head -n 1 || true)"
-  # A stream that ended without its summary line (a crash) counts as one failure.
+  # A job that ended without its summary line (a crash) counts as one failure.
   [ -n "$count" ] || crashed=$(( crashed + 1 ))
   ran=$(( ran + ${count:-0} ))
 done
-failed="$(cat "${logs[@]}" | grep -E '^✘ Test .* failed after' | grep -cv '^✘ Test run with' || true)"
+failed="$(cat "${swift_logs[@]}" | grep -E '^✘ Test .* failed after' | grep -cv '^✘ Test run with' || true)"
 passed=$(( ran - ${failed:-0} ))
 failed=$(( ${failed:-0} + crashed ))
 for suite in "${suites[@]}"; do
-  log=".run/test/$suite-test.log"
+  log="$LOGS/$suite.log"
   count="$(sed -nE "s/^$suite: ([0-9]+) passed.*/\1/p" "$log" | tail -n 1)"
   passed=$(( passed + ${count:-0} ))
   count="$(sed -nE "s/^$suite: [0-9]+ passed, ([0-9]+) failed.*/\1/p" "$log" | tail -n 1)"
@@ -89,8 +170,10 @@ done
 [ "$status" -eq 0 ] || [ "${failed:-0}" -gt 0 ] || failed=1
 if [ "${failed:-0}" -gt 0 ]; then
   echo "failures:"
-  cat "${logs[@]}" | grep -E '^✘ Test .*(recorded an issue|failed after)' | grep -v '^✘ Test run with' | head -n 40 || true
-  for suite in "${suites[@]}"; do grep -hE '^(FAIL|ERROR):' ".run/test/$suite-test.log" | head -n 40 || true; done
+  cat "${swift_logs[@]}" | grep -E '^✘ Test .*(recorded an issue|failed after)' | grep -v '^✘ Test run with' | head -n 40 || true
+  for suite in "${suites[@]}"; do grep -hE '^(FAIL|ERROR):' "$LOGS/$suite.log" | head -n 40 || true; done
+  [ "$#" -gt 0 ] || grep -q '0 with problems' "$LOGS/deploy.log" || echo "deploy validation: see $LOGS/deploy.log"
 fi
-echo "tests: $passed passed, ${failed:-0} failed in $(( $(date +%s) - started )) s"
+now=$(date +%s)
+echo "tests: $passed passed, ${failed:-0} failed in $(( now - tested )) s (whole run $(( now - started )) s)"
 [ "${failed:-0}" -eq 0 ]

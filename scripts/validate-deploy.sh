@@ -12,7 +12,7 @@
 #      contract's topics on the broker named by FACEGATE_TEST_KAFKA_BROKERS (required); in
 #      parallel processes, one per core (Tests/deploy/run_tests.py; FACEGATE_DEPLOY_TEST_JOBS
 #      sets another number).
-# Exits non-zero on any problem.
+# `--install-only` stops after step 1, `--no-self-test` after step 2. Exits non-zero on any problem.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,6 +32,7 @@ if [[ ! -x "${venv}/bin/python" || "$(cat "${stamp}" 2>/dev/null || true)" != "$
   echo "${wanted}" > "${stamp}"
 fi
 
+[[ "${1:-}" != "--install-only" ]] || exit 0
 "${venv}/bin/python" "${root}/deploy/validate/validate_deploy.py" --root "${root}"
 
 if [[ "${1:-}" != "--no-self-test" ]]; then

@@ -5,9 +5,6 @@ import FaceGateCore
 import FaceGateTestSupport
 import Foundation
 import KioskOrchestrator
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import MatcherWorker
 import PostgresClient
 import ServiceKit
@@ -155,26 +152,22 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
 
     func call(_ method: String, _ path: String, bearer: String? = nil, basic: (String, String)? = nil, json: [String: Any]? = nil,
               body: Data? = nil, contentType: String? = nil, headers: [String: String] = [:]) async throws -> Reply {
-        var request = URLRequest(url: URL(string: baseURL + path)!)
-        request.httpMethod = method
-        request.timeoutInterval = clientTimeout
-        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
-        if let (user, password) = basic {
-            request.setValue("Basic " + Data("\(user):\(password)".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
-        }
+        var fields: [(String, String)] = []
+        if let bearer { fields.append(("Authorization", "Bearer \(bearer)")) }
+        if let (user, password) = basic { fields.append(("Authorization", "Basic " + Data("\(user):\(password)".utf8).base64EncodedString())) }
+        var payload = body
         if let json {
-            request.httpBody = try JSONSerialization.data(withJSONObject: json)
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        } else if let body {
-            request.httpBody = body
-            if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
+            payload = try JSONSerialization.data(withJSONObject: json)
+            fields.append(("Content-Type", "application/json"))
+        } else if body != nil, let contentType {
+            fields.append(("Content-Type", contentType))
         }
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        let http = response as! HTTPURLResponse
-        var headerMap: [String: String] = [:]
-        for (key, value) in http.allHeaderFields { headerMap[String(describing: key).lowercased()] = String(describing: value) }
-        return Reply(status: http.statusCode, headers: headerMap, body: data)
+        // `headers` replace fields of the same name, as URLRequest.setValue did.
+        fields.removeAll { field in headers.keys.contains { $0.lowercased() == field.0.lowercased() } }
+        fields += headers.map { ($0.key, $0.value) }
+        let answer = try await LoopbackHTTP.send(port: gateway.httpPort, method: method, path: path, headers: fields, body: payload,
+                                                 timeout: clientTimeout)
+        return Reply(status: answer.status, headers: answer.headers, body: answer.body)
     }
 
     // MARK: - Scenario helpers

@@ -1,8 +1,8 @@
-"""The short seeded fault-injection run as part of `make test` (scripts/test.sh, after the Swift tests): Tests/chaos/chaos.py
-on the test profile's PostgreSQL and broker, which it restarts and leaves running. Each invariant the run checks is one
-test here. FACEGATE_CHAOS_SEED, FACEGATE_CHAOS_REQUESTS and FACEGATE_CHAOS_FAULTS change the run (defaults 1, 300, 7:
-one fault of each kind, under two minutes when the stack recovers); FACEGATE_CHAOS_PROFILE=chaos runs it on that
-profile instead (its environment sourced, its servers up)."""
+"""The short seeded fault-injection run as part of `make test` (scripts/test.sh runs it as one job beside the others):
+Tests/chaos/chaos.py on the chaos profile's PostgreSQL and broker, which it restarts and leaves running, so no other job
+sees the restarts. Each invariant the run checks is one test here. FACEGATE_CHAOS_SEED, FACEGATE_CHAOS_REQUESTS and
+FACEGATE_CHAOS_FAULTS change the run (defaults 1, 300, 7: one fault of each kind, under two minutes when the stack
+recovers); FACEGATE_CHAOS_PROFILE (default test) names the profile, whose environment must be sourced and servers up."""
 
 import os
 import unittest

@@ -46,7 +46,8 @@ double millisecondsSince(Clock::time_point start) {
 }
 
 // Landmark models are read-only after loading and shape_predictor::operator() is const, so every
-// engine in the process shares one copy per file (the 68-point model is ~100 MB).
+// engine in the process shares one copy per file (the 68-point model is ~100 MB). A model stays loaded
+// once read: an engine replaced or a service restarted in the same process does not read it again.
 class SharedModels {
 public:
     static SharedModels &instance() {
@@ -56,7 +57,7 @@ public:
 
     std::shared_ptr<const dlib::shape_predictor> predictor(const std::string &path) {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (auto existing = predictors_[path].lock()) return existing;
+        if (auto existing = predictors_.find(path); existing != predictors_.end()) return existing->second;
         auto loaded = std::make_shared<dlib::shape_predictor>();
         dlib::deserialize(path) >> *loaded;
         predictors_[path] = loaded;
@@ -72,7 +73,7 @@ public:
 
 private:
     std::mutex mutex_;
-    std::map<std::string, std::weak_ptr<const dlib::shape_predictor>> predictors_;
+    std::map<std::string, std::shared_ptr<const dlib::shape_predictor>> predictors_;
     std::unique_ptr<dlib::frontal_face_detector> detector_;
 };
 

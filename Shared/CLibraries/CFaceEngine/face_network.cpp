@@ -5,6 +5,9 @@
 
 #include <dlib/dnn.h>
 
+#include <map>
+#include <mutex>
+
 namespace faceengine {
 namespace {
 
@@ -45,8 +48,19 @@ struct FaceDescriptorNetwork::Network {
     DescriptorNet net;
 };
 
-FaceDescriptorNetwork::FaceDescriptorNetwork(const std::string &modelPath) : network_(new Network) {
-    dlib::deserialize(modelPath) >> network_->net;
+// Each network runs on one thread (forward passes mutate its buffers), so engines cannot share one; they copy
+// the weights of one read per file instead of parsing the 22 MB file again.
+FaceDescriptorNetwork::FaceDescriptorNetwork(const std::string &modelPath) {
+    static std::mutex mutex;
+    static std::map<std::string, std::unique_ptr<const Network>> prototypes;
+    std::lock_guard<std::mutex> lock(mutex);
+    auto &prototype = prototypes[modelPath];
+    if (!prototype) {
+        std::unique_ptr<Network> loaded(new Network);
+        dlib::deserialize(modelPath) >> loaded->net;
+        prototype = std::move(loaded);
+    }
+    network_.reset(new Network(*prototype));
 }
 
 FaceDescriptorNetwork::~FaceDescriptorNetwork() = default;

@@ -58,10 +58,13 @@ public final class ServiceRuntime: Sendable {
         readiness.add("postgres") { await database.isHealthy() }
         let kafkaConfiguration = kafka
         let probeTopic = topics.faceJobs
-        // A metadata lookup opens a broker connection: probes closer together than 5 s share one answer.
+        // A metadata lookup opens a broker connection: probes closer together than 5 s share one answer. A failed probe
+        // is shared for 0.5 s only, so a service whose topics appeared a moment later is ready at once, not 5 s late.
         let lastKafkaProbe = Mutex<(at: ContinuousClock.Instant, ok: Bool)?>(nil)
         readiness.add("kafka") {
-            if let last = lastKafkaProbe.withLock({ $0 }), ContinuousClock.now - last.at < .seconds(5) { return last.ok }
+            if let last = lastKafkaProbe.withLock({ $0 }), ContinuousClock.now - last.at < (last.ok ? .seconds(5) : .milliseconds(500)) {
+                return last.ok
+            }
             let ok = (try? await KafkaAdmin.partitionCount(topic: probeTopic, configuration: kafkaConfiguration)) != nil
             lastKafkaProbe.withLock { $0 = (ContinuousClock.now, ok) }
             return ok
