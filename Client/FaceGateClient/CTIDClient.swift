@@ -1,21 +1,6 @@
 import FaceGateContracts
 import Foundation
 
-/// A CTID authentication mode, as the wire writes it (`"0x42"`).
-public struct CTIDAuthMode: RawRepresentable, Sendable, Hashable {
-    public var rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-
-    /// Name + ID number.
-    public static let nameNumber = CTIDAuthMode(rawValue: "0x40")
-    /// Portrait + name + ID number.
-    public static let portraitNameNumber = CTIDAuthMode(rawValue: "0x42")
-    /// Name + ID number + validity dates.
-    public static let nameNumberValidity = CTIDAuthMode(rawValue: "0x10")
-    /// Portrait + name + ID number + validity dates.
-    public static let portraitNameNumberValidity = CTIDAuthMode(rawValue: "0x12")
-}
-
 /// A single-use serial number and challenge code for one verification.
 public struct CTIDSerialNumber: Sendable, Equatable, Decodable {
     public var bizSerialNum: String
@@ -67,34 +52,29 @@ public final class CTIDClient: Sendable {
 
     /// `POST /v1/ctid/serial-numbers`.
     public func getBizSerialNumber(authMode: CTIDAuthMode) async throws(FaceGateError) -> CTIDSerialNumber {
+        try await getBizSerialNumber(authModeCode: authMode.wire)
+    }
+
+    /// `POST /v1/ctid/serial-numbers` with a mode as the original SDK wrote it (`"0x42"`), including modes this
+    /// platform refuses (those that need the national network credential answer `INVALID_REQUEST`).
+    public func getBizSerialNumber(authModeCode: String) async throws(FaceGateError) -> CTIDSerialNumber {
         struct Body: Encodable { var authMode: String }
-        var serial = try await transport.send("POST", "/v1/ctid/serial-numbers", body: .json(Body(authMode: authMode.rawValue)))
+        var serial = try await transport.send("POST", "/v1/ctid/serial-numbers", body: .json(Body(authMode: authModeCode)))
             .decode(CTIDSerialNumber.self)
-        serial.authMode = authMode.rawValue
+        serial.authMode = authModeCode
         return serial
     }
 
     /// `POST /v1/ctid/verifications`: seals `identity` with `serial`, sends it, verifies and opens the answer.
     public func validateIdentity(_ identity: CTIDIdentity, serial: CTIDSerialNumber) async throws(FaceGateError) -> CTIDVerificationResult {
-        // The original SDK's request object, field for field, plus randNum.
-        struct Plaintext: Encodable {
-            var bizSerialNum: String
-            var randNum: String
-            var authMode: String?
-            var number: String
-            var name: String
-            var validDateStart: String?
-            var validDateEnd: String?
-            var photoData: String?
-        }
-        let plaintext = Plaintext(bizSerialNum: serial.bizSerialNum, randNum: serial.randNum, authMode: serial.authMode, number: identity.idNumber,
-                                  name: identity.name, validDateStart: identity.validDateStart, validDateEnd: identity.validDateEnd,
-                                  photoData: identity.photo?.base64EncodedString())
+        let plaintext = CTIDVerificationRequest(bizSerialNum: serial.bizSerialNum, randNum: serial.randNum, idNumber: identity.idNumber,
+                                                authMode: serial.authMode, name: identity.name, validDateStart: identity.validDateStart,
+                                                validDateEnd: identity.validDateEnd, photoData: identity.photo)
         let encoded: Data
         do { encoded = try JSONEncoder().encode(plaintext) } catch { throw .usage("the identity could not be encoded") }
         let envelope = try cipher.seal(Array(encoded))
         let answer = try await transport.send("POST", "/v1/ctid/verifications", body: .json(envelope))
-        let opened = try cipher.open(try answer.decode(CTIDEnvelopeCipher.Envelope.self))
+        let opened = try cipher.open(try answer.decode(CTIDEnvelope.self))
         do {
             return try JSONDecoder().decode(CTIDVerificationResult.self, from: Data(opened))
         } catch {

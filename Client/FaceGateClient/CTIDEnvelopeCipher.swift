@@ -1,3 +1,4 @@
+import FaceGateContracts
 import Foundation
 #if canImport(CryptoKit)
 import CommonCrypto
@@ -10,16 +11,7 @@ import Crypto
 /// HMAC-SHA256 with a key from HKDF-SHA256(ctidKey, salt empty, info "facegate ctid mac v1") over
 /// `"v1" ‖ iv ‖ ciphertext`. An answer is decrypted only after its tag verified.
 struct CTIDEnvelopeCipher: Sendable {
-    struct Envelope: Codable, Sendable {
-        var version: String
-        var appId: String
-        var iv: String
-        var data: String
-        var mac: String
-    }
-
-    static let version = "v1"
-    static let macInfo = "facegate ctid mac v1"
+    static let version = CTIDEnvelope.currentVersion
 
     let appId: String
     let key: [UInt8]
@@ -29,19 +21,19 @@ struct CTIDEnvelopeCipher: Sendable {
         guard key.count == 16 else { throw .usage("the ctidKey must be 16 bytes") }
         self.appId = appId
         self.key = key
-        macKey = try Primitives.hkdfSHA256(ikm: key, info: Array(Self.macInfo.utf8), length: 32)
+        macKey = try Primitives.hkdfSHA256(ikm: key, info: Array(CTIDEnvelope.macInfo.utf8), length: 32)
     }
 
-    func seal(_ plaintext: [UInt8]) throws(FaceGateError) -> Envelope {
+    func seal(_ plaintext: [UInt8]) throws(FaceGateError) -> CTIDEnvelope {
         let iv = Primitives.randomBytes(16)
         let ciphertext = try Primitives.aes128CBCEncrypt(key: key, iv: iv, plaintext: plaintext)
         let tag = Primitives.hmacSHA256(key: macKey, data: Array(Self.version.utf8) + iv + ciphertext)
-        return Envelope(version: Self.version, appId: appId, iv: Data(iv).base64EncodedString(),
+        return CTIDEnvelope(version: Self.version, appId: appId, iv: Data(iv).base64EncodedString(),
                         data: Data(ciphertext).base64EncodedString(), mac: Data(tag).base64EncodedString())
     }
 
     /// The plaintext of an answer envelope, or `.answerEnvelopeRejected` for any fault (which one is not said).
-    func open(_ envelope: Envelope) throws(FaceGateError) -> [UInt8] {
+    func open(_ envelope: CTIDEnvelope) throws(FaceGateError) -> [UInt8] {
         guard envelope.version == Self.version, envelope.appId.lowercased() == appId.lowercased(),
               let iv = Data(base64Encoded: envelope.iv), iv.count == 16,
               let ciphertext = Data(base64Encoded: envelope.data), !ciphertext.isEmpty, ciphertext.count % 16 == 0,

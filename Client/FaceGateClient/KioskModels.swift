@@ -1,15 +1,12 @@
+import FaceGateContracts
 import Foundation
 
-/// A liveness action the person performs while frames are captured.
-public struct LivenessAction: RawRepresentable, Sendable, Hashable, Codable {
-    public var rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public static let blink = LivenessAction(rawValue: "BLINK")
-    public static let turnLeft = LivenessAction(rawValue: "TURN_LEFT")
-    public static let turnRight = LivenessAction(rawValue: "TURN_RIGHT")
-}
+// The wire types are FaceGateContracts' (the services use the same ones): `LivenessAction`, `KioskEventName`,
+// `KioskDocumentSummary`. The types here are the SDK's typed views of them, one per event as the kiosk SDK's callbacks
+// know them.
 
-/// `GET /v1/liveness/challenges`: single use, valid `expiresIn` seconds.
+/// `GET /v1/liveness/challenges`: single use, valid `expiresIn` seconds. A challenge naming an action this version does
+/// not know does not decode (`FaceGateError.decoding`): it could not be performed.
 public struct LivenessChallenge: Sendable, Equatable, Decodable {
     public var challengeId: String
     public var actions: [LivenessAction]
@@ -94,22 +91,10 @@ public struct KioskDocumentStep: Sendable, Equatable, Decodable {
     public var message: String?
 }
 
-/// The machine-readable zone as read from the document; dates `YYYY-MM-DD`.
-public struct KioskOCRData: Sendable, Equatable, Decodable {
-    public var documentType: String?
-    public var issuingState: String?
-    public var documentNumber: String?
-    public var surname: String?
-    public var givenNames: String?
-    public var nationality: String?
-    public var birthDate: String?
-    public var sex: String?
-    public var expiryDate: String?
-}
-
 public struct IdProcessed: Sendable, Equatable, Decodable {
     public var success: Bool
-    public var ocrData: KioskOCRData?
+    /// What the screen may show of the read document (no document number or birth date: those stay in the session).
+    public var ocrData: KioskDocumentSummary?
     public var error: KioskStepError?
     /// Why the step failed, in words, when the server says.
     public var message: String?
@@ -158,14 +143,14 @@ public enum KioskEvent: Sendable, Equatable {
 
     public var name: String {
         switch self {
-        case .selfieScanCompleted: "selfieScanCompleted"
-        case .idFrontCompleted: "idFrontCompleted"
-        case .idBackCompleted: "idBackCompleted"
-        case .idProcessed: "idProcessed"
-        case .faceMatchCompleted: "faceMatchCompleted"
-        case .kioskFlowCompleted: "kioskFlowCompleted"
-        case .kioskError: "kioskError"
-        case .userCancelledSession: "userCancelledSession"
+        case .selfieScanCompleted: KioskEventName.selfieScanCompleted.rawValue
+        case .idFrontCompleted: KioskEventName.idFrontCompleted.rawValue
+        case .idBackCompleted: KioskEventName.idBackCompleted.rawValue
+        case .idProcessed: KioskEventName.idProcessed.rawValue
+        case .faceMatchCompleted: KioskEventName.faceMatchCompleted.rawValue
+        case .kioskFlowCompleted: KioskEventName.kioskFlowCompleted.rawValue
+        case .kioskError: KioskEventName.kioskError.rawValue
+        case .userCancelledSession: KioskEventName.userCancelledSession.rawValue
         case .unknown(let name, _): name
         }
     }
@@ -177,16 +162,16 @@ public enum KioskEvent: Sendable, Equatable {
                 throw .decoding("kiosk event \(name) has unreadable data: \(error)")
             }
         }
-        switch name {
-        case "selfieScanCompleted": self = .selfieScanCompleted(try decode(SelfieScanCompleted.self))
-        case "idFrontCompleted": self = .idFrontCompleted(try decode(KioskDocumentStep.self))
-        case "idBackCompleted": self = .idBackCompleted(try decode(KioskDocumentStep.self))
-        case "idProcessed": self = .idProcessed(try decode(IdProcessed.self))
-        case "faceMatchCompleted": self = .faceMatchCompleted(try decode(FaceMatchCompleted.self))
-        case "kioskFlowCompleted": self = .kioskFlowCompleted(try decode(KioskFlowCompleted.self))
-        case "kioskError": self = .kioskError(try decode(KioskErrorEvent.self))
-        case "userCancelledSession": self = .userCancelledSession
-        default: self = .unknown(name: name, data: String(decoding: data, as: UTF8.self))
+        switch KioskEventName(rawValue: name) {
+        case .selfieScanCompleted: self = .selfieScanCompleted(try decode(SelfieScanCompleted.self))
+        case .idFrontCompleted: self = .idFrontCompleted(try decode(KioskDocumentStep.self))
+        case .idBackCompleted: self = .idBackCompleted(try decode(KioskDocumentStep.self))
+        case .idProcessed: self = .idProcessed(try decode(IdProcessed.self))
+        case .faceMatchCompleted: self = .faceMatchCompleted(try decode(FaceMatchCompleted.self))
+        case .kioskFlowCompleted: self = .kioskFlowCompleted(try decode(KioskFlowCompleted.self))
+        case .kioskError: self = .kioskError(try decode(KioskErrorEvent.self))
+        case .userCancelledSession: self = .userCancelledSession
+        case nil: self = .unknown(name: name, data: String(decoding: data, as: UTF8.self))
         }
     }
 }

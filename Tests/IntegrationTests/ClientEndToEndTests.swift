@@ -264,7 +264,7 @@ import Testing
 
             // A mode that needs the national network credential; an envelope under the wrong key.
             _ = await Self.expectError("INVALID_REQUEST") { () async throws(FaceGateError) in
-                _ = try await client.getBizSerialNumber(authMode: CTIDAuthMode(rawValue: "0x06"))
+                _ = try await client.getBizSerialNumber(authModeCode: "0x06")
             }
             let wrongKey = try CTIDClient(configuration: Self.configuration(stack, app, device: "ctid-phone"),
                                           ctidKey: Data(SecureRandom.bytes(16)))

@@ -30,7 +30,7 @@ import Testing
         (2, "idFrontCompleted", #"{"success":false,"error":"NO_PORTRAIT"}"#),
         (3, "idFrontCompleted", #"{"success":true}"#),
         (4, "idBackCompleted", #"{"success":true}"#),
-        (5, "idProcessed", #"{"success":true,"ocrData":{"surname":"OBAMA","givenNames":"BARACK","birthDate":"1961-08-04"}}"#),
+        (5, "idProcessed", #"{"success":true,"ocrData":{"documentType":"P","issuingState":"UTO","surname":"OBAMA","givenNames":"BARACK","nationality":"UTO","sex":"M","expiryDate":"2030-01-01"}}"#),
         (6, "faceMatchCompleted", #"{"success":true,"distance":0.31}"#),
         (7, "kioskFlowCompleted", "{\"success\":true,\"customerUUID\":\"c-1\",\n\"existingUser\":false}"),
     ]
@@ -134,19 +134,17 @@ import Testing
         let key = Array(Data((0..<16).map { UInt8($0 * 7) }))
         let cipher = try CTIDEnvelopeCipher(appId: appId.uuidString, key: key)
         let sealed = try cipher.seal(Array("{\"hello\":\"张三\"}".utf8))
-        let asServer = CTIDEnvelope(version: sealed.version, appId: sealed.appId, iv: sealed.iv, data: sealed.data, mac: sealed.mac)
-        #expect(try asServer.open(expectedAppId: appId, key: key) == Array("{\"hello\":\"张三\"}".utf8))
+        #expect(try sealed.open(expectedAppId: appId, key: key) == Array("{\"hello\":\"张三\"}".utf8))
 
         let answer = try CTIDEnvelope.seal(Array("answer".utf8), appId: appId, key: key)
-        let asClient = CTIDEnvelopeCipher.Envelope(version: answer.version, appId: answer.appId, iv: answer.iv, data: answer.data, mac: answer.mac)
-        #expect(try cipher.open(asClient) == Array("answer".utf8))
+        #expect(try cipher.open(answer) == Array("answer".utf8))
 
-        var forged = asClient
+        var forged = answer
         var tag = Array(Data(base64Encoded: forged.mac)!)
         tag[0] ^= 1
         forged.mac = Data(tag).base64EncodedString()
         #expect(throws: FaceGateError.answerEnvelopeRejected) { try cipher.open(forged) }
-        var otherApp = asClient
+        var otherApp = answer
         otherApp.appId = UUID().uuidString.lowercased()
         #expect(throws: FaceGateError.answerEnvelopeRejected) { try cipher.open(otherApp) }
     }

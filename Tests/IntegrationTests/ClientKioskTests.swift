@@ -130,7 +130,7 @@ import Testing
             // A burst doing what a fresh challenge asks logs the customer in.
             let live = try await kiosk.livenessChallenge()
             let photo = URL(fileURLWithPath: try TestEnvironment.value("FACEGATE_TEST_IMAGES") + "/obama.jpg")
-            let frames = try SyntheticFrames.burst(photo: photo, actions: live.actions.compactMap { FaceGateCore.LivenessAction(rawValue: $0.rawValue) },
+            let frames = try SyntheticFrames.burst(photo: photo, actions: live.actions,
                                                    seed: .random(in: 1...1_000_000))
             let login = try await kiosk.startKioskLogin(frames: frames, challenge: live)
             #expect(login.success, "\(login)")
