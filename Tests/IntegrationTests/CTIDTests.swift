@@ -6,7 +6,7 @@ import PostgresClient
 import Testing
 
 /// CTID verification through the whole stack: gateway → ctid.jobs.v1 → ctid-verifier (→ matcher) → back.
-@Suite struct CTIDTests {
+@Suite(.serialized, .sharedStack(withMatcher: false, withCTID: true)) struct CTIDTests {
     struct CTIDApp {
         var app: TestStack.App
         var appId: UUID

@@ -7,7 +7,7 @@ import Testing
 
 /// The kiosk calls of the client library against the real gateway and kiosk-orchestrator: the session's
 /// events reach the delegate from the server's event stream, each once and in order.
-@Suite(.serialized) struct ClientKioskTests {
+@Suite(.serialized, .sharedStack(withKiosk: true)) struct ClientKioskTests {
     final class Recorder: KioskFlowDelegate {
         private let log = Mutex<[String]>([])
         private let completion = Mutex<KioskFlowCompleted?>(nil)

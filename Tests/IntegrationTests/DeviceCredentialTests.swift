@@ -8,7 +8,7 @@ import Testing
 
 /// Device biometric credentials against a real gateway and PostgreSQL, with real P-256 keys: the device's
 /// side is written here from the wire contract (API.md), not from the gateway's code.
-@Suite struct DeviceCredentialTests {
+@Suite(.serialized, .sharedStack(withMatcher: false)) struct DeviceCredentialTests {
     /// A device holding a key for one credential.
     struct Device {
         var id: String

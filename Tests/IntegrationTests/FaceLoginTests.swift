@@ -6,7 +6,7 @@ import PostgresClient
 import Testing
 
 /// Face login end to end: HTTP → gateway → Kafka → matcher-worker (real dlib model, real photos) → reply → token.
-@Suite(.serialized) struct FaceLoginTests {
+@Suite(.serialized, .sharedStack()) struct FaceLoginTests {
     @Test func enrollLoginConfirmExchangeOnARealStack() async throws {
         try await TestStack.with() { stack in
             let app = try await stack.createApp()

@@ -7,7 +7,7 @@ import Testing
 
 /// Kiosk onboarding sessions through the whole stack: gateway → kiosk.commands.v1 → kiosk-orchestrator
 /// → matcher, state in PostgreSQL, events as Server-Sent Events.
-@Suite struct KioskFlowTests {
+@Suite(.serialized, .sharedStack(withKiosk: true)) struct KioskFlowTests {
     @Test func sessionRefusesStepsOutOfOrderAndWrongTokensAndCancels() async throws {
         try await TestStack.with(withKiosk: true) { stack in
             let app = try await stack.createApp(extra: ["liveness": ["faceLogin": "off", "kiosk": "off"]])

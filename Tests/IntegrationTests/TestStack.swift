@@ -217,10 +217,29 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
 }
 
 extension TestStack {
-    /// Runs `body` against a fresh stack and always stops it afterwards.
+    /// Which services a stack runs, and the environment it adds.
+    struct Services: Equatable, Sendable {
+        var withMatcher = true
+        var withCTID = false
+        var withKiosk = false
+        var extra: [String: String] = [:]
+    }
+
+    /// The suite's stack while a `.sharedStack` suite runs.
+    @TaskLocal static var shared: (services: Services, stack: TestStack)?
+
+    /// Runs `body` against the suite's shared stack when the suite has one with these services, else against a fresh
+    /// stack that is always stopped afterwards.
     static func with(withMatcher: Bool = true, withCTID: Bool = false, withKiosk: Bool = false, extra: [String: String] = [:],
                      _ body: (TestStack) async throws -> Void) async throws {
-        let stack = try await start(withMatcher: withMatcher, withCTID: withCTID, withKiosk: withKiosk, extra: extra)
+        let services = Services(withMatcher: withMatcher, withCTID: withCTID, withKiosk: withKiosk, extra: extra)
+        if let shared, shared.services == services { return try await body(shared.stack) }
+        try await with(services, body)
+    }
+
+    static func with(_ services: Services, _ body: (TestStack) async throws -> Void) async throws {
+        let stack = try await start(withMatcher: services.withMatcher, withCTID: services.withCTID, withKiosk: services.withKiosk,
+                                    extra: services.extra)
         do {
             try await body(stack)
         } catch {
@@ -228,6 +247,24 @@ extension TestStack {
             throw error
         }
         await stack.stop()
+    }
+}
+
+/// One stack for a whole suite: its tests' `TestStack.with` calls that ask for the same services run on it, each in apps
+/// of its own (so the suite must not assert on what other tests leave in the database). Put `.serialized` beside it.
+struct SharedStackTrait: SuiteTrait, TestScoping {
+    var services: TestStack.Services
+
+    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        try await TestStack.with(services) { stack in
+            try await TestStack.$shared.withValue((services, stack)) { try await function() }
+        }
+    }
+}
+
+extension Trait where Self == SharedStackTrait {
+    static func sharedStack(withMatcher: Bool = true, withCTID: Bool = false, withKiosk: Bool = false) -> Self {
+        SharedStackTrait(services: TestStack.Services(withMatcher: withMatcher, withCTID: withCTID, withKiosk: withKiosk))
     }
 }
 

@@ -2,6 +2,7 @@ import CWarp
 import FaceEngine
 import FaceGateCore
 import Foundation
+import Synchronization
 
 /// Camera bursts made from one real photo, for testing active liveness with faces the detector and the
 /// landmark model really see. The photo's own 68-point landmarks are the control points of an ImageMagick
@@ -45,7 +46,7 @@ public enum SyntheticFrames {
     /// EAR 0.13–0.16 mostly but 0.17 and 0.19 in 2 of 14 (the landmark fit shifts with the jitter): the
     /// second closed frame keeps the blink visible.
     public static func burst(photo: URL, actions: [LivenessAction], engine: FaceEngine? = nil, seed: UInt64 = 1) throws -> [Data] {
-        let face = try Face(photo: photo, engine: engine)
+        let face = try Face.found(in: photo, engine: engine)
         var random = SeededRandom(seed: seed)
         var poses: [Pose] = [.neutral]
         for action in actions {
@@ -61,7 +62,7 @@ public enum SyntheticFrames {
     /// A still photo held up to the camera: the same picture `count` times, each re-encoded at a slightly
     /// different JPEG quality (a camera never delivers two byte-identical frames), nothing moving.
     public static func replayedStill(photo: URL, count: Int, engine: FaceEngine? = nil) throws -> [Data] {
-        let face = try Face(photo: photo, engine: engine)
+        let face = try Face.found(in: photo, engine: engine)
         return try (0..<count).map { try face.render(.still, quality: 90 - $0 % 8, random: nil) }
     }
 
@@ -134,7 +135,20 @@ public enum SyntheticFrames {
     static let upperLidTravel = 0.8
     static let lowerLidTravel = 0.3
 
-    struct Face {
+    struct Face: Sendable {
+        /// Faces already found (by photo path and the model that found them: the box sets the crop), and their crops
+        /// before any warp (by path and crop): a test makes many bursts of one photo.
+        private static let faces = Mutex<[String: Face]>([:])
+        private static let crops = Mutex<[String: PPM]>([:])
+
+        static func found(in photo: URL, engine: FaceEngine?) throws -> Face {
+            let key = "\(photo.path) \(engine?.configuration.model ?? .dlibResNetV1)"
+            if let face = faces.withLock({ $0[key] }) { return face }
+            let face = try Face(photo: photo, engine: engine)
+            faces.withLock { $0[key] = face }
+            return face
+        }
+
         let source: URL
         /// Crop of the photo around the face, in the photo's upright pixels.
         let crop: (x: Int, y: Int, width: Int, height: Int)
@@ -278,7 +292,17 @@ public enum SyntheticFrames {
             }
             // ImageMagick paints the eye patch; the warp itself runs in C (CWarp: ImageMagick's Shepards took
             // about 1.7 s per frame here).
-            let cropped = try PPM(try runConvert(arguments + ["-depth", "8", "ppm:-"]))
+            let crop = { try PPM(try runConvert(arguments + ["-depth", "8", "ppm:-"])) }
+            let key = "\(source.path) \(self.crop)"
+            let cropped: PPM
+            if case .eyesClosed = pose {
+                cropped = try crop()
+            } else if let cached = Self.crops.withLock({ $0[key] }) {
+                cropped = cached
+            } else {
+                cropped = try crop()
+                Self.crops.withLock { $0[key] = cropped }
+            }
             var warped = [UInt8](repeating: 0, count: cropped.pixels.count)
             guard fg_shepards_warp(cropped.pixels, Int32(cropped.width), Int32(cropped.height), 3, from, to,
                                    Int32(from.count / 2), shepardsPower, &warped) == 0 else {
@@ -289,7 +313,7 @@ public enum SyntheticFrames {
     }
 
     /// A binary 8-bit RGB portable pixmap (P6): what `convert … ppm:-` writes and reads.
-    struct PPM {
+    struct PPM: Sendable {
         var width: Int
         var height: Int
         var pixels: [UInt8]
