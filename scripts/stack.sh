@@ -4,8 +4,6 @@
 # server is stopped by the pid this script recorded, never by name.
 #
 #   scripts/stack.sh install           apt packages, pinned PyPI artefacts, models, test photos
-#   scripts/stack.sh install-packages  the apt packages only (what the build needs)
-#   scripts/stack.sh install-artefacts the rest (downloads; `make test` runs it while it builds)
 #   scripts/stack.sh up PROFILE        start PostgreSQL + broker for PROFILE (run|test|chaos), create topics, write .run/PROFILE/env
 #   scripts/stack.sh down PROFILE      stop what `up` started
 #   scripts/stack.sh env PROFILE       print the environment for PROFILE
@@ -313,8 +311,6 @@ write_env() {
 cmd="${1:-}"; profile="${2:-run}"; down_seconds="${3:-0}"
 case "$cmd" in
   install) install_apt; install_python; install_models ;;
-  install-packages) install_apt ;;
-  install-artefacts) install_python; install_models ;;
   up)
     profile_ports "$profile"; mkdir -p "$RUN/$profile"
     pg_up "$profile"; broker_up "$profile"; topics_up
@@ -332,5 +328,5 @@ case "$cmd" in
     profile_ports "$profile"
     [ -f "$RUN/$profile/postgres.pid" ] || { echo "no PostgreSQL recorded for profile $profile" >&2; exit 1; }
     pg_down "$profile"; sleep "$down_seconds"; pg_up "$profile" ;;
-  *) sed -n '2,15p' "$0"; exit 2 ;;
+  *) sed -n '2,13p' "$0"; exit 2 ;;
 esac

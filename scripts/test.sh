@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make test`: installs what is missing, builds, starts a private PostgreSQL + broker on the test ports (and a second
+# `make test` (after `make install`): builds, starts a private PostgreSQL + broker on the test ports (and a second
 # pair for the fault-injection run), runs every test suite as jobs of a pool, then tears down.
 # With arguments (`scripts/test.sh --filter …`), only the Swift tests they select run, in one process (no installs).
 set -euo pipefail
@@ -8,19 +8,11 @@ cd "$ROOT"
 LOGS=.run/test/logs
 started=$(date +%s)
 
-if [ "$#" -eq 0 ]; then
-  scripts/stack.sh install-packages
-  # The downloads (PyPI artefacts, models, photos, the deploy validator's tools) go on while the build keeps the CPU
-  # busy: on a fresh machine that hides about 100 s of network time.
-  mkdir -p .run
-  (scripts/stack.sh install-artefacts && scripts/validate-deploy.sh --install-only) >.run/install.log 2>&1 &
-  installing=$!
-fi
+# The deploy validator's tools before the build, not in the middle of the test jobs. (`make test` installed the rest.)
+# Installing beside the build does not pay: pip uses the CPU too, and on a fresh clone of this 2-core machine the build
+# took 444 s beside the installs against 301 s + 110 s one after the other.
+[ "$#" -gt 0 ] || scripts/validate-deploy.sh --install-only
 swift build --build-tests
-if [ "$#" -eq 0 ]; then
-  wait "$installing" || { cat .run/install.log; exit 1; }
-  grep -v '^$' .run/install.log || true
-fi
 bundle="$(swift build --show-bin-path)/FaceGatePackageTests.xctest"
 profiles=(test)
 [ "$#" -gt 0 ] || profiles+=(chaos)
@@ -72,10 +64,10 @@ else
   #   chaos    scripts/balancer.py against stand-in backends, then the short seeded fault-injection run (Tests/chaos):
   #            a supervised stack under traffic while replicas are killed and the chaos profile's broker and PostgreSQL
   #            are restarted (its own pair, so no other job sees the restarts); each invariant counts as a test;
-  #   Swift    one job per module of quick unit tests, per test of the suites that take over a minute, per suite else;
+  #   deploy   the offline validation of deploy/ and its self-tests;
   #   openapi  a client generated from the served OpenAPI document by a third-party generator (openapi-python-client)
   #            driving face login and the operator API;
-  #   deploy   the offline validation of deploy/ and its self-tests.
+  #   Swift    one job per module of quick unit tests, per test of the suites that take over a minute, per suite else.
   per_module='^(CryptoTests|FaceGateCoreTests|HTTPServerTests|AuthGatewayTests|PostgresClientTests)$'
   per_test='^(IntegrationTests\.(LivenessTests|KioskOnboardingTests|TakeoverTests|ClientEndToEndTests|FaceModelTests)|DocumentOCRTests\.MRZReaderTests)$'
   ids="$("$bundle" --testing-library swift-testing --list-tests 2>/dev/null | grep -E '^[A-Za-z]+\.[A-Za-z]+/')"
@@ -101,7 +93,7 @@ else
       *) module_jobs+=("swift $name $pattern") ;;
     esac
   done <<<"$ids"
-  jobs_list=("python console" "python chaos" "${test_jobs[@]}" "${suite_jobs[@]}" "${module_jobs[@]}" "python openapi" "deploy deploy")
+  jobs_list=("python console" "python chaos" "deploy deploy" "python openapi" "${test_jobs[@]}" "${suite_jobs[@]}" "${module_jobs[@]}")
   echo "[test] $(wc -l <<<"$ids") Swift tests in $(( ${#jobs_list[@]} - 4 )) jobs, 4 other jobs, ${FACEGATE_TEST_JOBS:-4} at a time"
 
   run_job() {  # $1 kind, $2 name, $3 Swift filter; writes $LOGS/<name>.status
