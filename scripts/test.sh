@@ -16,21 +16,14 @@ swift build --build-tests
 bundle="$(swift build --show-bin-path)/FaceGatePackageTests.xctest"
 profiles=(test)
 [ "$#" -gt 0 ] || profiles+=(chaos)
-# Jobs stop with the script (an interrupt must not leave them running on a stopped stack), then the servers: each job
-# first (a Python harness then stops what it started, by pid), then whatever it leaves.
-stop_tree() {  # $1 pid: it and every process below it
-  local below
-  below="$(descendants "$1")"
-  kill "$1" 2>/dev/null || true
-  sleep 1
-  # shellcheck disable=SC2086
-  [ -z "$below" ] || kill $below 2>/dev/null || true
-}
+# Jobs stop with the script (an interrupt must not leave them running on a stopped stack), each with every process it
+# started, then the servers.
 descendants() {  # $1 pid
   local child
   for child in $(pgrep -P "$1"); do echo "$child"; descendants "$child"; done
 }
-trap 'for job in $(jobs -p); do stop_tree "$job"; done; for p in "${profiles[@]}"; do scripts/stack.sh down "$p"; done' EXIT
+trap 'for job in $(jobs -p); do kill "$job" $(descendants "$job") 2>/dev/null || true; done
+      for p in "${profiles[@]}"; do scripts/stack.sh down "$p"; done' EXIT
 for p in "${profiles[@]}"; do scripts/stack.sh up "$p"; done
 # shellcheck disable=SC1091
 . .run/test/env
