@@ -13,7 +13,7 @@ release:
 run: install
 	@scripts/run.sh
 
-test:  # installs as `install` does, downloading while it builds
+test: install
 	@scripts/test.sh
 
 bench: install
