@@ -8,9 +8,9 @@ cd "$ROOT"
 LOGS=.run/test/logs
 started=$(date +%s)
 
-# The deploy validator's tools before the build, not in the middle of the test jobs. (`make test` installed the rest.)
-# Installing beside the build does not pay: pip uses the CPU too, and on a fresh clone of this 2-core machine the build
-# took 444 s beside the installs against 301 s + 110 s one after the other.
+# The deploy validator's tools before the build, not in the middle of the test jobs (`make test` installed the rest).
+# Installing beside the build does not pay: pip uses the CPU too, and from a fresh clone here the installs and the build
+# took 446 s side by side and 449 s one after the other.
 [ "$#" -gt 0 ] || scripts/validate-deploy.sh --install-only
 swift build --build-tests
 bundle="$(swift build --show-bin-path)/FaceGatePackageTests.xctest"
