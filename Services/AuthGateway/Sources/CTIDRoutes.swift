@@ -4,10 +4,9 @@ import Foundation
 import HTTPServer
 import KafkaClient
 
-/// CTID identity verification. The gateway issues serial numbers and forwards ciphertext: it holds no
-/// institution key and no sealing key, so opening envelopes and sealing registry rows is the
-/// ctid-verifier's work, reached as a job on `ctid.jobs.v1`.
-extension GatewayContext {
+/// CTID identity verification over HTTP (the decisions are `CTIDVerification`'s); registry entries go to the
+/// ctid-verifier, which seals them, as jobs on `ctid.jobs.v1`.
+extension GatewayContext: CTIDJobs {
     func registerCTIDRoutes(on router: APIRoutes) {
         let clients = router.group(client)
         clients.add("POST", "/v1/ctid/serial-numbers", maxBodyBytes: 4096, idempotent: true) { [self] request, app in
@@ -26,48 +25,24 @@ extension GatewayContext {
         HTTPResponse(status: 400, headers: [("Content-Type", "application/json")], body: .bytes(invalidEnvelopeBody))
     }
 
-    struct SerialBody: Decodable { var authMode: String }
-    struct SerialAnswer: Encodable {
-        var bizSerialNum: String
-        var randNum: String
-        var expiresIn: Int
+    var ctidVerification: CTIDVerification {
+        CTIDVerification(admission: apps, serials: ctidSerials, verifier: self, serialTTLSeconds: configuration.ctidSerialTTLSeconds)
     }
 
     func issueCTIDSerial(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        try await apps.admit(app, module: .ctid)
-        let body = try request.decodeJSON(SerialBody.self)
-        guard CTIDAuthMode.isModeCode(body.authMode) else { throw APIError(.invalidRequest, "authMode must be a hex code such as \"0x42\"") }
-        guard let mode = CTIDAuthMode(wire: body.authMode) else {
-            throw APIError(.invalidRequest, "unsupported auth mode: \(body.authMode.lowercased()) needs the CTID network credential; use 0x40, 0x42, 0x10 or 0x12")
-        }
-        // 128 random bits as hex; the challenge code is 6 random digits (uniform, by rejection).
-        let serial = SecureRandom.bytes(16).map { String(format: "%02x", $0) }.joined()
-        var randNum = ""
-        while randNum.count < 6 {
-            let byte = SecureRandom.bytes(1)[0]
-            if byte < 250 { randNum.append(String(byte % 10)) }
-        }
-        let ttl = configuration.ctidSerialTTLSeconds
-        try await ctidSerials.issue(serial, appId: app.id, authMode: mode, randNum: randNum, ttlSeconds: ttl)
-        return .json(SerialAnswer(bizSerialNum: serial, randNum: randNum, expiresIn: ttl))
+        struct Body: Decodable { var authMode: String }
+        struct Answer: Encodable { var bizSerialNum: String; var randNum: String; var expiresIn: Int }
+        let serial = try await ctidVerification.issueSerial(app: app) { try request.decodeJSON(Body.self).authMode }
+        return .json(Answer(bizSerialNum: serial.bizSerialNum, randNum: serial.randNum, expiresIn: serial.expiresIn))
     }
 
     func verifyCTID(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        try await apps.admit(app, module: .ctid)
-        // A body that is not even an envelope is still the verifier's to judge and record.
-        let envelope = try? FaceGateJSON.decode(CTIDEnvelope.self, from: request.body)
-        let device = request.headers["X-Device-Id"].flatMap { (1...128).contains($0.utf8.count) ? $0 : nil }
-        let result = try await ctidJob(CTIDJob(kind: .verify, appId: app.id, envelope: envelope, deviceId: device, clientIp: request.remoteAddress))
-        switch result.outcome {
-        case .answered:
-            guard let answer = result.envelope else { throw APIError(.internalError, "the verifier answered without an envelope") }
-            return .json(answer)
-        case .invalidEnvelope:
-            return Self.invalidEnvelopeResponse
-        case .unavailable:
-            throw APIError(.serviceUnavailable, "identity verification is unavailable right now; try again")
-        default:
-            throw APIError(.internalError, "unexpected verifier answer")
+        let verdict = try await ctidVerification.verify(
+            app: app, envelope: try? FaceGateJSON.decode(CTIDEnvelope.self, from: request.body),
+            deviceId: request.headers["X-Device-Id"].flatMap { (1...128).contains($0.utf8.count) ? $0 : nil }, clientIp: request.remoteAddress)
+        switch verdict {
+        case .answered(let answer): return .json(answer)
+        case .invalidEnvelope: return Self.invalidEnvelopeResponse
         }
     }
 

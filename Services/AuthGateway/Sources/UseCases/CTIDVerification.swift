@@ -1,0 +1,73 @@
+import Crypto
+import FaceGateCore
+import Foundation
+
+/// Sends a CTID job to the ctid-verifier and waits for its answer (the gateway does it over Kafka).
+protocol CTIDJobs: Sendable {
+    /// Throws `SERVICE_UNAVAILABLE` when no verifier answers in time.
+    func ctidJob(_ job: CTIDJob) async throws -> CTIDJobResult
+}
+
+/// CTID identity verification (`POST /v1/ctid/serial-numbers`, `POST /v1/ctid/verifications`), without HTTP. The gateway
+/// issues serial numbers and forwards ciphertext: it holds no institution key and no sealing key, so opening envelopes
+/// and judging identities is the ctid-verifier's work.
+struct CTIDVerification: Sendable {
+    let admission: any ModuleAdmission
+    let serials: any CTIDSerialStore
+    let verifier: any CTIDJobs
+    let serialTTLSeconds: Int
+
+    struct Serial: Sendable, Equatable {
+        /// 128 random bits as hex.
+        var bizSerialNum: String
+        /// Six random digits.
+        var randNum: String
+        var expiresIn: Int
+    }
+
+    /// What the verifier made of an envelope.
+    enum Verdict: Sendable, Equatable {
+        /// The sealed answer envelope, for the client to open.
+        case answered(CTIDEnvelope)
+        /// Any fault of the envelope; which one is not said.
+        case invalidEnvelope
+    }
+
+    /// A single-use serial for the mode `authModeCode` reads (`"0x42"`); it is read once the app's module is admitted, so a
+    /// disabled module answers as such whatever the body. Modes that need the national network credential are refused.
+    func issueSerial(app: AppRecord, authModeCode read: () throws -> String) async throws -> Serial {
+        try await admission.admit(app, module: .ctid)
+        let authModeCode = try read()
+        guard CTIDAuthMode.isModeCode(authModeCode) else { throw APIError(.invalidRequest, "authMode must be a hex code such as \"0x42\"") }
+        guard let mode = CTIDAuthMode(wire: authModeCode) else {
+            throw APIError(.invalidRequest, "unsupported auth mode: \(authModeCode.lowercased()) needs the CTID network credential; use 0x40, 0x42, 0x10 or 0x12")
+        }
+        let serial = SecureRandom.bytes(16).map { String(format: "%02x", $0) }.joined()
+        // Uniform digits, by rejection: bytes from 250 up would favour 0–5.
+        var randNum = ""
+        while randNum.count < 6 {
+            let byte = SecureRandom.bytes(1)[0]
+            if byte < 250 { randNum.append(String(byte % 10)) }
+        }
+        try await serials.issue(serial, appId: app.id, authMode: mode, randNum: randNum, ttlSeconds: serialTTLSeconds)
+        return Serial(bizSerialNum: serial, randNum: randNum, expiresIn: serialTTLSeconds)
+    }
+
+    /// Hands `envelope` (nil when the body was not even an envelope: still the verifier's to judge and record) to the
+    /// verifier.
+    func verify(app: AppRecord, envelope: CTIDEnvelope?, deviceId: String?, clientIp: String?) async throws -> Verdict {
+        try await admission.admit(app, module: .ctid)
+        let result = try await verifier.ctidJob(CTIDJob(kind: .verify, appId: app.id, envelope: envelope, deviceId: deviceId, clientIp: clientIp))
+        switch result.outcome {
+        case .answered:
+            guard let answer = result.envelope else { throw APIError(.internalError, "the verifier answered without an envelope") }
+            return .answered(answer)
+        case .invalidEnvelope:
+            return .invalidEnvelope
+        case .unavailable:
+            throw APIError(.serviceUnavailable, "identity verification is unavailable right now; try again")
+        default:
+            throw APIError(.internalError, "unexpected verifier answer")
+        }
+    }
+}
