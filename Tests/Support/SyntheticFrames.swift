@@ -292,15 +292,16 @@ public enum SyntheticFrames {
             }
             // ImageMagick paints the eye patch; the warp itself runs in C (CWarp: ImageMagick's Shepards took
             // about 1.7 s per frame here).
-            let crop = { try PPM(try runConvert(arguments + ["-depth", "8", "ppm:-"])) }
-            let key = "\(source.path) \(self.crop)"
+            // Without the eye patch the crop is the same for every pose: it is made once per photo.
+            let readCrop = { try PPM(try runConvert(arguments + ["-depth", "8", "ppm:-"])) }
+            let key = "\(source.path) \(crop)"
             let cropped: PPM
             if case .eyesClosed = pose {
-                cropped = try crop()
+                cropped = try readCrop()
             } else if let cached = Self.crops.withLock({ $0[key] }) {
                 cropped = cached
             } else {
-                cropped = try crop()
+                cropped = try readCrop()
                 Self.crops.withLock { $0[key] = cropped }
             }
             var warped = [UInt8](repeating: 0, count: cropped.pixels.count)
