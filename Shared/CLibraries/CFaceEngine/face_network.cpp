@@ -49,7 +49,8 @@ struct FaceDescriptorNetwork::Network {
 };
 
 // Each network runs on one thread (forward passes mutate its buffers), so engines cannot share one; they copy
-// the weights of one read per file instead of parsing the 22 MB file again.
+// the weights of one read per file instead of parsing the 22 MB file again. The read copy stays for the process:
+// one network's worth of memory more than its engines hold.
 FaceDescriptorNetwork::FaceDescriptorNetwork(const std::string &modelPath) {
     static std::mutex mutex;
     static std::map<std::string, std::unique_ptr<const Network>> prototypes;
