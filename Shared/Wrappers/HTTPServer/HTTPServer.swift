@@ -35,7 +35,7 @@ public final class HTTPServer: Sendable {
     deinit {
         if case .running(let daemon) = lifecycle.withLock({ $0 }) {
             // Nobody awaited shutdown: answer what is in flight with 503 and stop.
-            stop(daemon, quiesced: false)
+            stop(daemon, drained: false)
         }
     }
 
@@ -86,12 +86,28 @@ public final class HTTPServer: Sendable {
         }
         guard let daemon else { return }
         dispatcher.draining.store(true, ordering: .relaxed)
-        let listenSocket = MHD_quiesce_daemon(daemon.handle)
-        if listenSocket >= 0 { close(listenSocket) }
+        let placeholder = Self.stopListening(daemon.listenSocket)
         await waitForOpenRequests(until: .now + gracePeriod)
         dispatcher.abandonAll()
         await waitForOpenRequests(until: .now + .seconds(1))
-        stop(daemon, quiesced: true)
+        stop(daemon, drained: true)
+        if placeholder >= 0 { close(placeholder) }
+    }
+
+    /// Closes the listening socket under the daemon's feet: new connections are refused at once, and the kernel drops
+    /// the socket from every epoll set it was in. `MHD_quiesce_daemon` would do this, but in libmicrohttpd 0.9.75 it
+    /// races a busy epoll worker removing the same socket and aborts the process ("Failed to remove listen FD from epoll
+    /// set"; `shutdownUnderTrafficNeverAbortsTheProcess` reached it within 2,000 shutdowns). The socket's descriptor
+    /// number is taken over by one end of a socket pair that is never written (`dup2` closes and replaces in one step),
+    /// so the daemon, which still owns that number, polls nothing and closes it when it stops. Returns the pair's other
+    /// end, to close after the daemon stops; -1 when no pair could be made (out of descriptors), and then the server goes on
+    /// accepting while it drains, answering each request with `Connection: close`.
+    private static func stopListening(_ listenSocket: Int32) -> Int32 {
+        var ends: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else { return -1 }
+        dup2(ends[0], listenSocket)
+        close(ends[0])
+        return ends[1]
     }
 
     private func waitForOpenRequests(until deadline: ContinuousClock.Instant) async {
@@ -100,9 +116,9 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    private func stop(_ daemon: Daemon, quiesced: Bool) {
+    private func stop(_ daemon: Daemon, drained: Bool) {
         daemon.sweeper.cancel()
-        if !quiesced {
+        if !drained {
             dispatcher.draining.store(true, ordering: .relaxed)
             dispatcher.abandonAll()
             let deadline = ContinuousClock.now + .seconds(1)
