@@ -368,6 +368,22 @@ func meanDifference(_ a: [UInt8], _ b: [UInt8]) -> Double {
         }
         print("corrupt model: \(corrupt)")
         #expect(corrupt.hasPrefix("unreadable model"))
+
+        // The 68-point model is read on the first analysis that asks for 68 points: a corrupt one lets the engine
+        // start and match, and fails that analysis the same way.
+        let lazy = try ScratchDirectory()
+        for file in ["shape_predictor_5_face_landmarks.dat", "dlib_face_recognition_resnet_model_v1.dat"] {
+            try FileManager.default.createSymbolicLink(atPath: lazy.file(file), withDestinationPath: models + "/" + file)
+        }
+        try Data("not a shape predictor".utf8).write(to: URL(fileURLWithPath: lazy.file("shape_predictor_68_face_landmarks.dat")))
+        let engine = try FaceEngine(configuration: FaceEngineConfiguration(modelDirectory: lazy.path))
+        let photo = try TestEnvironment.photo("obama.jpg")
+        #expect(try engine.analyze(photo, options: FaceAnalysisOptions(embeddings: true, landmarks68: false)).faces.first?.embedding != nil)
+        guard case .modelMissing(let unread)? = failure(of: { try engine.analyze(photo, options: FaceAnalysisOptions(landmarks68: true)) }) else {
+            Issue.record("a corrupt 68-point model should fail the analysis that needs it as modelMissing")
+            return
+        }
+        #expect(unread.hasPrefix("unreadable model"))
     }
 
     @Test func poolServesConcurrentCallers() async throws {

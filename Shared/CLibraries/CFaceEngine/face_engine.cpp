@@ -8,9 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <string>
 #include <sys/stat.h>
@@ -22,6 +20,7 @@
 
 #include "face_network.hpp"
 #include "image_decoder.hpp"
+#include "landmark_models.hpp"
 #include "rgb_image_dlib.hpp"
 #include "sface_engine.hpp"
 
@@ -45,37 +44,8 @@ double millisecondsSince(Clock::time_point start) {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// Landmark models are read-only after loading and shape_predictor::operator() is const, so every
-// engine in the process shares one copy per file (the 68-point model is ~100 MB). A model stays loaded
-// once read: an engine replaced or a service restarted in the same process does not read it again.
-class SharedModels {
-public:
-    static SharedModels &instance() {
-        static SharedModels models;
-        return models;
-    }
-
-    std::shared_ptr<const dlib::shape_predictor> predictor(const std::string &path) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (auto existing = predictors_.find(path); existing != predictors_.end()) return existing->second;
-        auto loaded = std::make_shared<dlib::shape_predictor>();
-        dlib::deserialize(path) >> *loaded;
-        predictors_[path] = loaded;
-        return loaded;
-    }
-
-    // get_frontal_face_detector() parses an embedded model each time; engines copy one prototype.
-    dlib::frontal_face_detector detector() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (!detector_) detector_.reset(new dlib::frontal_face_detector(dlib::get_frontal_face_detector()));
-        return *detector_;
-    }
-
-private:
-    std::mutex mutex_;
-    std::map<std::string, std::shared_ptr<const dlib::shape_predictor>> predictors_;
-    std::unique_ptr<dlib::frontal_face_detector> detector_;
-};
+using faceengine::LazyPredictor;
+using faceengine::SharedModels;
 
 struct Detection {
     dlib::rectangle box;
@@ -142,7 +112,7 @@ struct fe_engine {
     std::unique_ptr<faceengine::SFaceEngine> sface;
     dlib::frontal_face_detector detector;
     std::shared_ptr<const dlib::shape_predictor> landmarks5;
-    std::shared_ptr<const dlib::shape_predictor> landmarks68;
+    LazyPredictor landmarks68;
     std::unique_ptr<faceengine::FaceDescriptorNetwork> network;
     uint64_t maxPixels = FE_DEFAULT_MAX_PIXELS;
     long detectionMaxSide = FE_DEFAULT_DETECTION_MAX_SIDE;
@@ -304,6 +274,9 @@ void copyPoints(const dlib::full_object_detection &shape, fe_point *points, unsi
 template <typename Body> fe_status guarded(fe_error *error, Body body) {
     try {
         return body();
+    } catch (const dlib::serialization_error &e) {
+        // A model read on first use (LazyPredictor) that turns out unreadable.
+        return fail(error, FE_ERR_MODEL_MISSING, std::string("unreadable model: ") + e.what());
     } catch (const std::bad_alloc &) {
         return fail(error, FE_ERR_INTERNAL, "out of memory");
     } catch (const std::exception &e) {
@@ -313,8 +286,8 @@ template <typename Body> fe_status guarded(fe_error *error, Body body) {
     }
 }
 
-// The SFace engine needs only its two ONNX files; the 68-point model (non-commercial licence) is loaded
-// when present, shared with every other engine of the process, and otherwise 68-point landmarks are absent.
+// The SFace engine needs only its two ONNX files; the 68-point model (non-commercial licence) is used when
+// present, shared with every other engine of the process, and otherwise 68-point landmarks are absent.
 fe_status createSFace(const std::string &directory, const fe_engine_config *config, std::unique_ptr<fe_engine> &engine,
                       fe_error *error) {
     faceengine::SFaceSettings settings;
@@ -332,14 +305,8 @@ fe_status createSFace(const std::string &directory, const fe_engine_config *conf
     case -1: settings.flipAugmentation = false; break;
     default: return fail(error, FE_ERR_INVALID_ARGUMENT, "flip_augmentation must be 0 (default), 1 (on) or -1 (off)");
     }
-    std::shared_ptr<const dlib::shape_predictor> landmarks68;
-    if (fileReadable(directory + kLandmarks68File)) {
-        try {
-            landmarks68 = SharedModels::instance().predictor(directory + kLandmarks68File);
-        } catch (const dlib::serialization_error &e) {
-            return fail(error, FE_ERR_MODEL_MISSING, std::string("unreadable model: ") + e.what());
-        }
-    }
+    LazyPredictor landmarks68;
+    if (fileReadable(directory + kLandmarks68File)) landmarks68 = LazyPredictor(directory + kLandmarks68File);
     std::unique_ptr<faceengine::SFaceEngine> sface;
     const fe_status status = faceengine::SFaceEngine::create(directory, std::move(landmarks68), settings, sface, error);
     if (status != FE_OK) return status;
@@ -376,12 +343,12 @@ fe_engine *fe_engine_create(const char *model_directory, const fe_engine_config 
         }
         try {
             engine->landmarks5 = SharedModels::instance().predictor(directory + kLandmarks5File);
-            engine->landmarks68 = SharedModels::instance().predictor(directory + kLandmarks68File);
+            engine->landmarks68 = LazyPredictor(directory + kLandmarks68File);
             engine->network.reset(new faceengine::FaceDescriptorNetwork(directory + kDescriptorFile));
         } catch (const dlib::serialization_error &e) {
             return fail(error, FE_ERR_MODEL_MISSING, std::string("unreadable model: ") + e.what());
         }
-        engine->detector = SharedModels::instance().detector();
+        engine->detector = SharedModels::instance().detector(directory);
         return FE_OK;
     });
     if (status != FE_OK) return nullptr;
@@ -428,7 +395,7 @@ int32_t fe_engine_analyze(fe_engine *engine, const uint8_t *data, size_t size, c
             chipQuality(image, geometry, face);
             if (i < detailed && options->embeddings) chips.push_back(alignedChip(image, geometry));
             if (i < detailed && options->landmarks68) {
-                copyPoints((*engine->landmarks68)(image, box), face.landmarks68, 68);
+                copyPoints(engine->landmarks68.get()(image, box), face.landmarks68, 68);
                 face.has_landmarks68 = 1;
             }
         }

@@ -25,6 +25,7 @@
 #include <dlib/image_processing/shape_predictor.h>
 
 #include "image_decoder.hpp"
+#include "landmark_models.hpp"
 #include "rgb_image_dlib.hpp"
 
 namespace faceengine {
@@ -225,6 +226,9 @@ template <typename Body> fe_status guarded(fe_error *error, Body body) {
         return body();
     } catch (const std::bad_alloc &) {
         return fail(error, FE_ERR_INTERNAL, "out of memory");
+    } catch (const dlib::serialization_error &e) {
+        // A model read on first use (LazyPredictor) that turns out unreadable.
+        return fail(error, FE_ERR_MODEL_MISSING, std::string("unreadable model: ") + e.what());
     } catch (const cv::Exception &e) {
         // e.what() repeats the source path; the function and the condition are enough to diagnose.
         return fail(error, FE_ERR_INTERNAL, "OpenCV error in " + e.func + ": " + e.err);
@@ -241,7 +245,7 @@ struct SFaceEngine::Impl {
     SFaceSettings settings;
     cv::dnn::Net detector;
     cv::dnn::Net recognizer;
-    std::shared_ptr<const dlib::shape_predictor> landmarks68;
+    LazyPredictor landmarks68;
     std::vector<cv::String> detectorOutputs;
 
     std::vector<Detection> detect(const cv::Mat &rgb);
@@ -365,7 +369,7 @@ void SFaceEngine::Impl::describe(const std::vector<cv::Mat> &chips,
 
 SFaceEngine::SFaceEngine() : impl_(new Impl) {}
 
-fe_status SFaceEngine::create(const std::string &directory, std::shared_ptr<const dlib::shape_predictor> landmarks68,
+fe_status SFaceEngine::create(const std::string &directory, LazyPredictor landmarks68,
                               const SFaceSettings &settings, std::unique_ptr<SFaceEngine> &engine, fe_error *error) {
     return guarded(error, [&]() -> fe_status {
         std::unique_ptr<SFaceEngine> created(new SFaceEngine);
@@ -433,8 +437,8 @@ fe_status SFaceEngine::analyze(const uint8_t *data, size_t size, const fe_analyz
             cv::Mat chip = alignedChip(rgb, d, impl_->settings.antialiasChips);
             chipQuality(chip, face);
             if (i < detailed && options.embeddings) chips.push_back(chip);
-            if (i < detailed && options.landmarks68 && impl_->landmarks68) {
-                const dlib::full_object_detection shape = (*impl_->landmarks68)(image, predictorBox(d));
+            if (i < detailed && options.landmarks68 && impl_->landmarks68.available()) {
+                const dlib::full_object_detection shape = impl_->landmarks68.get()(image, predictorBox(d));
                 for (unsigned long n = 0; n < 68 && n < shape.num_parts(); ++n)
                     face.landmarks68[n] = fe_point{static_cast<double>(shape.part(n).x()), static_cast<double>(shape.part(n).y())};
                 face.has_landmarks68 = 1;

@@ -10,11 +10,9 @@
 
 #include "face_engine.h"
 
-namespace dlib {
-class shape_predictor;
-}
-
 namespace faceengine {
+
+class LazyPredictor;
 
 struct SFaceSettings {
     uint64_t maxPixels = FE_DEFAULT_MAX_PIXELS;
@@ -34,8 +32,8 @@ struct SFaceSettings {
 class SFaceEngine {
 public:
     // Loads FE_SFACE_DETECTOR_FILE and FE_SFACE_RECOGNIZER_FILE from directory (ending in '/'):
-    // FE_ERR_MODEL_MISSING when either is absent or unreadable. landmarks68 may be null.
-    static fe_status create(const std::string &directory, std::shared_ptr<const dlib::shape_predictor> landmarks68,
+    // FE_ERR_MODEL_MISSING when either is absent or unreadable. landmarks68 may name no model.
+    static fe_status create(const std::string &directory, LazyPredictor landmarks68,
                             const SFaceSettings &settings, std::unique_ptr<SFaceEngine> &engine, fe_error *error);
     ~SFaceEngine();
     SFaceEngine(const SFaceEngine &) = delete;
