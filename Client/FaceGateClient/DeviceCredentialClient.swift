@@ -1,3 +1,4 @@
+import FaceGateContracts
 import Foundation
 import Synchronization
 #if canImport(CryptoKit)
@@ -70,7 +71,6 @@ public struct DeviceCredentialChallenge: Sendable, Equatable, Decodable {
 
 /// Device biometric credentials: register a key after a face login, then log in by signing a server challenge.
 public final class DeviceCredentialClient: Sendable {
-    static let assertionDomain = "facegate.device-assertion.v1"
     let transport: Transport
 
     public init(configuration: FaceGateConfiguration) {
@@ -105,9 +105,9 @@ public final class DeviceCredentialClient: Sendable {
         let signature: Data
         do {
             counter = try await signer.nextCounter()
-            let message = [Self.assertionDomain, configuration.appId.lowercased(), challenge.deviceId ?? configuration.deviceId, credentialId,
-                           challenge.challenge, String(counter)].joined(separator: "\n")
-            signature = try await signer.sign(Data(message.utf8))
+            let message = DeviceAssertion.message(appId: configuration.appId.lowercased(), deviceId: challenge.deviceId ?? configuration.deviceId,
+                                                  credentialId: credentialId, challenge: challenge.challenge, counter: Int64(counter))
+            signature = try await signer.sign(Data(message))
         } catch {
             throw Self.signerError(error)
         }

@@ -313,6 +313,18 @@ final class Calls<Element: Sendable>: Sendable {
     func record(_ item: Element) { items.withLock { $0.append(item) } }
 }
 
+/// The API error code `body` fails with: nil when it succeeds, INTERNAL for an error that is not an `APIError`.
+func errorCode<T>(_ body: () async throws -> T) async -> ErrorCode? {
+    do {
+        _ = try await body()
+        return nil
+    } catch let error as APIError {
+        return error.code
+    } catch {
+        return .internalError
+    }
+}
+
 /// Admits every call (the quota rules are `AppStore`'s, tested on a real stack).
 struct AdmitEverything: ModuleAdmission {
     func admit(_ app: AppRecord, module: Module) async throws {}
@@ -335,5 +347,103 @@ final class ScriptedMatcher: FaceMatching {
             guard !state.answers.isEmpty else { throw APIError(.serviceUnavailable, "face matching is unavailable right now; try again") }
             return state.answers.removeFirst()
         }
+    }
+}
+
+/// Device credentials and their assertion challenges in memory, on the test's clock: one live credential per user and
+/// device, challenges spent once, the counter rule in one step, as `PostgresDeviceCredentials` does.
+final class InMemoryDeviceCredentials: DeviceCredentialStore {
+    private struct Credential {
+        var id: UUID; var appId: UUID; var userId: UUID; var deviceId: String; var publicKey: [UInt8]; var policy: String
+        var hasAttestation: Bool; var counter: Int64 = 0; var createdAt: Date; var lastUsedAt: Date?; var flaggedAt: Date?; var revokedAt: Date?
+    }
+    private struct Challenge { var appId: UUID; var credential: UUID; var expires: Date; var used = false }
+    private struct State { var credentials: [Credential] = []; var challenges: [String: Challenge] = [:]; var users: Set<UUID> = [] }
+    private let state = Mutex(State())
+    let clock: FakeClock
+
+    init(clock: FakeClock) { self.clock = clock }
+
+    /// Makes `user` one of the app's users (registration refuses others, as the foreign key does).
+    func addUser(_ user: UUID) { state.withLock { _ = $0.users.insert(user) } }
+
+    func register(_ credential: DeviceCredentials.NewCredential, appId: UUID, user: UUID, device: String) async throws -> UUID? {
+        let now = clock.now
+        return state.withLock { state in
+            guard state.users.contains(user) else { return nil }
+            for index in state.credentials.indices where state.credentials[index].appId == appId && state.credentials[index].userId == user
+                && state.credentials[index].deviceId == device && state.credentials[index].revokedAt == nil {
+                state.credentials[index].revokedAt = now
+            }
+            let id = UUID()
+            state.credentials.append(Credential(id: id, appId: appId, userId: user, deviceId: device, publicKey: credential.publicKey.spkiDER,
+                                                policy: credential.policy.rawValue, hasAttestation: credential.attestation != nil, createdAt: now))
+            return id
+        }
+    }
+
+    func live(_ id: UUID, appId: UUID, device: String) async throws -> StoredCredential? {
+        state.withLock { state in
+            state.credentials.first { $0.id == id && $0.appId == appId && $0.deviceId == device && $0.revokedAt == nil }.map {
+                StoredCredential(id: $0.id, userId: $0.userId, publicKey: $0.publicKey, counter: $0.counter, flagged: $0.flaggedAt != nil)
+            }
+        }
+    }
+
+    func issueChallenge(_ challenge: String, appId: UUID, credential: UUID, ttlSeconds: Int) async throws {
+        let expires = clock.now + Double(ttlSeconds)
+        state.withLock { $0.challenges[challenge] = Challenge(appId: appId, credential: credential, expires: expires) }
+    }
+
+    func spendChallenge(_ challenge: String, appId: UUID, credential: UUID) async throws -> Bool {
+        let now = clock.now
+        return state.withLock { state in
+            guard let found = state.challenges[challenge], found.appId == appId, found.credential == credential, !found.used,
+                  found.expires > now else { return false }
+            state.challenges[challenge]?.used = true
+            return true
+        }
+    }
+
+    func advanceCounter(_ id: UUID, to counter: Int64) async throws -> CounterAdvance {
+        let now = clock.now
+        return state.withLock { state in
+            guard let index = state.credentials.firstIndex(where: { $0.id == id }), state.credentials[index].revokedAt == nil else {
+                return .revoked
+            }
+            let stored = state.credentials[index]
+            if stored.flaggedAt == nil, (stored.counter == 0 && counter == 0) || stored.counter < counter {
+                state.credentials[index].counter = counter
+                state.credentials[index].lastUsedAt = now
+                return .advanced
+            }
+            if stored.flaggedAt == nil { state.credentials[index].flaggedAt = now }
+            return .flagged
+        }
+    }
+
+    func list(appId: UUID, user: UUID) async throws -> [CredentialView] {
+        state.withLock { state in
+            state.credentials.filter { $0.appId == appId && $0.userId == user }.map {
+                CredentialView(credentialId: $0.id.wire, userId: $0.userId.wire, deviceId: $0.deviceId, policy: $0.policy, counter: $0.counter,
+                               hasAttestation: $0.hasAttestation, createdAt: $0.createdAt, lastUsedAt: $0.lastUsedAt, flaggedAt: $0.flaggedAt,
+                               revokedAt: $0.revokedAt)
+            }
+        }
+    }
+
+    func revoke(_ id: UUID, appId: UUID, device: String?) async throws -> (userId: UUID, deviceId: String)? {
+        let now = clock.now
+        return state.withLock { state in
+            guard let index = state.credentials.firstIndex(where: {
+                $0.id == id && $0.appId == appId && (device == nil || $0.deviceId == device) && $0.revokedAt == nil
+            }) else { return nil }
+            state.credentials[index].revokedAt = now
+            return (state.credentials[index].userId, state.credentials[index].deviceId)
+        }
+    }
+
+    func owner(of id: UUID, appId: UUID) async throws -> (userId: UUID, deviceId: String)? {
+        state.withLock { state in state.credentials.first { $0.id == id && $0.appId == appId }.map { ($0.userId, $0.deviceId) } }
     }
 }

@@ -1,4 +1,5 @@
 @testable import AuthGateway
+import Crypto
 import FaceGateCore
 import FaceGateTestSupport
 import Foundation
@@ -20,6 +21,7 @@ struct StoreWorld: Sendable {
     let attempts: any AttemptCounterStore
     let bindings: any DeviceBindingStore
     let challenges: any LivenessChallengeStore
+    let credentials: any DeviceCredentialStore
     let spentIds: any SpentTokenIds
     let roster: any UserRoster
     /// Stores a template for the user, as the matcher's enrollment would.
@@ -37,10 +39,16 @@ struct StoreWorld: Sendable {
         case .memory:
             let clock = FakeClock()
             let roster = InMemoryUserRoster(clock: clock)
+            let credentials = InMemoryDeviceCredentials(clock: clock)
             return StoreWorld(appId: appId, attempts: InMemoryAttemptCounters(clock: clock), bindings: InMemoryDeviceBindings(clock: clock),
-                              challenges: InMemoryLivenessChallenges(clock: clock), spentIds: InMemorySpentTokenIds(), roster: roster,
-                              addTemplate: { roster.addTemplate($0, user: $1, appId: appId) }, advance: { clock.advance(seconds: $0) },
-                              addUser: { UUID() }, scoped: { try await $0() })
+                              challenges: InMemoryLivenessChallenges(clock: clock), credentials: credentials, spentIds: InMemorySpentTokenIds(),
+                              roster: roster, addTemplate: { roster.addTemplate($0, user: $1, appId: appId) }, advance: { clock.advance(seconds: $0) },
+                              addUser: {
+                                  let user = UUID()
+                                  credentials.addUser(user)
+                                  return user
+                              },
+                              scoped: { try await $0() })
         case .postgres:
             guard let scope = ContractDatabase.current else { throw TestSetupError("a contract test runs inside the StoreContracts suite") }
             let (database, gateway) = (scope.database, scope.gateway)
@@ -48,7 +56,8 @@ struct StoreWorld: Sendable {
                 INSERT INTO apps (id, name, secret_hash, modules, liveness, quotas) VALUES (\(appId), 'contract', '\\x00', '{}', '{}', '{}')
                 """)
             return StoreWorld(appId: appId, attempts: PostgresAttemptCounters(database: gateway), bindings: PostgresDeviceBindings(database: gateway),
-                              challenges: PostgresLivenessChallenges(database: gateway), spentIds: PostgresSpentTokenIds(database: gateway),
+                              challenges: PostgresLivenessChallenges(database: gateway), credentials: PostgresDeviceCredentials(database: gateway),
+                              spentIds: PostgresSpentTokenIds(database: gateway),
                               roster: PostgresUserRoster(database: gateway),
                               addTemplate: { id, user in
                                   _ = try await database.pool.query("""
@@ -359,6 +368,70 @@ extension StoreContracts {
                 #expect(try await world.roster.user(alice, appId: world.appId) == nil)
                 #expect(try await world.roster.erase(alice, appId: world.appId) == nil)
                 #expect(try await world.roster.enrolledUsers(appId: world.appId) == 1)
+            }
+        }
+    }
+}
+
+extension StoreContracts {
+    @Suite struct DeviceCredentialStoreContract {
+        func newCredential() throws -> DeviceCredentials.NewCredential {
+            try DeviceCredentials.NewCredential(publicKey: Data(P256PrivateKey().publicKey.spkiDER).base64EncodedString(), policy: "biometryAny",
+                                                attestation: nil)
+        }
+
+        @Test(arguments: StoreKind.allCases) func oneLiveCredentialPerUserAndDeviceRevokedOnlyFromItsDevice(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let user = try await world.addUser()
+            try await world.scoped {
+                let store = world.credentials
+                #expect(try await store.register(try newCredential(), appId: world.appId, user: UUID(), device: "phone-1") == nil, "not a user of the app")
+                let first = try #require(try await store.register(try newCredential(), appId: world.appId, user: user, device: "phone-1"))
+                let second = try #require(try await store.register(try newCredential(), appId: world.appId, user: user, device: "phone-1"))
+                #expect(try await store.live(first, appId: world.appId, device: "phone-1") == nil, "replaced by the second registration")
+                #expect(try await store.live(second, appId: world.appId, device: "phone-1")?.userId == user)
+                #expect(try await store.live(second, appId: world.appId, device: "phone-2") == nil)
+                #expect(try await store.list(appId: world.appId, user: user).map(\.credentialId).sorted() == [first.wire, second.wire].sorted())
+                #expect(try await store.revoke(second, appId: world.appId, device: "phone-2") == nil)
+                #expect(try await store.revoke(second, appId: world.appId, device: "phone-1")?.userId == user)
+                #expect(try await store.revoke(second, appId: world.appId, device: nil) == nil, "already revoked")
+                #expect(try await store.live(second, appId: world.appId, device: "phone-1") == nil)
+                #expect(try await store.owner(of: second, appId: world.appId)?.deviceId == "phone-1", "the owner of a revoked credential is still known")
+            }
+        }
+
+        @Test(arguments: StoreKind.allCases) func aChallengeIsSpentOnceByItsCredentialBeforeItExpires(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let user = try await world.addUser()
+            try await world.scoped {
+                let store = world.credentials
+                let credential = try #require(try await store.register(try newCredential(), appId: world.appId, user: user, device: "phone-1"))
+                let challenge = "dc-\(UUID().uuidString)"
+                try await store.issueChallenge(challenge, appId: world.appId, credential: credential, ttlSeconds: 60)
+                #expect(try await !store.spendChallenge(challenge, appId: world.appId, credential: UUID()))
+                #expect(try await store.spendChallenge(challenge, appId: world.appId, credential: credential))
+                #expect(try await !store.spendChallenge(challenge, appId: world.appId, credential: credential))
+                let late = "dc-\(UUID().uuidString)"
+                try await store.issueChallenge(late, appId: world.appId, credential: credential, ttlSeconds: 1)
+                try await world.advance(1.2)
+                #expect(try await !store.spendChallenge(late, appId: world.appId, credential: credential))
+            }
+        }
+
+        @Test(arguments: StoreKind.allCases) func theCounterRisesOrStaysZeroElseTheCredentialIsFlagged(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let user = try await world.addUser()
+            try await world.scoped {
+                let store = world.credentials
+                let counting = try #require(try await store.register(try newCredential(), appId: world.appId, user: user, device: "phone-1"))
+                #expect(try await store.advanceCounter(counting, to: 0) == .advanced, "a device that does not count")
+                #expect(try await store.advanceCounter(counting, to: 5) == .advanced)
+                #expect(try await store.advanceCounter(counting, to: 5) == .flagged)
+                #expect(try await store.live(counting, appId: world.appId, device: "phone-1")?.flagged == true)
+                #expect(try await store.advanceCounter(counting, to: 9) == .flagged, "flagged until registered again")
+                let revoked = try #require(try await store.register(try newCredential(), appId: world.appId, user: user, device: "phone-2"))
+                _ = try await store.revoke(revoked, appId: world.appId, device: nil)
+                #expect(try await store.advanceCounter(revoked, to: 1) == .revoked)
             }
         }
     }

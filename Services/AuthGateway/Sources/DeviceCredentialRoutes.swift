@@ -1,16 +1,10 @@
-import Crypto
 import FaceGateCore
 import Foundation
 import HTTPServer
-import JWT
 
-/// Device biometric credentials (module `deviceAuth`): a P-256 key held by the device and unlocked by its
-/// biometric signs a single-use server challenge; a good signature yields an identity token with method
-/// `device_biometric`. Registration needs proof of the user: a fresh face-login identity token of this app
-/// and device (client route) or an operator. Lockout per credential follows the face-login rule.
-///
-/// Every error of the client routes says in its message whether face login can stand in:
-/// `… (fallback: faceLogin)` or `… (fallback: none)` (the error envelope has no room for another field).
+/// Device biometric credentials over HTTP (the decisions are `DeviceCredentials`'). Every error of the client routes
+/// says in its message whether face login can stand in: `… (fallback: faceLogin)` or `… (fallback: none)` (the error
+/// envelope has no room for another field).
 extension GatewayContext {
     func registerDeviceCredentialRoutes(on router: APIRoutes) {
         let clients = router.group(deviceCredentialClient)
@@ -31,13 +25,28 @@ extension GatewayContext {
             try await registerDeviceCredentialAsOperator(request, app: app)
         }
         operators.add("GET", "/v1/apps/{appId}/users/{userId}/device-credentials") { [self] request, app in
-            try await listDeviceCredentials(request, app: app)
+            struct Page: Encodable { var items: [CredentialView] }
+            return .json(Page(items: try await deviceCredentialFlow.list(app: app, user: try request.uuidParameter("userId"))))
         }
         operators.add("DELETE", "/v1/apps/{appId}/device-credentials/{credentialId}") { [self] request, app in
-            try await revokeDeviceCredential(request, app: app)
+            try await recorded(request, kind: "device.revoke", appId: app.id) { draft in
+                try await deviceCredentialFlow.revoke(app: app, credentialId: request.pathParameters["credentialId"], device: nil, draft: &draft)
+                return .noContent
+            }
         }
         operators.add("POST", "/v1/apps/{appId}/device-credentials/{credentialId}/reset") { [self] request, app in
-            try await resetDeviceCredential(request, app: app)
+            let credentialId = try request.uuidParameter("credentialId")
+            return try await recorded(request, kind: "device.credential.reset", appId: app.id) { draft in
+                try await deviceCredentialFlow.reset(app: app, credentialId: credentialId, draft: &draft)
+                return .noContent
+            }
+        }
+    }
+
+    var deviceCredentialFlow: DeviceCredentials {
+        DeviceCredentials(admission: apps, attempts: attempts, credentials: deviceCredentials, spentTokenIds: spentTokenIds, users: users,
+                          tokens: identityTokens, keys: keySet, issuer: configuration.issuer) { [logger] credential in
+            logger.warning("device credential counter did not advance; credential flagged", ["credential.id": credential.wire])
         }
     }
 
@@ -51,8 +60,6 @@ extension GatewayContext {
             }
         }
     }
-
-    // MARK: - Registration
 
     struct ClientRegistrationBody: Decodable {
         var identityToken: String
@@ -70,267 +77,66 @@ extension GatewayContext {
 
     struct Registered: Encodable { var credentialId: String }
 
-    /// A key and policy that passed the checks, ready to store.
-    struct NewCredential: Sendable {
-        var publicKey: P256PublicKey
-        var policy: DeviceCredentialPolicy
-        var attestation: [UInt8]?
-
-        init(publicKey: String, policy: String, attestation: String?) throws {
-            guard let der = Data(base64Encoded: publicKey), let key = try? P256PublicKey(spkiDER: Array(der)) else {
-                throw APIError(.invalidRequest, "publicKey must be the base64 SubjectPublicKeyInfo DER of a P-256 key")
-            }
-            guard let policy = DeviceCredentialPolicy(rawValue: policy) else {
-                throw APIError(.invalidRequest, "policy must be one of biometryCurrentSet, biometryAny, devicePasscode")
-            }
-            var stored: [UInt8]?
-            if let attestation {
-                guard let bytes = Data(base64Encoded: attestation), bytes.count <= 16 << 10 else {
-                    throw APIError(.invalidRequest, "attestation must be base64 of at most 16 KiB")
-                }
-                stored = Array(bytes)
-            }
-            self.publicKey = key
-            self.policy = policy
-            self.attestation = stored
-        }
-    }
-
-    /// Client registration: the identity token proves the user was just verified by face login on this
-    /// device for this app; its id is consumed so it cannot register a second key or be exchanged later.
     func registerDeviceCredential(_ request: HTTPRequest, client: AppRecord) async throws -> HTTPResponse {
-        do {
-            let caller = try await clientDevice(request, app: client)
-            let device = caller.id
+        try await clientCall(request, kind: "device.register", client: client) { device, draft in
             let body = try request.decodeJSON(ClientRegistrationBody.self)
-            return try await recorded(request, kind: "device.register", appId: client.id, deviceId: device) { draft in
-                do {
-                    try await apps.admit(client, module: .deviceAuth)
-                    let credential = try NewCredential(publicKey: body.publicKey, policy: body.policy, attestation: body.attestation)
-                    let claims: IdentityTokenClaims
-                    do {
-                        claims = try JWT.verify(body.identityToken, as: IdentityTokenClaims.self, keys: keySet, type: TokenType.identity,
-                                                issuer: configuration.issuer, audience: client.id.wire)
-                    } catch JWTError.expired {
-                        throw APIError(.identityTokenExpired, "the identity token has expired; log in with your face again")
-                    } catch {
-                        throw APIError(.identityTokenInvalid, "the identity token is not valid for this app")
-                    }
-                    guard let userId = UUID(uuidString: claims.sub) else { throw APIError(.identityTokenInvalid, "the identity token is not valid for this app") }
-                    draft.userId = userId
-                    guard claims.method == "face" else {
-                        throw APIError(.identityTokenInvalid, "registration needs an identity token from face login")
-                    }
-                    guard claims.deviceId == device else {
-                        throw APIError(.identityTokenInvalid, "the identity token was issued to another device")
-                    }
-                    guard try await spentTokenIds.spend(claims.jti, appId: client.id, expiresAt: claims.exp) else {
-                        throw APIError(.identityTokenUsed, "the identity token was already used")
-                    }
-                    let credentialId = try await storeCredential(credential, app: client.id, user: userId, device: device)
-                    draft.detail = ["credentialId": credentialId.wire, "policy": credential.policy.rawValue, "registeredBy": "faceLogin"]
-                    return .json(Registered(credentialId: credentialId.wire), status: 201)
-                } catch {
-                    throw await withFallback(error, app: client, user: draft.userId)
-                }
-            }
-        } catch {
-            throw await withFallback(error, app: client, user: nil)
+            let id = try await deviceCredentialFlow.register(app: client, device: device.id, identityToken: body.identityToken, credential: {
+                try DeviceCredentials.NewCredential(publicKey: body.publicKey, policy: body.policy, attestation: body.attestation)
+            }, draft: &draft)
+            return .json(Registered(credentialId: id.wire), status: 201)
         }
     }
 
-    /// Operator registration, for devices enrolled at a desk rather than after a face login.
     func registerDeviceCredentialAsOperator(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let userId = try request.uuidParameter("userId")
         let body = try request.decodeJSON(OperatorRegistrationBody.self)
         return try await recorded(request, kind: "device.register", appId: app.id, deviceId: body.deviceId) { draft in
-            draft.userId = userId
-            guard (1...128).contains(body.deviceId.utf8.count), body.deviceId.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-                throw APIError(.invalidRequest, "deviceId must be 1–128 printable ASCII characters")
-            }
-            let credential = try NewCredential(publicKey: body.publicKey, policy: body.policy, attestation: body.attestation)
-            _ = try await user(userId, app: app.id)
-            let credentialId = try await storeCredential(credential, app: app.id, user: userId, device: body.deviceId)
-            draft.detail = ["credentialId": credentialId.wire, "policy": credential.policy.rawValue, "registeredBy": "operator"]
-            return .json(Registered(credentialId: credentialId.wire), status: 201)
+            let id = try await deviceCredentialFlow.registerAsOperator(app: app, user: userId, device: body.deviceId, credential: {
+                try DeviceCredentials.NewCredential(publicKey: body.publicKey, policy: body.policy, attestation: body.attestation)
+            }, draft: &draft)
+            return .json(Registered(credentialId: id.wire), status: 201)
         }
     }
-
-    /// One live credential per (user, device): a new registration replaces the previous one.
-    private func storeCredential(_ credential: NewCredential, app: UUID, user: UUID, device: String) async throws -> UUID {
-        guard let id = try await deviceCredentials.register(credential, appId: app, user: user, device: device) else {
-            throw APIError(.notFound, "the user no longer exists in this app")
-        }
-        return id
-    }
-
-    // MARK: - Challenge and assertion
-
-    struct ChallengeBody: Decodable { var credentialId: String }
-
-    /// The live credential `text` names, registered to this app and device; anything else is not enrolled.
-    private func liveCredential(_ text: String, app: UUID, device: String) async throws -> StoredCredential {
-        guard let id = UUID(uuidString: text), let credential = try await deviceCredentials.live(id, appId: app, device: device) else {
-            throw APIError(.credentialNotEnrolled, "no such device credential on this device")
-        }
-        return credential
-    }
-
-
-    static let challengeSeconds = 60
 
     func deviceChallenge(_ request: HTTPRequest, client: AppRecord) async throws -> HTTPResponse {
-        do {
-            let caller = try await clientDevice(request, app: client)
-            let device = caller.id
-            let body = try request.decodeJSON(ChallengeBody.self)
-            return try await recorded(request, kind: "device.challenge", appId: client.id, deviceId: device) { draft in
-                do {
-                    try await apps.admit(client, module: .deviceAuth)
-                    let credential = try await liveCredential(body.credentialId, app: client.id, device: device)
-                    draft.userId = credential.userId
-                    draft.detail = ["credentialId": credential.id.wire]
-                    try refuseFlagged(credential)
-                    try await attempts.ensureOpen(appId: client.id, .credential(credential.id))
-                    let challenge = Base64URL.encode(SecureRandom.bytes(32))
-                    try await deviceCredentials.issueChallenge(challenge, appId: client.id, credential: credential.id, ttlSeconds: Self.challengeSeconds)
-                    // `deviceId`: the identity the assertion must sign (the key thumbprint on a `dpop` app).
-                    struct Issued: Encodable { var challenge: String; var expiresIn: Int; var deviceId: String }
-                    return .json(Issued(challenge: challenge, expiresIn: Self.challengeSeconds, deviceId: device))
-                } catch {
-                    throw await withFallback(error, app: client, user: draft.userId)
-                }
-            }
-        } catch {
-            throw await withFallback(error, app: client, user: nil)
+        struct Body: Decodable { var credentialId: String }
+        struct Issued: Encodable { var challenge: String; var expiresIn: Int; var deviceId: String }
+        return try await clientCall(request, kind: "device.challenge", client: client) { device, draft in
+            let body = try request.decodeJSON(Body.self)
+            let issued = try await deviceCredentialFlow.challenge(app: client, device: device.id, credentialId: body.credentialId, draft: &draft)
+            return .json(Issued(challenge: issued.challenge, expiresIn: issued.expiresIn, deviceId: issued.deviceId))
         }
     }
 
-    struct AssertionBody: Decodable {
-        var credentialId: String
-        var challenge: String
-        var counter: Int64
-        var signature: String
-    }
-
-    /// The bytes the device signs: every value the server checks, one per line, under a version label.
-    static func assertionMessage(app: UUID, device: String, credential: String, challenge: String, counter: Int64) -> [UInt8] {
-        Array("facegate.device-assertion.v1\n\(app.wire)\n\(device)\n\(credential)\n\(challenge)\n\(counter)".utf8)
-    }
-
-    /// Order matters: the challenge is spent before the signature is looked at (one guess per challenge);
-    /// the counter is judged only for a good signature, so a forger cannot get a credential flagged.
     func deviceAssertion(_ request: HTTPRequest, client: AppRecord) async throws -> HTTPResponse {
-        do {
-            let caller = try await clientDevice(request, app: client)
-            let device = caller.id
-            let body = try request.decodeJSON(AssertionBody.self)
-            return try await recorded(request, kind: "device.assert", appId: client.id, deviceId: device) { draft in
-                do {
-                    try await apps.admit(client, module: .deviceAuth)
-                    guard body.counter >= 0 else { throw APIError(.invalidRequest, "counter must not be negative") }
-                    let credential = try await liveCredential(body.credentialId, app: client.id, device: device)
-                    draft.userId = credential.userId
-                    draft.detail = ["credentialId": credential.id.wire, "counter": String(body.counter)]
-                    try refuseFlagged(credential)
-                    return try await attempts.attempt(appId: client.id, [.credential(credential.id), .clientAddress(clientAddress(request))]) {
-                        guard try await deviceCredentials.spendChallenge(body.challenge, appId: client.id, credential: credential.id) else {
-                            throw APIError(.authenticationFailed, "the challenge is unknown, already used or expired; ask for a new one")
-                        }
-                        let message = Self.assertionMessage(app: client.id, device: device, credential: credential.id.wire,
-                                                            challenge: body.challenge, counter: body.counter)
-                        guard let signature = Data(base64Encoded: body.signature), let key = try? P256PublicKey(spkiDER: credential.publicKey),
-                              key.isValidSignature(derSignature: Array(signature), for: message) else {
-                            throw APIError(.authenticationFailed, "the signature does not verify")
-                        }
-                        try await advanceCounter(credential, to: body.counter)
-                        let token = try identityTokens.issue(app: client.id, user: credential.userId, device: device, method: "device_biometric",
-                                                             transaction: draft.id, keyThumbprint: caller.thumbprint)
-                        return (.json(LoginSuccess(identityToken: token, expiresIn: Int(configuration.identityTokenTTL),
-                                                   transactionId: draft.id.wire, userId: credential.userId.wire)), .success)
-                    }
-                } catch {
-                    throw await withFallback(error, app: client, user: draft.userId)
-                }
-            }
-        } catch {
-            throw await withFallback(error, app: client, user: nil)
-        }
-    }
-
-    /// WebAuthn's rule: once the device counts, each use must count higher; a repeat or a step back means
-    /// a copy of the key may exist, so the credential is flagged and refused until registered again.
-    private func advanceCounter(_ credential: StoredCredential, to counter: Int64) async throws {
-        switch try await deviceCredentials.advanceCounter(credential.id, to: counter) {
-        case .advanced: return
-        case .revoked: throw APIError(.credentialNotEnrolled, "no such device credential on this device")
-        case .flagged: break
-        }
-        logger.warning("device credential counter did not advance; credential flagged", ["credential.id": credential.id.wire])
-        throw APIError(.authenticationFailed, "the signature counter did not advance: this credential is now blocked; register the device again")
-    }
-
-    private func refuseFlagged(_ credential: StoredCredential) throws {
-        if credential.flagged {
-            throw APIError(.authenticationFailed, "this credential is blocked (its counter went backwards); register the device again")
-        }
-    }
-
-    // MARK: - Fallback hint
-
-    /// Face login can stand in when the app has the module on and (if the user is known) a face enrolled.
-    private func faceLoginAvailable(app: AppRecord?, user: UUID?) async -> Bool {
-        guard let app, app.modules.faceLogin != .disabled else { return false }
-        guard let user else { return true }
-        return (try? await users.hasFace(user, appId: app.id)) ?? true
-    }
-
-    static let fallbackMarker = " (fallback: "
-
-    /// Appends the fallback hint to an API or HTTP error's message, once.
-    private func withFallback(_ error: Error, app: AppRecord?, user: UUID?) async -> Error {
-        func note() async -> String { Self.fallbackMarker + (await faceLoginAvailable(app: app, user: user) ? "faceLogin)" : "none)") }
-        if var error = error as? APIError {
-            guard !error.message.contains(Self.fallbackMarker) else { return error }
-            error.message += await note()
-            return error
-        }
-        if var error = error as? HTTPError {
-            guard !error.message.contains(Self.fallbackMarker) else { return error }
-            error.message += await note()
-            return error
-        }
-        return error
-    }
-
-    // MARK: - Listing, revocation, reset
-
-    func listDeviceCredentials(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        let userId = try request.uuidParameter("userId")
-        _ = try await user(userId, app: app.id)
-        struct Page: Encodable { var items: [CredentialView] }
-        return .json(Page(items: try await deviceCredentials.list(appId: app.id, user: userId)))
-    }
-
-    /// Operator revocation: immediate, since every assertion reads `revoked_at`.
-    func revokeDeviceCredential(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        return try await recorded(request, kind: "device.revoke", appId: app.id) { draft in
-            try await revoke(request.pathParameters["credentialId"], app: app.id, device: nil, draft: &draft)
-            draft.detail["revokedBy"] = "operator"
-            return .noContent
+        struct Body: Decodable { var credentialId: String; var challenge: String; var counter: Int64; var signature: String }
+        return try await clientCall(request, kind: "device.assert", client: client) { device, draft in
+            let body = try request.decodeJSON(Body.self)
+            let assertion = DeviceCredentials.Assertion(credentialId: body.credentialId, challenge: body.challenge, counter: body.counter,
+                                                        signature: body.signature)
+            let (token, user) = try await deviceCredentialFlow.assert(app: client, device: device.id, keyThumbprint: device.thumbprint,
+                                                                     clientAddress: clientAddress(request), assertion, draft: &draft)
+            return .json(LoginSuccess(identityToken: token, expiresIn: Int(configuration.identityTokenTTL), transactionId: draft.id.wire,
+                                      userId: user.wire))
         }
     }
 
     /// Client revocation: only from the device the credential belongs to.
     func revokeOwnDeviceCredential(_ request: HTTPRequest, client: AppRecord) async throws -> HTTPResponse {
+        try await clientCall(request, kind: "device.revoke", client: client) { device, draft in
+            try await deviceCredentialFlow.revoke(app: client, credentialId: request.pathParameters["credentialId"], device: device.id, draft: &draft)
+            return .noContent
+        }
+    }
+
+    /// A client call: the device proven (or named), the transaction recorded, and every refusal carrying the fallback hint.
+    private func clientCall(_ request: HTTPRequest, kind: String, client: AppRecord,
+                            _ body: (ClientDevice, inout TransactionDraft) async throws -> HTTPResponse) async throws -> HTTPResponse {
         do {
-            let caller = try await clientDevice(request, app: client)
-            let device = caller.id
-            return try await recorded(request, kind: "device.revoke", appId: client.id, deviceId: device) { draft in
+            let device = try await clientDevice(request, app: client)
+            return try await recorded(request, kind: kind, appId: client.id, deviceId: device.id) { draft in
                 do {
-                    try await revoke(request.pathParameters["credentialId"], app: client.id, device: device, draft: &draft)
-                    draft.detail["revokedBy"] = "device"
-                    return .noContent
+                    return try await body(device, &draft)
                 } catch {
                     throw await withFallback(error, app: client, user: draft.userId)
                 }
@@ -340,34 +146,20 @@ extension GatewayContext {
         }
     }
 
-    private func revoke(_ text: String?, app: UUID, device: String?, draft: inout TransactionDraft) async throws {
-        guard let credentialId = text.flatMap(UUID.init(uuidString:)) else { throw APIError(.credentialNotEnrolled, "no such live device credential") }
-        guard let owner = try await deviceCredentials.revoke(credentialId, appId: app, device: device) else {
-            throw APIError(.credentialNotEnrolled, "no such live device credential")
+    /// `error` with ` (fallback: faceLogin)` or ` (fallback: none)` appended to its message, once.
+    private func withFallback(_ error: Error, app: AppRecord?, user: UUID?) async -> Error {
+        let marker = " (fallback: "
+        func note() async -> String { marker + (await deviceCredentialFlow.fallback(app: app, user: user)).rawValue + ")" }
+        if var error = error as? APIError {
+            guard !error.message.contains(marker) else { return error }
+            error.message += await note()
+            return error
         }
-        draft.userId = owner.userId
-        draft.deviceId = owner.deviceId
-        draft.detail = ["credentialId": credentialId.wire]
-    }
-
-    /// Clears a credential's failed-attempt counters and lock (a flagged credential stays refused).
-    func resetDeviceCredential(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        let credentialId = try request.uuidParameter("credentialId")
-        return try await recorded(request, kind: "device.credential.reset", appId: app.id) { draft in
-            guard let owner = try await deviceCredentials.owner(of: credentialId, appId: app.id) else {
-                throw APIError(.credentialNotEnrolled, "no such device credential")
-            }
-            draft.userId = owner.userId
-            draft.deviceId = owner.deviceId
-            draft.detail = ["credentialId": credentialId.wire]
-            try await attempts.reset(appId: app.id, .credential(credentialId))
-            return .noContent
+        if var error = error as? HTTPError {
+            guard !error.message.contains(marker) else { return error }
+            error.message += await note()
+            return error
         }
+        return error
     }
-}
-
-/// When the device may use the key: any enrolled biometric, only the biometrics enrolled at
-/// registration, or the device passcode. Recorded for the app's policy; the device enforces it.
-enum DeviceCredentialPolicy: String, Sendable {
-    case biometryCurrentSet, biometryAny, devicePasscode
 }

@@ -35,7 +35,7 @@ enum CounterAdvance: Sendable { case advanced, flagged, revoked }
 protocol DeviceCredentialStore: Sendable {
     /// Stores the credential as the user's only live one on the device (a new registration revokes the previous, which
     /// is how a flagged or locked credential is recovered); nil when the user is not, or no longer, in the app.
-    func register(_ credential: GatewayContext.NewCredential, appId: UUID, user: UUID, device: String) async throws -> UUID?
+    func register(_ credential: DeviceCredentials.NewCredential, appId: UUID, user: UUID, device: String) async throws -> UUID?
     /// The live credential registered to this app and device.
     func live(_ id: UUID, appId: UUID, device: String) async throws -> StoredCredential?
     func issueChallenge(_ challenge: String, appId: UUID, credential: UUID, ttlSeconds: Int) async throws
@@ -54,7 +54,7 @@ protocol DeviceCredentialStore: Sendable {
 struct PostgresDeviceCredentials: DeviceCredentialStore {
     let database: PostgresPool
 
-    func register(_ credential: GatewayContext.NewCredential, appId: UUID, user: UUID, device: String) async throws -> UUID? {
+    func register(_ credential: DeviceCredentials.NewCredential, appId: UUID, user: UUID, device: String) async throws -> UUID? {
         let credentialId = UUID()
         // The user's row is not locked here (that would need UPDATE on users): the foreign key takes its lock, so a user
         // deleted meanwhile makes the insert fail, or the deletion takes the new credential with it.

@@ -1,0 +1,10 @@
+/// What a device signs to log in with its credential (`POST /v1/device-credentials/assertions`): every value the
+/// gateway checks, one per line under a version label, as UTF-8; the signature is DER ECDSA/SHA-256 with the P-256 key.
+public enum DeviceAssertion {
+    public static let label = "facegate.device-assertion.v1"
+
+    /// `appId` in lower case, as the API writes ids; `deviceId` as the challenge named it.
+    public static func message(appId: String, deviceId: String, credentialId: String, challenge: String, counter: Int64) -> [UInt8] {
+        Array([label, appId, deviceId, credentialId, challenge, String(counter)].joined(separator: "\n").utf8)
+    }
+}
