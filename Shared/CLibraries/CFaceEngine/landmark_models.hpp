@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include <dlib/image_processing/frontal_face_detector.h>
-#include <dlib/revision.h>
 #include <dlib/image_processing/shape_predictor.h>
+#include <dlib/revision.h>
 
 namespace faceengine {
 
