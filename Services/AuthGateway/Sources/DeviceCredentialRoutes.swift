@@ -78,8 +78,8 @@ extension GatewayContext {
     struct Registered: Encodable { var credentialId: String }
 
     func registerDeviceCredential(_ request: HTTPRequest, client: AppRecord) async throws -> HTTPResponse {
-        try await clientCall(request, kind: "device.register", client: client) { device, draft in
-            let body = try request.decodeJSON(ClientRegistrationBody.self)
+        try await clientCall(request, kind: "device.register", client: client, parse: { try request.decodeJSON(ClientRegistrationBody.self) }) {
+            device, body, draft in
             let id = try await deviceCredentialFlow.register(app: client, device: device.id, identityToken: body.identityToken, credential: {
                 try DeviceCredentials.NewCredential(publicKey: body.publicKey, policy: body.policy, attestation: body.attestation)
             }, draft: &draft)
@@ -101,8 +101,8 @@ extension GatewayContext {
     func deviceChallenge(_ request: HTTPRequest, client: AppRecord) async throws -> HTTPResponse {
         struct Body: Decodable { var credentialId: String }
         struct Issued: Encodable { var challenge: String; var expiresIn: Int; var deviceId: String }
-        return try await clientCall(request, kind: "device.challenge", client: client) { device, draft in
-            let body = try request.decodeJSON(Body.self)
+        return try await clientCall(request, kind: "device.challenge", client: client, parse: { try request.decodeJSON(Body.self) }) {
+            device, body, draft in
             let issued = try await deviceCredentialFlow.challenge(app: client, device: device.id, credentialId: body.credentialId, draft: &draft)
             return .json(Issued(challenge: issued.challenge, expiresIn: issued.expiresIn, deviceId: issued.deviceId))
         }
@@ -110,8 +110,8 @@ extension GatewayContext {
 
     func deviceAssertion(_ request: HTTPRequest, client: AppRecord) async throws -> HTTPResponse {
         struct Body: Decodable { var credentialId: String; var challenge: String; var counter: Int64; var signature: String }
-        return try await clientCall(request, kind: "device.assert", client: client) { device, draft in
-            let body = try request.decodeJSON(Body.self)
+        return try await clientCall(request, kind: "device.assert", client: client, parse: { try request.decodeJSON(Body.self) }) {
+            device, body, draft in
             let assertion = DeviceCredentials.Assertion(credentialId: body.credentialId, challenge: body.challenge, counter: body.counter,
                                                         signature: body.signature)
             let (token, user) = try await deviceCredentialFlow.assert(app: client, device: device.id, keyThumbprint: device.thumbprint,
@@ -123,20 +123,22 @@ extension GatewayContext {
 
     /// Client revocation: only from the device the credential belongs to.
     func revokeOwnDeviceCredential(_ request: HTTPRequest, client: AppRecord) async throws -> HTTPResponse {
-        try await clientCall(request, kind: "device.revoke", client: client) { device, draft in
+        try await clientCall(request, kind: "device.revoke", client: client, parse: {}) { device, _, draft in
             try await deviceCredentialFlow.revoke(app: client, credentialId: request.pathParameters["credentialId"], device: device.id, draft: &draft)
             return .noContent
         }
     }
 
-    /// A client call: the device proven (or named), the transaction recorded, and every refusal carrying the fallback hint.
-    private func clientCall(_ request: HTTPRequest, kind: String, client: AppRecord,
-                            _ body: (ClientDevice, inout TransactionDraft) async throws -> HTTPResponse) async throws -> HTTPResponse {
+    /// A client call: the device proven (or named) and the body parsed, then the transaction recorded; every refusal
+    /// carries the fallback hint.
+    private func clientCall<Body>(_ request: HTTPRequest, kind: String, client: AppRecord, parse: () throws -> Body,
+                                  _ handle: (ClientDevice, Body, inout TransactionDraft) async throws -> HTTPResponse) async throws -> HTTPResponse {
         do {
             let device = try await clientDevice(request, app: client)
+            let body = try parse()
             return try await recorded(request, kind: kind, appId: client.id, deviceId: device.id) { draft in
                 do {
-                    return try await body(device, &draft)
+                    return try await handle(device, body, &draft)
                 } catch {
                     throw await withFallback(error, app: client, user: draft.userId)
                 }
