@@ -288,11 +288,12 @@ async def serve(arguments):
     balancer = Balancer([Backend(b) for b in arguments.backend], arguments.down_seconds, arguments.connect_timeout,
                         arguments.idle_timeout, arguments.max_body_bytes)
     host, port = arguments.listen
-    server = await asyncio.start_server(balancer.handle, host, port, limit=MAX_HEAD_BYTES, reuse_address=True, backlog=1024)
+    # The handlers come before the socket: a client that sees it listening may stop it at once.
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    server = await asyncio.start_server(balancer.handle, host, port, limit=MAX_HEAD_BYTES, reuse_address=True, backlog=1024)
     log(f"listening on {host}:{port}, backends {', '.join(arguments.backend)}")
     async with server:
         await stop.wait()
@@ -315,6 +316,8 @@ def main():
             Backend(backend)
         except ValueError as error:
             parser.error(str(error))
+    # Until the event loop takes SIGTERM over, it ends the process cleanly (pid file removed, status 0).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if arguments.pid_file:
         with open(arguments.pid_file, "w") as handle:
             handle.write(f"{os.getpid()}\n")
