@@ -131,3 +131,15 @@ let package = Package(
     swiftLanguageModes: [.v6],
     cxxLanguageStandard: .cxx17
 )
+
+// Debug builds carry line tables only (file and line in backtraces and test failures, no variable types for a debugger):
+// from a clean clone here the build took 269 s and 469 s of CPU against 398 s and 676 s with full debug info, and .build
+// 301 MB against 492 MB. `FACEGATE_FULL_DEBUG_INFO=1 swift build` builds with full debug info for a debugging session.
+if Context.environment["FACEGATE_FULL_DEBUG_INFO"] == nil {
+    for target in package.targets where target.type != .system {
+        let debug = BuildSettingCondition.when(configuration: .debug)
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-Xfrontend", "-gline-tables-only"], debug)]
+        target.cSettings = (target.cSettings ?? []) + [.unsafeFlags(["-Xclang", "-debug-info-kind=line-tables-only"], debug)]
+        target.cxxSettings = (target.cxxSettings ?? []) + [.unsafeFlags(["-Xclang", "-debug-info-kind=line-tables-only"], debug)]
+    }
+}

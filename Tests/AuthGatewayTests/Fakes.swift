@@ -2,6 +2,7 @@
 import Crypto
 import FaceGateCore
 import Foundation
+import ServiceKit
 import Synchronization
 
 // In-memory stores for the use-case tests. `StoreContractTests` runs one suite against each of them and against its
@@ -325,7 +326,7 @@ func errorCode<T>(_ body: () async throws -> T) async -> ErrorCode? {
     }
 }
 
-/// Admits every call (the quota rules are `AppStore`'s, tested on a real stack).
+/// Admits every call (the quota rules are `AppStore`'s: StoreContracts.AppStoreContract).
 struct AdmitEverything: ModuleAdmission {
     func admit(_ app: AppRecord, module: Module) async throws {}
 }
@@ -445,5 +446,134 @@ final class InMemoryDeviceCredentials: DeviceCredentialStore {
 
     func owner(of id: UUID, appId: UUID) async throws -> (userId: UUID, deviceId: String)? {
         state.withLock { state in state.credentials.first { $0.id == id && $0.appId == appId }.map { ($0.userId, $0.deviceId) } }
+    }
+}
+
+/// `AppStore` in memory, on the test's clock (calls are counted per app and module; a test stays inside one day). The
+/// sealed CTID keys are kept beside the records, as the `apps` table keeps them.
+final class InMemoryApps: AppStore {
+    private struct State { var apps: [UUID: AppRecord] = [:]; var sealedKeys: [UUID: [UInt8]] = [:]; var calls: [String: Int] = [:] }
+    private let state = Mutex(State())
+    let clock: FakeClock
+
+    init(clock: FakeClock) { self.clock = clock }
+
+    func sealedCTIDKey(of app: UUID) -> [UInt8]? { state.withLock { $0.sealedKeys[app] } }
+
+    func create(_ id: UUID, name: String, secretHash: [UInt8], ctidKeySealed: [UInt8], faceModel: FaceModel, settings: AppSettings) async throws {
+        let now = clock.now
+        state.withLock { state in
+            precondition(state.apps[id] == nil, "an app id is new")
+            state.apps[id] = AppRecord(id: id, name: name, secretHash: secretHash, modules: settings.modules, faceModel: faceModel,
+                                       matchThreshold: settings.matchThreshold, liveness: settings.liveness,
+                                       deviceBinding: settings.deviceBinding, deviceBindingPolicy: settings.deviceBindingPolicy,
+                                       kioskApproval: settings.kioskApproval, quotas: settings.quotas,
+                                       keepEnrollmentPhotos: settings.keepEnrollmentPhotos, createdAt: now)
+            state.sealedKeys[id] = ctidKeySealed
+        }
+    }
+
+    func update(_ id: UUID, settings: AppSettings) async throws {
+        state.withLock { state in
+            guard var app = state.apps[id] else { return }
+            app.modules = settings.modules
+            app.matchThreshold = settings.matchThreshold
+            app.liveness = settings.liveness
+            app.deviceBinding = settings.deviceBinding
+            app.deviceBindingPolicy = settings.deviceBindingPolicy
+            app.kioskApproval = settings.kioskApproval
+            app.quotas = settings.quotas
+            app.keepEnrollmentPhotos = settings.keepEnrollmentPhotos
+            state.apps[id] = app
+        }
+    }
+
+    func rotateSecret(_ id: UUID, to secretHash: [UInt8], graceSeconds: Int) async throws {
+        let now = clock.now
+        state.withLock { state in
+            guard var app = state.apps[id] else { return }
+            app.previousSecretHash = app.secretHash
+            app.previousSecretValidUntil = now.addingTimeInterval(Double(graceSeconds))
+            app.secretHash = secretHash
+            app.secretRotatedAt = now
+            state.apps[id] = app
+        }
+    }
+
+    func switchModel(_ id: UUID, from: FaceModel, to model: FaceModel, threshold: Float) async throws -> Bool {
+        state.withLock { state in
+            guard var app = state.apps[id], app.faceModel == from else { return false }
+            app.faceModel = model
+            app.matchThreshold = threshold
+            state.apps[id] = app
+            return true
+        }
+    }
+
+    func all(covered: (UUID) -> Bool) async throws -> [AppRecord] {
+        state.withLock { state in
+            state.apps.values.sorted { ($0.createdAt, $0.id.uuidString) < ($1.createdAt, $1.id.uuidString) }.prefix(1000).filter { covered($0.id) }
+        }
+    }
+
+    func find(_ id: UUID) async throws -> AppRecord? { state.withLock { $0.apps[id] } }
+
+    func admit(_ app: AppRecord, module: Module) async throws {
+        let mode = app.modules[module]
+        if mode == .disabled { throw APIError(.moduleDisabled, "the \(module.rawValue) module is disabled for this app") }
+        let calls = state.withLock { state in
+            state.calls["\(app.id.wire)/\(module.rawValue)", default: 0] += 1
+            return state.calls["\(app.id.wire)/\(module.rawValue)"]!
+        }
+        if mode == .trial, calls > app.quotas.dailyCalls {
+            throw APIError(.moduleNotFormal, "the \(module.rawValue) trial allows \(app.quotas.dailyCalls) calls a day; ask for the formal module")
+        }
+    }
+}
+
+/// The gallery changes a use case broadcast, in order.
+final class RecordedBroadcasts: GalleryBroadcast {
+    let changes = Calls<GalleryChange>()
+    func broadcast(_ change: GalleryChange) async { changes.record(change) }
+}
+
+/// Audit records in memory for `AuditTrail`'s tests: pages filter by app list, kind, outcome and user, newest first;
+/// `verify` answers an intact chain of the app's rows and records the checkpoint it was given. The chain itself is
+/// recomputed only by `TransactionLog` (IntegrationTests' AuditTests tamper with real rows).
+final class InMemoryAuditRecords: AuditRecords {
+    private struct State {
+        var records: [TransactionRecord] = []
+        var heads: [UUID: (count: Int64, hash: [UInt8])] = [:]
+        var asked: [(filter: TransactionLog.Filter, limit: Int)] = []
+    }
+    private let state = Mutex(State())
+    let verified = Calls<AuditCheckpoint?>()
+
+    func add(_ record: TransactionRecord) { state.withLock { $0.records.append(record) } }
+    func setHead(_ appId: UUID, count: Int64, hash: [UInt8]) { state.withLock { $0.heads[appId] = (count, hash) } }
+    /// Every page asked for: the filter and the limit.
+    var asked: [(filter: TransactionLog.Filter, limit: Int)] { state.withLock { $0.asked } }
+
+    func page(_ filter: TransactionLog.Filter, before cursor: (time: Date, id: UUID)?, limit: Int) async throws -> [TransactionRecord] {
+        state.withLock { state in
+            state.asked.append((filter, limit))
+            let apps = filter.appIds.map { Set($0.split(separator: ",").map(String.init)) }
+            return state.records
+                .filter { apps?.contains($0.appId.wire) ?? true }
+                .filter { filter.kind == nil || $0.kind == filter.kind }
+                .filter { filter.outcome == nil || $0.outcome == filter.outcome }
+                .filter { filter.userId == nil || $0.userId == filter.userId }
+                .sorted { ($0.createdAt, $0.id.uuidString) > ($1.createdAt, $1.id.uuidString) }
+                .filter { cursor == nil || ($0.createdAt, $0.id.uuidString) < (cursor!.time, cursor!.id.uuidString) }
+                .prefix(limit).map { $0 }
+        }
+    }
+
+    func head(of appId: UUID) async throws -> (count: Int64, hash: [UInt8])? { state.withLock { $0.heads[appId] } }
+
+    func verify(appId: UUID, checkpoint: AuditCheckpoint?, acceptUnkeyed: Bool) async throws -> TransactionLog.Verification {
+        verified.record(checkpoint)
+        let checked = state.withLock { state in state.records.filter { $0.appId == appId }.count }
+        return TransactionLog.Verification(appId: appId.wire, ok: true, checked: checked)
     }
 }

@@ -18,6 +18,7 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
 /// A place to run one contract test: an app (and users) of its own, the stores, and a way to let time pass.
 struct StoreWorld: Sendable {
     let appId: UUID
+    let apps: any AppStore
     let attempts: any AttemptCounterStore
     let bindings: any DeviceBindingStore
     let challenges: any LivenessChallengeStore
@@ -40,7 +41,7 @@ struct StoreWorld: Sendable {
             let clock = FakeClock()
             let roster = InMemoryUserRoster(clock: clock)
             let credentials = InMemoryDeviceCredentials(clock: clock)
-            return StoreWorld(appId: appId, attempts: InMemoryAttemptCounters(clock: clock), bindings: InMemoryDeviceBindings(clock: clock),
+            return StoreWorld(appId: appId, apps: InMemoryApps(clock: clock), attempts: InMemoryAttemptCounters(clock: clock), bindings: InMemoryDeviceBindings(clock: clock),
                               challenges: InMemoryLivenessChallenges(clock: clock), credentials: credentials, spentIds: InMemorySpentTokenIds(),
                               roster: roster, addTemplate: { roster.addTemplate($0, user: $1, appId: appId) }, advance: { clock.advance(seconds: $0) },
                               addUser: {
@@ -55,7 +56,7 @@ struct StoreWorld: Sendable {
             _ = try await database.pool.query("""
                 INSERT INTO apps (id, name, secret_hash, modules, liveness, quotas) VALUES (\(appId), 'contract', '\\x00', '{}', '{}', '{}')
                 """)
-            return StoreWorld(appId: appId, attempts: PostgresAttemptCounters(database: gateway), bindings: PostgresDeviceBindings(database: gateway),
+            return StoreWorld(appId: appId, apps: PostgresApps(database: gateway), attempts: PostgresAttemptCounters(database: gateway), bindings: PostgresDeviceBindings(database: gateway),
                               challenges: PostgresLivenessChallenges(database: gateway), credentials: PostgresDeviceCredentials(database: gateway),
                               spentIds: PostgresSpentTokenIds(database: gateway),
                               roster: PostgresUserRoster(database: gateway),
@@ -433,6 +434,93 @@ extension StoreContracts {
                 _ = try await store.revoke(revoked, appId: world.appId, device: nil)
                 #expect(try await store.advanceCounter(revoked, to: 1) == .revoked)
             }
+        }
+    }
+}
+
+extension StoreContracts {
+    @Suite struct AppStoreContract {
+        static func settings(_ threshold: Float = 0.9, modules: Modules = .initial, dailyCalls: Int = 1000) -> AppSettings {
+            AppSettings(modules: modules, matchThreshold: threshold, liveness: .initial, deviceBinding: .dpop, deviceBindingPolicy: .appServerTicket,
+                        kioskApproval: KioskApprovalPolicy(), quotas: Quotas(dailyCalls: dailyCalls, gallerySize: 100), keepEnrollmentPhotos: false)
+        }
+
+        func newApp(_ world: StoreWorld, _ settings: AppSettings = settings(), model: FaceModel = .sface2021dec) async throws -> UUID {
+            let id = UUID()
+            try await world.apps.create(id, name: "app \(id.wire.prefix(8))", secretHash: [1, 2, 3], ctidKeySealed: [4, 5, 6], faceModel: model,
+                                        settings: settings)
+            return id
+        }
+
+        @Test(arguments: StoreKind.allCases) func anAppReadsBackAsCreatedThenAsUpdated(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let id = try await newApp(world)
+            let app = try #require(try await world.apps.find(id))
+            #expect(app.name == "app \(id.wire.prefix(8))" && app.secretHash == [1, 2, 3] && app.previousSecretHash == nil && app.secretRotatedAt == nil)
+            #expect(app.faceModel == .sface2021dec && app.matchThreshold == 0.9 && app.deviceBinding == .dpop && app.deviceBindingPolicy == .appServerTicket)
+            #expect(app.modules == .initial && app.liveness == .initial && app.quotas == Quotas(dailyCalls: 1000, gallerySize: 100) && !app.keepEnrollmentPhotos)
+            var changed = Self.settings(0.8)
+            changed.liveness = LivenessPolicy(faceLogin: .active, kiosk: .off)
+            changed.deviceBinding = .header
+            changed.keepEnrollmentPhotos = true
+            try await world.apps.update(id, settings: changed)
+            let updated = try #require(try await world.apps.find(id))
+            #expect(updated.matchThreshold == 0.8 && updated.liveness == changed.liveness && updated.deviceBinding == .header && updated.keepEnrollmentPhotos)
+            #expect(updated.secretHash == app.secretHash && updated.faceModel == app.faceModel && updated.createdAt == app.createdAt)
+            #expect(try await world.apps.find(UUID()) == nil)
+        }
+
+        @Test(arguments: StoreKind.allCases) func aRotationKeepsThePreviousSecretForTheGracePeriod(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let id = try await newApp(world)
+            try await world.apps.rotateSecret(id, to: [7, 8, 9], graceSeconds: 600)
+            let app = try #require(try await world.apps.find(id))
+            #expect(app.secretHash == [7, 8, 9] && app.previousSecretHash == [1, 2, 3])
+            let rotated = try #require(app.secretRotatedAt)
+            let until = try #require(app.previousSecretValidUntil)
+            #expect(abs(until.timeIntervalSince(rotated) - 600) < 1)
+        }
+
+        @Test(arguments: StoreKind.allCases) func theModelSwitchesOnlyFromTheModelTheAppIsOn(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let id = try await newApp(world, model: .dlibResNetV1)
+            #expect(try await !world.apps.switchModel(id, from: .sface2021dec, to: .sface2021dec, threshold: 1.0))
+            #expect(try await world.apps.find(id)?.faceModel == .dlibResNetV1)
+            #expect(try await world.apps.switchModel(id, from: .dlibResNetV1, to: .sface2021dec, threshold: 1.0))
+            let app = try #require(try await world.apps.find(id))
+            #expect(app.faceModel == .sface2021dec && app.matchThreshold == 1.0)
+            #expect(try await !world.apps.switchModel(id, from: .dlibResNetV1, to: .sface2021dec, threshold: 1.1))
+        }
+
+        @Test(arguments: StoreKind.allCases) func aTrialAdmitsItsDailyQuotaAFormalModuleEveryCallADisabledOneNone(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            var modules = Modules.initial
+            modules.faceLogin = .trial
+            modules.ctid = .disabled
+            modules.kiosk = .formal
+            let app = try #require(try await world.apps.find(try await newApp(world, Self.settings(modules: modules, dailyCalls: 2))))
+            try await Tenant.run(app: app.id) {
+                try await world.apps.admit(app, module: .faceLogin)
+                try await world.apps.admit(app, module: .faceLogin)
+                #expect(await errorCode { try await world.apps.admit(app, module: .faceLogin) } == .moduleNotFormal)
+                #expect(await errorCode { try await world.apps.admit(app, module: .ctid) } == .moduleDisabled)
+                for _ in 0..<3 { try await world.apps.admit(app, module: .kiosk) }
+            }
+            // Another app's calls are its own.
+            let other = try #require(try await world.apps.find(try await newApp(world, Self.settings(modules: modules, dailyCalls: 2))))
+            try await Tenant.run(app: other.id) { try await world.apps.admit(other, module: .faceLogin) }
+        }
+
+        @Test(arguments: StoreKind.allCases) func listingsAreOldestFirstAndOnlyWhatTheScopeCovers(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            var made: [UUID] = []
+            for _ in 0..<3 {
+                made.append(try await newApp(world))
+                try await world.advance(0.01)
+            }
+            let covered = Set(made.prefix(2))
+            #expect(try await world.apps.all { covered.contains($0) }.map(\.id) == Array(made.prefix(2)))
+            #expect(try await world.apps.all { $0 == made[2] }.map(\.id) == [made[2]])
         }
     }
 }

@@ -100,5 +100,3 @@ extension GatewayContext {
 extension GatewayContext: FaceMatching {
     func match(_ job: FaceJob, messageId: String?) async throws -> FaceJobResult { try await faceJob(job, messageId: messageId) }
 }
-
-extension AppStore: ModuleAdmission {}

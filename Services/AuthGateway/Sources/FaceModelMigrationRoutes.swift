@@ -132,7 +132,7 @@ extension GatewayContext {
         if let problem = app.kioskApproval.validationError(model: body.to) {
             throw APIError(.conflict, "the app's kiosk approval does not fit \(body.to.rawValue): \(problem); PATCH it first")
         }
-        let threshold = try Self.threshold(body.matchThreshold, falseMatchRate: nil, model: body.to, otherwise: body.to.defaultThreshold)
+        let threshold = try AppAdministration.threshold(body.matchThreshold, falseMatchRate: nil, model: body.to, otherwise: body.to.defaultThreshold)
         return try await recorded(request, kind: "app.face-model.switch", appId: app.id) { draft in
             let status = try await migrationStatus(app, to: body.to)
             guard try await apps.switchModel(app.id, from: app.faceModel, to: body.to, threshold: threshold) else { throw APIError(.conflict, "the app's face model changed meanwhile; look again") }

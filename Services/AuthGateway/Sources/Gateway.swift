@@ -80,7 +80,7 @@ final class GatewayContext: Sendable {
     /// Both, published for offline verification.
     let jwks: [UInt8]
     let transactions: TransactionLog
-    let apps: AppStore
+    let apps: any AppStore
     let attemptCounters: any AttemptCounterStore
     let bindings: any DeviceBindingStore
     let users: any UserDirectory
@@ -112,7 +112,7 @@ final class GatewayContext: Sendable {
         self.jwks = jwks
         self.transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger,
                                        keys: configuration.auditKeys)
-        self.apps = AppStore(database: runtime.database)
+        self.apps = PostgresApps(database: runtime.database)
         attemptCounters = PostgresAttemptCounters(database: runtime.database)
         bindings = PostgresDeviceBindings(database: runtime.database)
         users = PostgresUserDirectory(database: runtime.database)

@@ -179,6 +179,10 @@ public struct TransactionLog: Sendable {
             public var ok: Bool
         }
 
+        public init(appId: String, ok: Bool, checked: Int, firstBrokenTransactionId: String? = nil, checkpoint: CheckpointResult? = nil) {
+            (self.appId, self.ok, self.checked, self.firstBrokenTransactionId, self.checkpoint) = (appId, ok, checked, firstBrokenTransactionId, checkpoint)
+        }
+
         /// `firstBrokenTransactionId` is written as null when the chain is intact.
         public func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)

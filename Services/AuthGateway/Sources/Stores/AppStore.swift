@@ -120,11 +120,24 @@ struct AppSettings: Sendable {
 }
 
 /// App rows (`apps`) and their daily usage (`usage_counters`); every tenant-owned query elsewhere is scoped by the app id
-/// this returns.
-struct AppStore: Sendable {
+/// this returns. `admit` is the module gate of a client call: disabled → `MODULE_DISABLED`; trial beyond its daily
+/// quota → `MODULE_NOT_FORMAL`; it counts the call.
+protocol AppStore: ModuleAdmission {
+    /// `ctidKeySealed`: the institution key, sealed to the ctid-verifier (the gateway never opens it again).
+    func create(_ id: UUID, name: String, secretHash: [UInt8], ctidKeySealed: [UInt8], faceModel: FaceModel, settings: AppSettings) async throws
+    func update(_ id: UUID, settings: AppSettings) async throws
+    /// A new secret; the previous one keeps working for `graceSeconds`, and access tokens issued before now are dead.
+    func rotateSecret(_ id: UUID, to secretHash: [UInt8], graceSeconds: Int) async throws
+    /// Moves the app to `model` with `threshold`, if it is still on `from`; false when it changed meanwhile.
+    func switchModel(_ id: UUID, from: FaceModel, to model: FaceModel, threshold: Float) async throws -> Bool
+    /// The apps `covered` lets through, oldest first (of the first 1,000).
+    func all(covered: (UUID) -> Bool) async throws -> [AppRecord]
+    func find(_ id: UUID) async throws -> AppRecord?
+}
+
+struct PostgresApps: AppStore {
     let database: PostgresPool
 
-    /// `ctidKeySealed`: the institution key, sealed to the ctid-verifier (the gateway never opens it again).
     func create(_ id: UUID, name: String, secretHash: [UInt8], ctidKeySealed: [UInt8], faceModel: FaceModel, settings: AppSettings) async throws {
         _ = try await database.query("""
             INSERT INTO apps (id, name, secret_hash, ctid_key_sealed, modules, face_model, match_threshold, liveness, device_binding,
@@ -146,7 +159,6 @@ struct AppStore: Sendable {
             """)
     }
 
-    /// A new secret; the previous one keeps working for `graceSeconds`, and access tokens issued before now are dead.
     func rotateSecret(_ id: UUID, to secretHash: [UInt8], graceSeconds: Int) async throws {
         _ = try await database.query("""
             UPDATE apps SET previous_secret_hash = secret_hash,
@@ -156,7 +168,6 @@ struct AppStore: Sendable {
             """)
     }
 
-    /// Moves the app to `model` with `threshold`, if it is still on `from`; false when it changed meanwhile.
     func switchModel(_ id: UUID, from: FaceModel, to model: FaceModel, threshold: Float) async throws -> Bool {
         try await database.query("""
             UPDATE apps SET face_model = \(model.rawValue), match_threshold = \(Double(threshold)), updated_at = now()
@@ -164,7 +175,6 @@ struct AppStore: Sendable {
             """).affectedRows == 1
     }
 
-    /// The apps `covered` lets through, oldest first (of the first 1,000).
     func all(covered: (UUID) -> Bool) async throws -> [AppRecord] {
         var apps: [AppRecord] = []
         for row in try await database.query("SELECT id FROM apps ORDER BY created_at, id LIMIT 1000") {
@@ -197,8 +207,6 @@ struct AppStore: Sendable {
             keepEnrollmentPhotos: try row.decode("keep_enrollment_photos"), createdAt: try row.decode("created_at"))
     }
 
-    /// Module gate for a client call: disabled → `MODULE_DISABLED`; trial beyond its daily quota →
-    /// `MODULE_NOT_FORMAL`. Counts the call.
     func admit(_ app: AppRecord, module: Module) async throws {
         switch app.modules[module] {
         case .disabled:

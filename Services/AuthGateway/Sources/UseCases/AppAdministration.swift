@@ -1,0 +1,153 @@
+import Crypto
+import FaceGateCore
+import Foundation
+
+/// An operator's work on apps (`POST/PATCH /v1/apps…`, secret rotation), without HTTP: the settings rules (threshold in
+/// the face model's units or from a target false-match rate, kiosk approval fitting the model, quotas), the secret and
+/// the CTID institution key.
+struct AppAdministration: Sendable {
+    let apps: any AppStore
+    /// The ctid-verifier's public key: the institution key is sealed to it, so the gateway can never open it again.
+    let ctidPublicKey: [UInt8]
+    /// How long the previous secret keeps working after a rotation.
+    let secretGraceSeconds: Int
+
+    struct NewApp: Decodable, Sendable {
+        var name: String
+        var modules: ModulesPatch?
+        var faceModel: FaceModel?
+        var matchThreshold: Float?
+        var falseMatchRate: Double?
+        var liveness: LivenessPolicy?
+        var deviceBinding: DeviceBinding?
+        var deviceBindingPolicy: DeviceBindingPolicy?
+        var kioskApproval: KioskApprovalPolicy?
+        var quotas: Quotas?
+        var keepEnrollmentPhotos: Bool?
+    }
+
+    /// A new app whose settings passed the rules, ready to create.
+    struct CheckedApp: Sendable {
+        var name: String
+        var faceModel: FaceModel
+        var settings: AppSettings
+    }
+
+    /// Shown once: the secret and the institution key are stored only as a hash and sealed.
+    struct Created: Encodable, Sendable {
+        var appId: String
+        var name: String
+        var appSecret: String
+        var ctidKey: String
+        var modules: Modules
+        var faceModel: FaceModel
+        var matchThreshold: Float
+        var estimatedFalseMatchRate: Double?
+        var liveness: LivenessPolicy
+        var deviceBinding: DeviceBinding
+        var deviceBindingPolicy: DeviceBindingPolicy
+        var kioskApproval: KioskApprovalPolicy
+        var quotas: Quotas
+        var keepEnrollmentPhotos: Bool
+    }
+
+    struct Changes: Decodable, Sendable {
+        var modules: ModulesPatch?
+        var matchThreshold: Float?
+        var falseMatchRate: Double?
+        var liveness: LivenessPolicy?
+        var deviceBinding: DeviceBinding?
+        var deviceBindingPolicy: DeviceBindingPolicy?
+        var kioskApproval: KioskApprovalPolicy?
+        var quotas: Quotas?
+        /// Turning it off keeps the photos already kept; they go with their templates.
+        var keepEnrollmentPhotos: Bool?
+    }
+
+    struct Rotated: Encodable, Sendable, Equatable {
+        var appId: String
+        var appSecret: String
+        var previousSecretValidForSeconds: Int
+    }
+
+    /// The rules a new app's settings must pass; nothing is stored. New apps identify devices by their keys and bind a
+    /// new key only with the app server's ticket, unless told otherwise.
+    func check(_ new: NewApp) throws -> CheckedApp {
+        let name = new.name.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (1...200).contains(name.count) else { throw APIError(.invalidRequest, "name must be 1–200 characters") }
+        let faceModel = new.faceModel ?? FaceModel.defaultForNewApps
+        let threshold = try Self.threshold(new.matchThreshold, falseMatchRate: new.falseMatchRate, model: faceModel,
+                                           otherwise: faceModel.defaultThreshold)
+        let approval = new.kioskApproval ?? KioskApprovalPolicy()
+        if let problem = approval.validationError(model: faceModel) { throw APIError(.invalidRequest, problem) }
+        return CheckedApp(name: name, faceModel: faceModel, settings: AppSettings(
+            modules: (new.modules ?? ModulesPatch()).applied(to: .initial), matchThreshold: threshold, liveness: new.liveness ?? .initial,
+            deviceBinding: new.deviceBinding ?? .dpop, deviceBindingPolicy: new.deviceBindingPolicy ?? .appServerTicket,
+            kioskApproval: approval, quotas: new.quotas ?? .initial, keepEnrollmentPhotos: new.keepEnrollmentPhotos ?? false))
+    }
+
+    func create(_ app: CheckedApp, draft: inout TransactionDraft) async throws -> Created {
+        let appId = UUID()
+        let secret = newSecret(prefix: "fgs_")
+        let ctidKey = SecureRandom.bytes(16)
+        let settings = app.settings
+        try await apps.create(appId, name: app.name, secretHash: SHA256.hash(Array(secret.utf8)),
+                              ctidKeySealed: try CTIDKeyBox.seal(ctidKey, appId: appId, to: ctidPublicKey), faceModel: app.faceModel,
+                              settings: settings)
+        draft.detail = ["appId": appId.wire, "keepEnrollmentPhotos": String(settings.keepEnrollmentPhotos)]
+        return Created(appId: appId.wire, name: app.name, appSecret: secret, ctidKey: Data(ctidKey).base64EncodedString(),
+                       modules: settings.modules, faceModel: app.faceModel, matchThreshold: settings.matchThreshold,
+                       estimatedFalseMatchRate: app.faceModel.falseMatchRate(atThreshold: settings.matchThreshold),
+                       liveness: settings.liveness, deviceBinding: settings.deviceBinding, deviceBindingPolicy: settings.deviceBindingPolicy,
+                       kioskApproval: settings.kioskApproval, quotas: settings.quotas, keepEnrollmentPhotos: settings.keepEnrollmentPhotos)
+    }
+
+    /// Applies the changes that are present, under the same rules as a new app's; answers the app as stored.
+    func update(_ app: AppRecord, with changes: Changes, draft: inout TransactionDraft) async throws -> AppRecord {
+        let modules = (changes.modules ?? ModulesPatch()).applied(to: app.modules)
+        let threshold = try Self.threshold(changes.matchThreshold, falseMatchRate: changes.falseMatchRate, model: app.faceModel,
+                                           otherwise: app.matchThreshold)
+        let approval = changes.kioskApproval ?? app.kioskApproval
+        if let problem = approval.validationError(model: app.faceModel) { throw APIError(.invalidRequest, problem) }
+        let quotas = changes.quotas ?? app.quotas
+        guard quotas.dailyCalls >= 0, quotas.gallerySize >= 0 else { throw APIError(.invalidRequest, "quotas must not be negative") }
+        let settings = AppSettings(modules: modules, matchThreshold: threshold, liveness: changes.liveness ?? app.liveness,
+                                   deviceBinding: changes.deviceBinding ?? app.deviceBinding,
+                                   deviceBindingPolicy: changes.deviceBindingPolicy ?? app.deviceBindingPolicy, kioskApproval: approval,
+                                   quotas: quotas, keepEnrollmentPhotos: changes.keepEnrollmentPhotos ?? app.keepEnrollmentPhotos)
+        try await apps.update(app.id, settings: settings)
+        draft.detail = ["modules": modules.jsonText, "deviceBinding": settings.deviceBinding.rawValue,
+                        "deviceBindingPolicy": settings.deviceBindingPolicy.rawValue,
+                        "keepEnrollmentPhotos": String(settings.keepEnrollmentPhotos)]
+        guard let updated = try await apps.find(app.id) else { throw APIError(.notFound, "no such app") }
+        return updated
+    }
+
+    /// A new secret now; the old one keeps working for the grace period so app servers can roll over.
+    func rotateSecret(of app: AppRecord) async throws -> Rotated {
+        let secret = newSecret(prefix: "fgs_")
+        try await apps.rotateSecret(app.id, to: SHA256.hash(Array(secret.utf8)), graceSeconds: secretGraceSeconds)
+        return Rotated(appId: app.id.wire, appSecret: secret, previousSecretValidForSeconds: secretGraceSeconds)
+    }
+
+    /// A threshold is in the units of the app's face model: Euclidean distance (for SFace, whose vectors have
+    /// unit length, 1 − d²/2 is the cosine similarity).
+    /// The app's threshold: a raw one in the model's units, or the one the model's calibration gives a target
+    /// false-match rate; `otherwise` when neither is sent.
+    static func threshold(_ raw: Float?, falseMatchRate: Double?, model: FaceModel, otherwise: Float) throws -> Float {
+        if let falseMatchRate {
+            guard raw == nil else { throw APIError(.invalidRequest, "send matchThreshold or falseMatchRate, not both") }
+            guard let threshold = model.threshold(forFalseMatchRate: falseMatchRate) else {
+                throw APIError(.invalidRequest, "falseMatchRate must be between 1e-8 and 1e-3 (a per-comparison rate, e.g. 1e-5 for 1 in 100,000)")
+            }
+            return threshold
+        }
+        let threshold = raw ?? otherwise
+        let range = model.thresholdRange
+        guard range.contains(threshold) else {
+            throw APIError(.invalidRequest, "matchThreshold must be between \(range.lowerBound) and \(range.upperBound) for \(model.rawValue) "
+                           + "(Euclidean distance between its vectors; \(model.defaultThreshold) by default)")
+        }
+        return threshold
+    }
+}

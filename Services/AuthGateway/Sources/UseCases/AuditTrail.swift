@@ -1,0 +1,188 @@
+import FaceGateCore
+import Foundation
+import JWT
+import ServiceKit
+
+/// The reads an auditor's calls make of the audit trail (`TransactionLog`).
+protocol AuditRecords: Sendable {
+    /// Up to `limit` matching transactions, newest first, older than `cursor` when given.
+    func page(_ filter: TransactionLog.Filter, before cursor: (time: Date, id: UUID)?, limit: Int) async throws -> [TransactionRecord]
+    /// The app's chain head (row count and the last row's hash); nil before its first row.
+    func head(of appId: UUID) async throws -> (count: Int64, hash: [UInt8])?
+    /// Recomputes the app's chain; with a checkpoint, also checks the row it counted.
+    func verify(appId: UUID, checkpoint: AuditCheckpoint?, acceptUnkeyed: Bool) async throws -> TransactionLog.Verification
+}
+
+extension TransactionLog: AuditRecords {}
+
+/// An auditor's reads (`/v1/audit/…`), without HTTP: searches narrowed to the apps the auditor's key covers, chain
+/// verification against a checkpoint only this platform signed, and signed checkpoints of a chain head.
+struct AuditTrail: Sendable {
+    let records: any AuditRecords
+    /// The gateway's token keys: a checkpoint must carry one of their signatures.
+    let keys: JWTKeySet
+    let signingKey: JWTSigningKey
+    let issuer: String
+    /// Rows written before the chain was keyed pass verification (`FACEGATE_ACCEPT_UNKEYED_AUDIT_ROWS`).
+    let acceptUnkeyed: Bool
+
+    /// A search as sent: an absent or empty value matches every row.
+    struct Query: Sendable {
+        var appId: String?
+        var kind: String?
+        var outcome: String?
+        var userId: String?
+        var deviceId: String?
+        /// RFC 3339; from inclusive, to exclusive.
+        var from: String?
+        var to: String?
+    }
+
+    struct Page: Encodable, Sendable {
+        var items: [AuditItem]
+        /// Opaque (`PageCursor`); absent on the last page.
+        var nextCursor: String?
+    }
+
+    struct SignedCheckpoint: Encodable, Sendable {
+        var appId: String
+        var count: Int64
+        var headHash: String
+        var issuedAt: Date
+        var checkpoint: String
+    }
+
+    /// The query's filters, narrowed to the apps `scope` covers (nil: every app); naming an app outside it is
+    /// `FORBIDDEN`.
+    func filter(_ query: Query, scope: [UUID]?) throws -> TransactionLog.Filter {
+        func present(_ value: String?) -> String? { value.flatMap { $0.isEmpty ? nil : $0 } }
+        func uuid(_ value: String?, _ name: String) throws -> UUID? {
+            guard let text = present(value) else { return nil }
+            guard let id = UUID(uuidString: text) else { throw APIError(.invalidRequest, "\(name) must be a UUID") }
+            return id
+        }
+        func time(_ value: String?, _ name: String) throws -> Date? {
+            guard let text = present(value) else { return nil }
+            guard let date = RFC3339.date(from: text) else { throw APIError(.invalidRequest, "\(name) must be an RFC 3339 time") }
+            return date
+        }
+        var filter = TransactionLog.Filter(kind: present(query.kind), outcome: present(query.outcome), userId: try uuid(query.userId, "userId"),
+                                           deviceId: present(query.deviceId), from: try time(query.from, "from"), to: try time(query.to, "to"))
+        if let appId = try uuid(query.appId, "appId") {
+            try Self.check(appId, in: scope)
+            filter.appIds = appId.wire
+        } else if let scope {
+            filter.appIds = scope.map(\.wire).joined(separator: ",")
+        }
+        return filter
+    }
+
+    /// Newest first; `limit` is held to 1…1000 (100 when absent).
+    func search(_ query: Query, limit: Int?, cursor: String?, scope: [UUID]?) async throws -> Page {
+        let filter = try self.filter(query, scope: scope)
+        let limit = min(max(limit ?? 100, 1), 1000)
+        let cursor = try PageCursor.decode(cursor)
+        var items = try await records.page(filter, before: cursor.map { ($0.time, $0.id) }, limit: limit + 1).map(AuditItem.init)
+        guard items.count > limit else { return Page(items: items) }
+        items.removeLast()
+        let last = items[items.count - 1]
+        return Page(items: items, nextCursor: PageCursor(time: last.createdAt, id: UUID(uuidString: last.transactionId)!).encoded)
+    }
+
+    /// The app of a per-app call (required), checked against the caller's scope.
+    func app(_ appId: String?, scope: [UUID]?) throws -> UUID {
+        guard let appId = appId.flatMap(UUID.init(uuidString:)) else { throw APIError(.invalidRequest, "appId is required") }
+        try Self.check(appId, in: scope)
+        return appId
+    }
+
+    /// Verifies the app's chain, and with `checkpoint` (a token this platform signed for that app) the row it counted.
+    func verify(app: String?, checkpoint: String?, scope: [UUID]?) async throws -> TransactionLog.Verification {
+        let appId = try self.app(app, scope: scope)
+        let claims = try checkpoint.map { token in
+            do {
+                let claims = try JWT.verify(token, as: AuditCheckpoint.self, keys: keys, type: AuditCheckpoint.type, issuer: issuer,
+                                            audience: AuditCheckpoint.audience)
+                guard claims.sub == appId.wire, claims.count >= 0 else { throw JWTError.audience }
+                return claims
+            } catch {
+                throw APIError(.invalidRequest, "checkpoint is not one this platform signed for that app")
+            }
+        }
+        return try await records.verify(appId: appId, checkpoint: claims, acceptUnkeyed: acceptUnkeyed)
+    }
+
+    /// The app's chain head, signed: kept by the auditor (or taken from `audit.transactions.v1`) and passed to `verify`.
+    func checkpoint(of appId: UUID) async throws -> SignedCheckpoint {
+        let head = try await Tenant.run(app: appId) { try await records.head(of: appId) }
+        let claims = AuditCheckpoint(issuer: issuer, appId: appId, count: head?.count ?? 0, head: head?.hash ?? TransactionRecord.genesisHash)
+        return SignedCheckpoint(appId: appId.wire, count: claims.count, headHash: claims.headHash, issuedAt: claims.issuedAt,
+                                checkpoint: try JWT.sign(claims, type: AuditCheckpoint.type, key: signingKey))
+    }
+
+    private static func check(_ appId: UUID, in scope: [UUID]?) throws {
+        if let scope, !scope.contains(appId) { throw APIError(.forbidden, "this auditor key does not cover that app") }
+    }
+}
+
+/// A transaction as auditors read it, in JSON and in CSV.
+struct AuditItem: Encodable, Sendable {
+    var transactionId: String
+    var appId: String
+    var kind: String
+    var outcome: String
+    var userId: String?
+    var deviceId: String?
+    var clientIp: String?
+    var score: Float?
+    var latencyMs: Int
+    var createdAt: Date
+
+    init(_ record: TransactionRecord) {
+        transactionId = record.id.wire
+        appId = record.appId.wire
+        kind = record.kind
+        outcome = record.outcome
+        userId = record.userId?.wire
+        deviceId = record.deviceId
+        clientIp = record.clientIp
+        score = record.score
+        latencyMs = record.latencyMs
+        createdAt = record.createdAt
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case transactionId, appId, kind, outcome, userId, deviceId, clientIp, score, latencyMs, createdAt
+    }
+
+    /// Absent values are written as null, so every item has every field the API lists.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(transactionId, forKey: .transactionId)
+        try container.encode(appId, forKey: .appId)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(outcome, forKey: .outcome)
+        try container.encode(userId, forKey: .userId)
+        try container.encode(deviceId, forKey: .deviceId)
+        try container.encode(clientIp, forKey: .clientIp)
+        try container.encode(score, forKey: .score)
+        try container.encode(latencyMs, forKey: .latencyMs)
+        try container.encode(createdAt, forKey: .createdAt)
+    }
+
+    static let csvHeader = "transactionId,appId,kind,outcome,userId,deviceId,clientIp,score,latencyMs,createdAt\r\n"
+
+    var csvLine: String {
+        let fields = [transactionId, appId, kind, outcome, userId ?? "", deviceId ?? "", clientIp ?? "", score.map { String($0) } ?? "",
+                      String(latencyMs), RFC3339.string(from: createdAt)]
+        return fields.map(Self.csvField).joined(separator: ",") + "\r\n"
+    }
+
+    /// RFC 4180 quoting, and a leading quote mark against formula injection in spreadsheets.
+    static func csvField(_ value: String) -> String {
+        var text = value
+        if let first = text.first, "=+-@".contains(first) { text = "'" + text }
+        guard text.contains(where: { ",\"\r\n".contains($0) }) else { return text }
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}

@@ -1,0 +1,275 @@
+@testable import AuthGateway
+import Crypto
+import FaceGateCore
+import Foundation
+import JWT
+import ServiceKit
+import Testing
+
+/// `AppAdministration` over the in-memory app store, with a real X25519 key standing for the ctid-verifier's. Through
+/// HTTP: IntegrationTests' IntegratorTests and the console and generated-client suites.
+@Suite struct AppAdministrationUseCaseTests {
+    let clock = FakeClock()
+    let apps: InMemoryApps
+    let ctidVerifier = X25519PrivateKey()
+
+    init() { apps = InMemoryApps(clock: clock) }
+
+    var administration: AppAdministration {
+        AppAdministration(apps: apps, ctidPublicKey: ctidVerifier.publicKey.rawRepresentation, secretGraceSeconds: 600)
+    }
+
+    func created(_ new: AppAdministration.NewApp) async throws -> (AppAdministration.Created, TransactionDraft) {
+        var draft = TransactionDraft(appId: platformAppId, kind: "app.create")
+        let created = try await administration.create(try administration.check(new), draft: &draft)
+        return (created, draft)
+    }
+
+    @Test func aNewAppGetsTheDefaultsAndItsSecretsAreStoredOnlyHashedAndSealed() async throws {
+        let (created, draft) = try await created(.init(name: "  Branch kiosk \n"))
+        #expect(created.name == "Branch kiosk" && created.appSecret.hasPrefix("fgs_"))
+        #expect(created.faceModel == .defaultForNewApps && created.matchThreshold == FaceModel.defaultForNewApps.defaultThreshold)
+        #expect(created.deviceBinding == .dpop && created.deviceBindingPolicy == .appServerTicket && !created.keepEnrollmentPhotos)
+        #expect(created.estimatedFalseMatchRate == created.faceModel.falseMatchRate(atThreshold: created.matchThreshold))
+        let appId = try #require(UUID(uuidString: created.appId))
+        #expect(draft.detail == ["appId": created.appId, "keepEnrollmentPhotos": "false"])
+        let stored = try #require(try await apps.find(appId))
+        #expect(stored.secretHash == SHA256.hash(Array(created.appSecret.utf8)))
+        // The institution key shown once is sealed to the ctid-verifier, for this app only.
+        let sealed = try #require(apps.sealedCTIDKey(of: appId))
+        let ctidKey = try #require(Data(base64Encoded: created.ctidKey))
+        #expect(ctidKey.count == 16 && sealed.firstRange(of: Array(ctidKey)) == nil)
+        #expect(try CTIDKeyBox.open(sealed, appId: appId, with: ctidVerifier.rawRepresentation) == Array(ctidKey))
+        #expect(throws: (any Error).self) { try CTIDKeyBox.open(sealed, appId: UUID(), with: ctidVerifier.rawRepresentation) }
+        // Two apps never share a secret or a key.
+        let (other, _) = try await self.created(.init(name: "Other"))
+        #expect(other.appSecret != created.appSecret && other.ctidKey != created.ctidKey && other.appId != created.appId)
+    }
+
+    @Test func settingsOutsideTheRulesAreRefusedBeforeAnythingIsStored() async throws {
+        let model = FaceModel.defaultForNewApps
+        var new = AppAdministration.NewApp(name: "Shop")
+        new.matchThreshold = model.thresholdRange.upperBound + 0.01
+        #expect(await errorCode { try administration.check(new) } == .invalidRequest)
+        new.falseMatchRate = 1e-5
+        #expect(await errorCode { try administration.check(new) } == .invalidRequest, "a raw threshold and a rate together")
+        new.matchThreshold = nil
+        #expect(try administration.check(new).settings.matchThreshold == model.threshold(forFalseMatchRate: 1e-5))
+        new.falseMatchRate = 0.5
+        #expect(await errorCode { try administration.check(new) } == .invalidRequest)
+        #expect(await errorCode { try administration.check(.init(name: " \n ")) } == .invalidRequest)
+        #expect(await errorCode { try administration.check(.init(name: String(repeating: "x", count: 201))) } == .invalidRequest)
+        #expect(try await apps.all { _ in true }.isEmpty)
+    }
+
+    @Test func aChangeKeepsWhatItDoesNotNameAndIsCheckedLikeANewApp() async throws {
+        let (created, _) = try await created(.init(name: "Shop", liveness: LivenessPolicy(faceLogin: .active, kiosk: .active), quotas: Quotas(dailyCalls: 5, gallerySize: 7)))
+        let appId = try #require(UUID(uuidString: created.appId))
+        let app = try #require(try await apps.find(appId))
+        var draft = TransactionDraft(appId: app.id, kind: "app.update")
+        var changes = AppAdministration.Changes()
+        changes.keepEnrollmentPhotos = true
+        let updated = try await administration.update(app, with: changes, draft: &draft)
+        #expect(updated.keepEnrollmentPhotos && updated.liveness == app.liveness && updated.quotas == app.quotas)
+        #expect(updated.matchThreshold == app.matchThreshold && updated.deviceBinding == app.deviceBinding)
+        #expect(draft.detail["keepEnrollmentPhotos"] == "true" && draft.detail["deviceBinding"] == "dpop")
+        changes.quotas = Quotas(dailyCalls: -1, gallerySize: 7)
+        #expect(await errorCode { try await administration.update(updated, with: changes, draft: &draft) } == .invalidRequest)
+        changes.quotas = nil
+        changes.matchThreshold = 99
+        #expect(await errorCode { try await administration.update(updated, with: changes, draft: &draft) } == .invalidRequest)
+        #expect(try await apps.find(app.id)?.quotas == app.quotas)
+        // An app that is gone meanwhile.
+        #expect(await errorCode {
+            try await administration.update(AppRecord(id: UUID(), name: "gone", secretHash: [], modules: .initial, faceModel: app.faceModel,
+                                                      matchThreshold: app.matchThreshold, liveness: .initial, deviceBinding: .header,
+                                                      deviceBindingPolicy: .employeeNumber, kioskApproval: KioskApprovalPolicy(),
+                                                      quotas: .initial, keepEnrollmentPhotos: false, createdAt: Date()),
+                                            with: .init(), draft: &draft)
+        } == .notFound)
+    }
+
+    @Test func aRotatedSecretLeavesThePreviousOneForTheGracePeriod() async throws {
+        let (created, _) = try await created(.init(name: "Shop"))
+        let appId = try #require(UUID(uuidString: created.appId))
+        let app = try #require(try await apps.find(appId))
+        let rotated = try await administration.rotateSecret(of: app)
+        #expect(rotated.appId == created.appId && rotated.previousSecretValidForSeconds == 600 && rotated.appSecret != created.appSecret)
+        let stored = try #require(try await apps.find(app.id))
+        #expect(stored.secretHash == SHA256.hash(Array(rotated.appSecret.utf8)) && stored.previousSecretHash == app.secretHash)
+        #expect(stored.previousSecretValidUntil == clock.now.addingTimeInterval(600) && stored.secretRotatedAt == clock.now)
+    }
+}
+
+/// `UserAdministration` over the in-memory roster and attempt counters; every erased template must reach the matchers.
+@Suite struct UserAdministrationUseCaseTests {
+    let clock = FakeClock()
+    let roster: InMemoryUserRoster
+    let counters: InMemoryAttemptCounters
+    let gallery = RecordedBroadcasts()
+    let appId = UUID()
+    let rule = AttemptGuard.Rule(throttleAfter: 2, throttleSeconds: 30, lockAfter: 4)
+
+    init() {
+        roster = InMemoryUserRoster(clock: clock)
+        counters = InMemoryAttemptCounters(clock: clock)
+    }
+
+    var administration: UserAdministration {
+        UserAdministration(roster: roster, attempts: AttemptGuard(store: counters, rule: rule, addressRule: rule), gallery: gallery)
+    }
+
+    func create(_ number: String, _ name: String = "Someone") async throws -> UserAdministration.Created {
+        var draft = TransactionDraft(appId: appId, kind: "user.create")
+        let created = try await administration.create(app: appId, employeeNumber: number, name: name, draft: &draft)
+        #expect(draft.userId?.wire == created.userId)
+        return created
+    }
+
+    @Test func employeeNumbersAreTrimmedAndOnePerApp() async throws {
+        let created = try await create("  E1001 ", " Barack Obama ")
+        #expect(created.employeeNumber == "E1001" && created.name == "Barack Obama")
+        #expect(await errorCode { try await create("E1001") } == .conflict)
+        #expect(await errorCode { try await create("E1002", "  ") } == .invalidRequest)
+        #expect(await errorCode { try await create(String(repeating: "9", count: 65)) } == .invalidRequest)
+        let user = try await administration.user(try #require(UUID(uuidString: created.userId)), app: appId)
+        #expect(user.employeeNumber == "E1001" && user.faces == 0)
+        #expect(await errorCode { try await administration.user(try #require(UUID(uuidString: created.userId)), app: UUID()) } == .notFound)
+    }
+
+    @Test func pagesFollowTheCursorOldestFirstToTheLast() async throws {
+        var made: [String] = []
+        for number in 1...5 {
+            made.append(try await create("E\(number)").userId)
+            clock.advance(seconds: 1)
+        }
+        var seen: [String] = []
+        var cursor: String?
+        repeat {
+            let page = try await administration.page(app: appId, limit: 2, cursor: cursor)
+            #expect(page.items.count <= 2)
+            seen += page.items.map(\.userId)
+            cursor = page.nextCursor
+        } while cursor != nil
+        #expect(seen == made)
+        #expect(try await administration.page(app: appId, limit: 0, cursor: nil).items.count == 1)
+        #expect(try await administration.page(app: appId, limit: nil, cursor: nil).items.count == 5)
+        #expect(await errorCode { try await administration.page(app: appId, limit: 2, cursor: "bm90LWEtY3Vyc29y") } == .invalidRequest)
+    }
+
+    @Test func everyErasedTemplateIsBroadcast() async throws {
+        let user = try #require(UUID(uuidString: try await create("E1").userId))
+        let kept = try #require(UUID(uuidString: try await create("E2").userId))
+        let (first, second, other) = (UUID(), UUID(), UUID())
+        roster.addTemplate(first, user: user, appId: appId)
+        roster.addTemplate(second, user: user, appId: appId)
+        roster.addTemplate(other, user: kept, appId: appId)
+        #expect(try await administration.faces(of: user, app: appId).map(\.templateId) == [first.wire, second.wire])
+
+        var draft = TransactionDraft(appId: appId, kind: "face.delete")
+        try await administration.eraseFace(first, of: user, app: appId, draft: &draft)
+        #expect(draft.userId == user && draft.detail == ["templateId": first.wire])
+        #expect(await errorCode { try await administration.eraseFace(other, of: user, app: appId, draft: &draft) } == .notFound)
+
+        draft = TransactionDraft(appId: appId, kind: "user.delete")
+        try await administration.erase(user, app: appId, draft: &draft)
+        #expect(draft.detail == ["templatesErased": "1"])
+        #expect(gallery.changes.all.map(\.templateId) == [first, second])
+        #expect(gallery.changes.all.allSatisfy { $0.operation == .delete && $0.userId == user && $0.appId == appId })
+        #expect(await errorCode { try await administration.erase(user, app: appId, draft: &draft) } == .notFound)
+        #expect(await errorCode { try await administration.faces(of: user, app: appId) } == .notFound)
+        #expect(try await administration.faces(of: kept, app: appId).count == 1 && gallery.changes.all.count == 2)
+    }
+
+    @Test func resetsClearTheDeviceCountAndTheBindingLock() async throws {
+        let user = UUID()
+        let lenient = AttemptGuard.Rule(throttleAfter: 100, throttleSeconds: 30, lockAfter: 4)
+        let (device, binding) = (AttemptGuard.Subject.device("phone-1").key, AttemptGuard.Subject.bindingUser(user).key)
+        for subject in [device, binding] {
+            for _ in 0..<4 { _ = try await counters.charge(appId: appId, subject: subject, rule: lenient) }
+            #expect(try await counters.state(appId: appId, subject: subject, rule: lenient)?.locked == true)
+        }
+        try await administration.resetDevice("phone-1", app: appId)
+        #expect(try await counters.state(appId: appId, subject: device, rule: lenient) == nil)
+        #expect(try await counters.state(appId: appId, subject: binding, rule: lenient)?.locked == true)
+        var draft = TransactionDraft(appId: appId, kind: "user.reset")
+        try await administration.resetBinding(of: user, app: appId, draft: &draft)
+        #expect(draft.userId == user)
+        #expect(try await counters.state(appId: appId, subject: binding, rule: lenient) == nil)
+    }
+}
+
+/// `AuditTrail` over in-memory records, with real Ed25519 token keys: what an auditor's key lets it read and which
+/// checkpoints count. The chain recomputation itself: IntegrationTests' AuditTests, on tampered PostgreSQL rows.
+@Suite struct AuditTrailUseCaseTests {
+    let records = InMemoryAuditRecords()
+    let signingKey = JWTSigningKey(kid: "gateway", privateKey: Ed25519PrivateKey())
+    let appA = UUID()
+    let appB = UUID()
+
+    func trail(signingWith key: JWTSigningKey? = nil) -> AuditTrail {
+        AuditTrail(records: records, keys: JWTKeySet([(kid: signingKey.kid, key: signingKey.publicKey)]), signingKey: key ?? signingKey,
+                   issuer: "https://facegate.test", acceptUnkeyed: false)
+    }
+
+    func record(_ app: UUID, _ kind: String, at second: Double) {
+        records.add(TransactionRecord(appId: app, kind: kind, outcome: "SUCCESS", latencyMs: 5,
+                                      createdAt: Date(timeIntervalSince1970: 1_800_000_000 + second)))
+    }
+
+    @Test func searchesStayInsideTheAppsTheKeyCovers() async throws {
+        record(appA, "face.login", at: 1)
+        record(appB, "face.login", at: 2)
+        record(appA, "ctid.verify", at: 3)
+        let scoped = try await trail().search(.init(), limit: nil, cursor: nil, scope: [appA])
+        #expect(scoped.items.map(\.appId) == [appA.wire, appA.wire] && scoped.nextCursor == nil)
+        #expect(records.asked.last?.filter.appIds == appA.wire && records.asked.last?.limit == 101)
+        #expect(try await trail().search(.init(appId: appA.wire, kind: "ctid.verify"), limit: nil, cursor: nil, scope: [appA]).items.count == 1)
+        #expect(await errorCode { try await trail().search(.init(appId: appB.wire), limit: nil, cursor: nil, scope: [appA]) } == .forbidden)
+        #expect(await errorCode { try await trail().search(.init(), limit: nil, cursor: nil, scope: []) } == nil)
+        #expect(try await trail().search(.init(), limit: nil, cursor: nil, scope: nil).items.count == 3)
+        #expect(try await trail().search(.init(kind: "", outcome: ""), limit: nil, cursor: nil, scope: nil).items.count == 3, "empty matches all")
+        for bad in [AuditTrail.Query(appId: "x"), .init(userId: "x"), .init(from: "yesterday"), .init(to: "2026-13-01T00:00:00Z")] {
+            #expect(await errorCode { try await trail().search(bad, limit: nil, cursor: nil, scope: nil) } == .invalidRequest)
+        }
+    }
+
+    @Test func pagesGoNewestFirstToTheLastWithLimitsHeldInRange() async throws {
+        for second in 1...5 { record(appA, "face.login", at: Double(second)) }
+        var seen: [Date] = []
+        var cursor: String?
+        repeat {
+            let page = try await trail().search(.init(), limit: 2, cursor: cursor, scope: nil)
+            seen += page.items.map(\.createdAt)
+            cursor = page.nextCursor
+        } while cursor != nil
+        #expect(seen == (1...5).reversed().map { Date(timeIntervalSince1970: 1_800_000_000 + Double($0)) })
+        _ = try await trail().search(.init(), limit: 5000, cursor: nil, scope: nil)
+        #expect(records.asked.last?.limit == 1001)
+        _ = try await trail().search(.init(), limit: -3, cursor: nil, scope: nil)
+        #expect(records.asked.last?.limit == 2)
+        #expect(await errorCode { try await trail().search(.init(), limit: 2, cursor: "Zm9v", scope: nil) } == .invalidRequest)
+    }
+
+    @Test func onlyACheckpointThisPlatformSignedForThatAppIsTaken() async throws {
+        let hash = Array(repeating: UInt8(7), count: 32)
+        records.setHead(appA, count: 3, hash: hash)
+        let signed = try await trail().checkpoint(of: appA)
+        #expect(signed.appId == appA.wire && signed.count == 3 && signed.headHash == Base64URL.encode(hash))
+        let empty = try await trail().checkpoint(of: appB)
+        #expect(empty.count == 0 && empty.headHash == Base64URL.encode(TransactionRecord.genesisHash))
+
+        _ = try await trail().verify(app: appA.wire, checkpoint: signed.checkpoint, scope: [appA])
+        #expect(records.verified.all.last??.count == 3 && records.verified.all.last??.headHash == signed.headHash)
+        let forged = try await trail(signingWith: JWTSigningKey(kid: "gateway", privateKey: Ed25519PrivateKey())).checkpoint(of: appA)
+        for (app, token) in [(appB, signed.checkpoint), (appA, forged.checkpoint), (appA, "not-a-token")] {
+            #expect(await errorCode { try await trail().verify(app: app.wire, checkpoint: token, scope: nil) } == .invalidRequest)
+        }
+        #expect(await errorCode { try await trail().verify(app: nil, checkpoint: nil, scope: nil) } == .invalidRequest)
+        #expect(await errorCode { try await trail().verify(app: appA.wire, checkpoint: nil, scope: [appB]) } == .forbidden)
+        #expect(await errorCode { try trail().app(appA.wire, scope: [appB]) } == .forbidden)
+        #expect(records.verified.all.count == 1, "nothing refused reached the chain")
+        _ = try await trail().verify(app: appA.wire, checkpoint: nil, scope: nil)
+        #expect(records.verified.all.count == 2 && records.verified.all.last! == nil)
+    }
+}
