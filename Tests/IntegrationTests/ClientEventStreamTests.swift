@@ -1,3 +1,4 @@
+import FaceGateContracts
 import FaceGateCore
 import Foundation
 import HTTPServer
@@ -113,6 +114,34 @@ import Testing
         #expect(step.events == [.selfieScanCompleted(SelfieScanCompleted(success: true, existingUser: false)),
                                 .idFrontCompleted(KioskDocumentStep(success: false, error: KioskStepError(code: "NO_PORTRAIT"),
                                                                     message: "no face on the front"))])
+    }
+
+    /// The client keeps kiosk states and event names as strings of its own types (`KioskSessionStatus`,
+    /// `KioskStepResult`), not the server's `KioskSessionView`, so that an app on an older SDK still reads a session of a
+    /// newer server. They must read everything the server's contract writes: every state, every event, the result.
+    @Test func readsEverySessionAndEventTheServerWrites() throws {
+        let at = Date(timeIntervalSince1970: 1_800_000_000.125)
+        let events = KioskEventName.allCases.enumerated().map { index, name in
+            FaceGateContracts.KioskEvent(seq: index + 1, event: name, data: name == .kioskError
+                ? KioskEventData(message: "the session expired", code: .sessionExpired)
+                : KioskEventData(success: true, existingUser: false, customerUUID: UUID()), at: at)
+        }
+        for state in KioskState.allCases {
+            let result = state == .completed ? KioskResult(success: true, customerUUID: UUID(), token: "token", name: "N", existingUser: false) : nil
+            let view = KioskSessionView(interviewId: UUID(), state: state, steps: [.init(name: "selfie", success: true, at: at),
+                                                                                  .init(name: "idFront", success: false, at: at)],
+                                        result: result, expiresAt: at, events: events)
+            let answer = HTTPAnswer(status: 200, body: Data(try FaceGateJSON.encode(view)))
+            let status = try answer.decode(KioskSessionStatus.self)
+            #expect(status.interviewId == view.interviewId && status.state == state.rawValue && status.isTerminal == state.isFinal)
+            #expect(status.steps.map(\.name) == ["selfie", "idFront"] && status.steps.map(\.success) == [true, false])
+            #expect(status.steps.allSatisfy { $0.at != nil } && status.expiresAt != nil)
+            #expect(status.result?.customerUUID == result?.customerUUID && status.result?.token == result?.token)
+            let step = try KioskStepResult.decode(answer)
+            #expect(step.state == state.rawValue && step.events.map(\.name) == KioskEventName.allCases.map(\.rawValue))
+            #expect(!step.events.contains { if case .unknown = $0 { true } else { false } }, "every event the server writes is one the client knows")
+            #expect(step.events.contains(.kioskError(KioskErrorEvent(code: "SESSION_EXPIRED", message: "the session expired"))))
+        }
     }
 
     @Test func parsesTheEventStreamFormat() {
