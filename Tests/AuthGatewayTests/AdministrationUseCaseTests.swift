@@ -273,3 +273,85 @@ import Testing
         #expect(records.verified.all.count == 2 && records.verified.all.last! == nil)
     }
 }
+
+/// `AccessKeys` over in-memory keys and apps: which keys are made, what they cover, and that a secret is shown once.
+@Suite struct AccessKeysUseCaseTests {
+    let clock = FakeClock()
+    let keys: InMemoryApiKeys
+    let apps: InMemoryApps
+
+    init() {
+        keys = InMemoryApiKeys(clock: clock)
+        apps = InMemoryApps(clock: clock)
+    }
+
+    var accessKeys: AccessKeys { AccessKeys(keys: keys, apps: apps) }
+
+    func app() async throws -> UUID {
+        let id = UUID()
+        try await apps.create(id, name: "app", secretHash: [], ctidKeySealed: [], faceModel: .sface2021dec,
+                              settings: StoreContracts.AppStoreContract.settings())
+        return id
+    }
+
+    func create(_ new: AccessKeys.NewKey, _ role: AccessKeys.Role) async throws -> AccessKeys.Created {
+        var draft = TransactionDraft(appId: platformAppId, kind: "\(role.rawValue)-key.create")
+        let created = try await accessKeys.create(try await accessKeys.check(new, role: role), draft: &draft)
+        #expect(draft.detail == ["keyId": created.keyId.wire, "name": created.name])
+        return created
+    }
+
+    func json(_ value: some Encodable) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(try FaceGateJSON.encode(value))) as? [String: Any])
+    }
+
+    @Test func aKeyIsShownOnceAndStoredOnlyAsItsHash() async throws {
+        let appId = try await app()
+        let key = try await create(.init(name: " ops ", appIds: [appId]), .operator)
+        #expect(key.secret.hasPrefix("fgo_") && key.name == "ops")
+        let live = try #require(try await keys.live(hash: SHA256.hash(Array(key.secret.utf8))))
+        #expect(live.role == "admin" && live.appIds == [appId])
+        let shown = try json(key)
+        #expect(shown["operatorKeyId"] as? String == key.keyId.wire && shown["operatorKey"] as? String == key.secret)
+        #expect(shown["auditorId"] == nil && shown["expiresAt"] == nil && shown["appIds"] as? [String] == [appId.wire])
+        let auditor = try json(try await create(.init(name: "audit", allApps: true), .auditor))
+        #expect((auditor["auditorKey"] as? String)?.hasPrefix("fga_") == true && auditor["operatorKey"] == nil && auditor["appIds"] == nil)
+        // Listings never carry a secret.
+        let listed = try await accessKeys.list(.operator)
+        #expect(listed.map(\.operatorKeyId) == [key.keyId.wire] && listed[0].auditorId == nil)
+        #expect(!String(decoding: try FaceGateJSON.encode(listed[0]), as: UTF8.self).contains(key.secret))
+    }
+
+    @Test func anAuditorKeyCoversOnlyWhatItIsGivenAnOperatorKeyWithoutAppsEveryApp() async throws {
+        let appId = try await app()
+        #expect(try await accessKeys.check(.init(name: "a"), role: .auditor).appIds == [])
+        #expect(try await accessKeys.check(.init(name: "a", allApps: true), role: .auditor).appIds == nil)
+        #expect(try await accessKeys.check(.init(name: "a", appIds: [appId]), role: .auditor).appIds == [appId])
+        #expect(try await accessKeys.check(.init(name: "o"), role: .operator).appIds == nil)
+        #expect(await errorCode { try await accessKeys.check(.init(name: "a", appIds: [appId], allApps: true), role: .auditor) } == .invalidRequest)
+    }
+
+    @Test func namesExpiriesAndAppsOutsideTheRulesAreRefused() async throws {
+        let appId = try await app()
+        let bad: [AccessKeys.NewKey] = [
+            .init(name: "  "), .init(name: String(repeating: "k", count: 201)), .init(name: "k", expiresIn: 0),
+            .init(name: "k", expiresIn: 11 * 366 * 86400), .init(name: "k", expiresIn: 60, expiresAt: Date() + 60),
+            .init(name: "k", expiresAt: Date() - 1), .init(name: "k", appIds: []), .init(name: "k", appIds: [appId, UUID()]),
+        ]
+        for new in bad { #expect(await errorCode { try await accessKeys.check(new, role: .operator) } == .invalidRequest) }
+        let expiring = try await accessKeys.check(.init(name: "k", expiresIn: 60), role: .operator)
+        #expect(abs(try #require(expiring.expiresAt).timeIntervalSinceNow - 60) < 5)
+        #expect(try await keys.list(role: "admin").isEmpty)
+    }
+
+    @Test func aRevocationIsPerRoleAndHoldsAtOnce() async throws {
+        let key = try await create(.init(name: "ops"), .operator)
+        var draft = TransactionDraft(appId: platformAppId, kind: "auditor-key.revoke")
+        #expect(await errorCode { try await accessKeys.revoke(key.keyId, role: .auditor, draft: &draft) } == .notFound)
+        try await accessKeys.revoke(key.keyId, role: .operator, draft: &draft)
+        #expect(draft.detail == ["keyId": key.keyId.wire])
+        #expect(try await keys.live(hash: SHA256.hash(Array(key.secret.utf8))) == nil)
+        #expect(try await accessKeys.list(.operator).first?.revokedAt == clock.now)
+        try await accessKeys.revoke(key.keyId, role: .operator, draft: &draft)
+    }
+}

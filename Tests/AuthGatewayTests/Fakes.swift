@@ -577,3 +577,40 @@ final class InMemoryAuditRecords: AuditRecords {
         return TransactionLog.Verification(appId: appId.wire, ok: true, checked: checked)
     }
 }
+
+/// `ApiKeyStore` in memory, on the test's clock.
+final class InMemoryApiKeys: ApiKeyStore {
+    private struct Key { var record: ApiKeyRecord; var role: String; var hash: [UInt8] }
+    private let keys = Mutex<[Key]>([])
+    let clock: FakeClock
+
+    init(clock: FakeClock) { self.clock = clock }
+
+    func live(hash: [UInt8]) async throws -> (role: String, appIds: [UUID]?)? {
+        let now = clock.now
+        return keys.withLock { keys in
+            keys.first { $0.hash == hash && $0.record.revokedAt == nil && ($0.record.expiresAt.map { $0 > now } ?? true) }
+                .map { (role: $0.role, appIds: $0.record.appIds) }
+        }
+    }
+
+    func create(id: UUID, role: String, name: String, hash: [UInt8], appIds: [UUID]?, expiresAt: Date?) async throws {
+        let now = clock.now
+        keys.withLock { $0.append(Key(record: ApiKeyRecord(id: id, name: name, appIds: appIds, createdAt: now, expiresAt: expiresAt), role: role, hash: hash)) }
+    }
+
+    func list(role: String) async throws -> [ApiKeyRecord] {
+        keys.withLock { keys in
+            keys.filter { $0.role == role }.map(\.record).sorted { ($0.createdAt, $0.id.uuidString) < ($1.createdAt, $1.id.uuidString) }
+        }
+    }
+
+    func revoke(_ id: UUID, role: String) async throws -> Bool {
+        let now = clock.now
+        return keys.withLock { keys in
+            guard let index = keys.firstIndex(where: { $0.record.id == id && $0.role == role }) else { return false }
+            keys[index].record.revokedAt = keys[index].record.revokedAt ?? now
+            return true
+        }
+    }
+}

@@ -19,6 +19,7 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
 struct StoreWorld: Sendable {
     let appId: UUID
     let apps: any AppStore
+    let apiKeys: any ApiKeyStore
     let attempts: any AttemptCounterStore
     let bindings: any DeviceBindingStore
     let challenges: any LivenessChallengeStore
@@ -27,6 +28,8 @@ struct StoreWorld: Sendable {
     let roster: any UserRoster
     /// Stores a template for the user, as the matcher's enrollment would.
     let addTemplate: @Sendable (_ id: UUID, _ user: UUID) async throws -> Void
+    /// The store's present time: the fakes' clock, or this machine's (PostgreSQL's `now()`).
+    let now: @Sendable () -> Date
     /// Lets `seconds` pass: the fakes' clock moves, PostgreSQL's is waited for.
     let advance: @Sendable (Double) async throws -> Void
     /// Adds a user to the app.
@@ -41,9 +44,10 @@ struct StoreWorld: Sendable {
             let clock = FakeClock()
             let roster = InMemoryUserRoster(clock: clock)
             let credentials = InMemoryDeviceCredentials(clock: clock)
-            return StoreWorld(appId: appId, apps: InMemoryApps(clock: clock), attempts: InMemoryAttemptCounters(clock: clock), bindings: InMemoryDeviceBindings(clock: clock),
+            return StoreWorld(appId: appId, apps: InMemoryApps(clock: clock), apiKeys: InMemoryApiKeys(clock: clock), attempts: InMemoryAttemptCounters(clock: clock), bindings: InMemoryDeviceBindings(clock: clock),
                               challenges: InMemoryLivenessChallenges(clock: clock), credentials: credentials, spentIds: InMemorySpentTokenIds(),
-                              roster: roster, addTemplate: { roster.addTemplate($0, user: $1, appId: appId) }, advance: { clock.advance(seconds: $0) },
+                              roster: roster, addTemplate: { roster.addTemplate($0, user: $1, appId: appId) }, now: { clock.now },
+                              advance: { clock.advance(seconds: $0) },
                               addUser: {
                                   let user = UUID()
                                   credentials.addUser(user)
@@ -56,7 +60,7 @@ struct StoreWorld: Sendable {
             _ = try await database.pool.query("""
                 INSERT INTO apps (id, name, secret_hash, modules, liveness, quotas) VALUES (\(appId), 'contract', '\\x00', '{}', '{}', '{}')
                 """)
-            return StoreWorld(appId: appId, apps: PostgresApps(database: gateway), attempts: PostgresAttemptCounters(database: gateway), bindings: PostgresDeviceBindings(database: gateway),
+            return StoreWorld(appId: appId, apps: PostgresApps(database: gateway), apiKeys: PostgresApiKeys(database: gateway), attempts: PostgresAttemptCounters(database: gateway), bindings: PostgresDeviceBindings(database: gateway),
                               challenges: PostgresLivenessChallenges(database: gateway), credentials: PostgresDeviceCredentials(database: gateway),
                               spentIds: PostgresSpentTokenIds(database: gateway),
                               roster: PostgresUserRoster(database: gateway),
@@ -67,7 +71,7 @@ struct StoreWorld: Sendable {
                                               '{"faceWidth": 120, "sharpness": 1, "brightness": 0.5, "yaw": 0}')
                                       """)
                               },
-                              advance: { try await Task.sleep(for: .milliseconds(Int($0 * 1000) + 100)) },
+                              now: { Date() }, advance: { try await Task.sleep(for: .milliseconds(Int($0 * 1000) + 100)) },
                               addUser: {
                                   let user = UUID()
                                   _ = try await database.pool.query("""
@@ -521,6 +525,53 @@ extension StoreContracts {
             let covered = Set(made.prefix(2))
             #expect(try await world.apps.all { covered.contains($0) }.map(\.id) == Array(made.prefix(2)))
             #expect(try await world.apps.all { $0 == made[2] }.map(\.id) == [made[2]])
+        }
+    }
+}
+
+extension StoreContracts {
+    @Suite struct ApiKeyStoreContract {
+        @Test(arguments: StoreKind.allCases) func aKeyIsLiveUntilItExpiresOrIsRevokedOnce(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let (lasting, brief) = (UUID(), UUID())
+            let (lastingHash, briefHash) = (SHA256.hash(Array(lasting.wire.utf8)), SHA256.hash(Array(brief.wire.utf8)))
+            try await world.apiKeys.create(id: lasting, role: "auditor", name: "lasting", hash: lastingHash, appIds: [world.appId], expiresAt: nil)
+            try await world.apiKeys.create(id: brief, role: "admin", name: "brief", hash: briefHash, appIds: nil, expiresAt: world.now() + 1)
+            let live = try #require(try await world.apiKeys.live(hash: lastingHash))
+            #expect(live.role == "auditor" && live.appIds == [world.appId])
+            #expect(try await world.apiKeys.live(hash: briefHash)?.appIds == nil)
+            #expect(try await world.apiKeys.live(hash: SHA256.hash(Array("unknown".utf8))) == nil)
+            try await world.advance(1.2)
+            #expect(try await world.apiKeys.live(hash: briefHash) == nil, "expired")
+
+            #expect(try await !world.apiKeys.revoke(lasting, role: "admin"), "another role's key")
+            #expect(try await world.apiKeys.revoke(lasting, role: "auditor"))
+            #expect(try await world.apiKeys.live(hash: lastingHash) == nil)
+            let revokedAt = try #require(try await world.apiKeys.list(role: "auditor").first { $0.id == lasting }?.revokedAt)
+            try await world.advance(0.05)
+            #expect(try await world.apiKeys.revoke(lasting, role: "auditor"), "revoking again succeeds")
+            #expect(try await world.apiKeys.list(role: "auditor").first { $0.id == lasting }?.revokedAt == revokedAt, "and keeps the first time")
+            #expect(try await !world.apiKeys.revoke(UUID(), role: "auditor"))
+        }
+
+        @Test(arguments: StoreKind.allCases) func listingsAreByRoleOldestFirstWithTheirApps(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            var made: [UUID] = []
+            for number in 0..<3 {
+                let id = UUID()
+                try await world.apiKeys.create(id: id, role: "admin", name: "key \(number)", hash: SHA256.hash(Array(id.wire.utf8)),
+                                               appIds: number == 0 ? nil : [world.appId], expiresAt: nil)
+                made.append(id)
+                try await world.advance(0.01)
+            }
+            let auditor = UUID()
+            try await world.apiKeys.create(id: auditor, role: "auditor", name: "auditor", hash: SHA256.hash(Array(auditor.wire.utf8)), appIds: [],
+                                           expiresAt: nil)
+            let listed = try await world.apiKeys.list(role: "admin").filter { made.contains($0.id) }
+            #expect(listed.map(\.id) == made && listed.map(\.name) == ["key 0", "key 1", "key 2"])
+            #expect(listed[0].appIds == nil && listed[1].appIds == [world.appId] && listed.allSatisfy { $0.revokedAt == nil && $0.expiresAt == nil })
+            #expect(try await world.apiKeys.list(role: "auditor").first { $0.id == auditor }?.appIds == [], "no apps is not every app")
+            #expect(try await !world.apiKeys.list(role: "auditor").contains { made.contains($0.id) })
         }
     }
 }
