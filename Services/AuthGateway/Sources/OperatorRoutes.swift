@@ -165,23 +165,3 @@ extension GatewayContext: GalleryBroadcast {
         }
     }
 }
-
-/// Opaque cursor for keyset pagination: base64url of `<unix micros>:<uuid>`.
-struct PageCursor {
-    var time: Date
-    var id: UUID
-
-    var encoded: String {
-        Base64URL.encode(Array("\(Int64((time.timeIntervalSince1970 * 1_000_000).rounded())):\(id.uuidString.lowercased())".utf8))
-    }
-
-    static func decode(_ text: String?) throws -> PageCursor? {
-        guard let text, !text.isEmpty else { return nil }
-        guard let bytes = Base64URL.decode(text), let plain = String(bytes: bytes, encoding: .utf8),
-              let colon = plain.firstIndex(of: ":"), let micros = Int64(plain[..<colon]),
-              let id = UUID(uuidString: String(plain[plain.index(after: colon)...])) else {
-            throw APIError(.invalidRequest, "cursor is not one this API issued")
-        }
-        return PageCursor(time: Date(timeIntervalSince1970: Double(micros) / 1_000_000), id: id)
-    }
-}

@@ -82,11 +82,9 @@ struct AuditTrail: Sendable {
         let filter = try self.filter(query, scope: scope)
         let limit = min(max(limit ?? 100, 1), 1000)
         let cursor = try PageCursor.decode(cursor)
-        var items = try await records.page(filter, before: cursor.map { ($0.time, $0.id) }, limit: limit + 1).map(AuditItem.init)
-        guard items.count > limit else { return Page(items: items) }
-        items.removeLast()
-        let last = items[items.count - 1]
-        return Page(items: items, nextCursor: PageCursor(time: last.createdAt, id: UUID(uuidString: last.transactionId)!).encoded)
+        let rows = try await records.page(filter, before: cursor.map { ($0.time, $0.id) }, limit: limit + 1)
+        let (items, next) = PageCursor.page(rows, limit: limit) { PageCursor(time: $0.createdAt, id: $0.id) }
+        return Page(items: items.map(AuditItem.init), nextCursor: next)
     }
 
     /// The app of a per-app call (required), checked against the caller's scope.

@@ -50,11 +50,9 @@ struct UserAdministration: Sendable {
     /// Oldest first; `limit` is held to 1…500 (50 when absent).
     func page(app: UUID, limit: Int?, cursor: String?) async throws -> Page {
         let limit = min(max(limit ?? 50, 1), 500)
-        var items = try await roster.page(appId: app, after: try PageCursor.decode(cursor), limit: limit + 1)
-        guard items.count > limit else { return Page(items: items) }
-        items.removeLast()
-        let last = items[items.count - 1]
-        return Page(items: items, nextCursor: PageCursor(time: last.createdAt, id: UUID(uuidString: last.userId)!).encoded)
+        let rows = try await roster.page(appId: app, after: try PageCursor.decode(cursor), limit: limit + 1)
+        let (items, next) = PageCursor.page(rows, limit: limit) { PageCursor(time: $0.createdAt, id: UUID(uuidString: $0.userId)!) }
+        return Page(items: items, nextCursor: next)
     }
 
     /// Erases the user with their templates (each broadcast) and devices.
