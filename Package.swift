@@ -104,16 +104,17 @@ let package = Package(
         // Test fixtures made from the real photos (ID-card images with a valid MRZ, liveness frame bursts) and fresh
         // test databases.
         .target(
-            name: "FaceGateTestSupport", dependencies: ["FaceEngine", "FaceGateCore", "CWarp", "PostgresClient", "ServiceKit"],
-            path: "Tests/Support", exclude: ["CWarp"]),
+            name: "FaceGateTestSupport", dependencies: ["FaceEngine", "FaceGateCore", "CWarp", "CSpawn", "PostgresClient", "ServiceKit"],
+            path: "Tests/Support", exclude: ["CWarp", "CSpawn"]),
         .target(name: "CWarp", path: "Tests/Support/CWarp", cSettings: optimizedC),
+        .target(name: "CSpawn", path: "Tests/Support/CSpawn"),
 
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "JWT"], path: "Tests/CryptoTests"),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"], path: "Tests/PostgresClientTests"),
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"], path: "Tests/KafkaClientTests"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], path: "Tests/HTTPServerTests"),
-        .testTarget(name: "FaceEngineTests", dependencies: ["FaceEngine"], path: "Tests/FaceEngineTests"),
-        .testTarget(name: "FaceGateCoreTests", dependencies: ["FaceGateCore"], path: "Tests/FaceGateCoreTests"),
+        .testTarget(name: "FaceEngineTests", dependencies: ["FaceEngine", "FaceGateTestSupport"], path: "Tests/FaceEngineTests"),
+        .testTarget(name: "FaceGateCoreTests", dependencies: ["FaceGateCore", "FaceGateTestSupport"], path: "Tests/FaceGateCoreTests"),
         .testTarget(
             name: "DocumentOCRTests", dependencies: ["DocumentOCR", "FaceGateCore", "FaceGateTestSupport", "FaceEngine"],
             path: "Tests/DocumentOCRTests"),

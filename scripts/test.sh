@@ -37,13 +37,44 @@ tested=$(date +%s)
 swift_job() {  # $1 job name, then the bundle's arguments
   local name="$1"
   shift
-  NO_COLOR=1 "$bundle" --testing-library swift-testing --no-parallel "$@" >"$LOGS/swift-$name.log" 2>&1
+  NO_COLOR=1 limited "$LOGS/swift-$name.log" "$bundle" --testing-library swift-testing --no-parallel "$@"
 }
 
 # A Python suite runs the test_*.py files of Tests/<name> against the binaries just built and ends with
 # `<name>: N passed, N failed, N skipped`.
 python_job() {  # $1 name
-  .run/venv/bin/python Tests/python_suite.py "$1" >"$LOGS/$1.log" 2>&1
+  limited "$LOGS/$1.log" .run/venv/bin/python Tests/python_suite.py "$1"
+}
+
+# Runs a job's command with its output in a log, for at most FACEGATE_JOB_SECONDS (default 1200; the longest job takes
+# under 400 s here). A job past its limit is a failure, not a hung run (see `overrun`).
+limited() {  # $1 log, then the command
+  local log="$1"
+  shift
+  "$@" >"$log" 2>&1 &
+  local pid=$! outcome=0
+  overrun "$pid" "$log" >/dev/null 2>&1 &
+  local watchdog=$!
+  wait "$pid" || outcome=$?
+  kill "$watchdog" $(descendants "$watchdog") 2>/dev/null || true
+  return "$outcome"
+}
+
+# After the limit, the log gets the tests the job had started and not finished and, where gdb is installed, every
+# thread's stack; then the job is killed with every process it started.
+overrun() {  # $1 pid, $2 log
+  sleep "${FACEGATE_JOB_SECONDS:-1200}"
+  local children
+  children="$(descendants "$1")"
+  echo "JOB TIMEOUT: still running after ${FACEGATE_JOB_SECONDS:-1200} s (FACEGATE_JOB_SECONDS)" >>"$2"
+  comm -23 <(sed -nE 's/^◇ Test (.*) started\.$/\1/p' "$2" | sort) \
+           <(sed -nE 's/^[✔✘] Test (.*) (passed|failed) after .*/\1/p' "$2" | sort -u) |
+    sed 's/^/JOB TIMEOUT: started and not finished: /' >>"$2"
+  if command -v gdb >/dev/null; then
+    timeout 120 gdb -p "$1" -batch -ex 'thread apply all bt' 2>/dev/null | grep -E '^(#|Thread)' | head -n 400 |
+      swift demangle --simplified >>"$2"
+  fi
+  kill -KILL "$1" $children
 }
 
 if [ "$#" -gt 0 ]; then
@@ -89,15 +120,16 @@ else
   jobs_list=("python console" "python chaos" "deploy deploy" "python openapi" "${test_jobs[@]}" "${suite_jobs[@]}" "${module_jobs[@]}")
   echo "[test] $(wc -l <<<"$ids") Swift tests in $(( ${#jobs_list[@]} - 4 )) jobs, 4 other jobs, ${FACEGATE_TEST_JOBS:-4} at a time"
 
-  run_job() {  # $1 kind, $2 name, $3 Swift filter; writes $LOGS/<name>.status
-    local outcome=0
+  run_job() {  # $1 kind, $2 name, $3 Swift filter; writes $LOGS/<name>.status and its wall time to <name>.seconds
+    local outcome=0 began=$SECONDS
     case "$1" in
       swift) swift_job "$2" --filter "$3" || outcome=$? ;;
       python) if [ "$2" = chaos ]; then
                 (. .run/chaos/env; FACEGATE_CHAOS_PROFILE=chaos python_job chaos) || outcome=$?
               else python_job "$2" || outcome=$?; fi ;;
-      deploy) scripts/validate-deploy.sh >"$LOGS/deploy.log" 2>&1 || outcome=$? ;;
+      deploy) limited "$LOGS/deploy.log" scripts/validate-deploy.sh || outcome=$? ;;
     esac
+    echo $(( SECONDS - began )) >"$LOGS/$2.seconds"
     echo "$outcome" >"$LOGS/$2.status"
   }
   (while sleep 60; do
@@ -156,9 +188,12 @@ done
 if [ "${failed:-0}" -gt 0 ]; then
   echo "failures:"
   cat "${swift_logs[@]}" | grep -E '^✘ Test .*(recorded an issue|failed after)' | grep -v '^✘ Test run with' | head -n 40 || true
+  grep -H '^JOB TIMEOUT' "$LOGS"/*.log || true
   for suite in "${suites[@]}"; do grep -hE '^(FAIL|ERROR):' "$LOGS/$suite.log" | head -n 40 || true; done
   [ "$#" -gt 0 ] || grep -q '0 with problems' "$LOGS/deploy.log" || echo "deploy validation: see $LOGS/deploy.log"
 fi
 now=$(date +%s)
+[ "$#" -gt 0 ] || echo "longest jobs (s): $(for file in "$LOGS"/*.seconds; do echo "$(cat "$file") $(basename "$file" .seconds)"; done |
+                                          sort -rn | head -n 5 | tr '\n' ' ')"
 echo "tests: $passed passed, ${failed:-0} failed in $(( now - tested )) s (whole run $(( now - started )) s)"
 [ "${failed:-0}" -eq 0 ]

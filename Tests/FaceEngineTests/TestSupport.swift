@@ -1,3 +1,4 @@
+import FaceGateTestSupport
 import Foundation
 import Testing
 @testable import FaceEngine
@@ -50,17 +51,9 @@ struct ScratchDirectory: ~Copyable {
 
     /// Runs ImageMagick's `convert` with the given arguments.
     func convert(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["convert"] + arguments
-        process.standardOutput = FileHandle.nullDevice
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        if process.terminationStatus != 0 {
-            Issue.record("convert \(arguments.joined(separator: " ")) failed: \(message)")
+        let result = try ChildProcess.run("convert", arguments)
+        if result.exitCode != 0 {
+            Issue.record("convert \(arguments.joined(separator: " ")) failed: \(result.errorText)")
             throw CancellationError()
         }
     }

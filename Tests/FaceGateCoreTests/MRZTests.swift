@@ -1,4 +1,5 @@
 import FaceGateCore
+import FaceGateTestSupport
 import Foundation
 import Testing
 
@@ -283,23 +284,11 @@ let specimenDay = ISO8601DateFormatter().date(from: "2026-01-01T00:00:00Z")!
         guard let python = ProcessInfo.processInfo.environment["FACEGATE_TEST_PYTHON"], !python.isEmpty else {
             throw OracleError("FACEGATE_TEST_PYTHON is not set: it must name the venv python with PyPI mrz (scripts/test.sh sets it)")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", script] + arguments
-        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        stdin.fileHandleForWriting.write(Data(input.utf8))
-        try stdin.fileHandleForWriting.close()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        let errors = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw OracleError("python mrz oracle failed: \(String(decoding: errors, as: UTF8.self))")
+        let result = try ChildProcess.run(python, ["-c", script] + arguments, input: Data(input.utf8))
+        guard result.exitCode == 0 else {
+            throw OracleError("python mrz oracle failed: \(result.errorText)")
         }
-        return String(decoding: output, as: UTF8.self)
+        return String(decoding: result.output, as: UTF8.self)
     }
 
     struct OracleError: Error, CustomStringConvertible {

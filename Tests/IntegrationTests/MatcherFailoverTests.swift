@@ -30,7 +30,7 @@ import Testing
             let lines = enroller.output.split(separator: "\n").filter { $0.contains(traceId) }
             #expect(lines.contains { $0.contains("face job answered") && $0.contains(#""job.kind":"identify""#) }, "\(lines)")
             enroller.terminate()
-            #expect(enroller.process.terminationStatus == 0, "graceful SIGTERM exit")
+            #expect(enroller.process.exitCode == 0, "graceful SIGTERM exit")
 
             let victim = try ServiceProcess("matcher-worker", environment: env, name: "victim")
             defer { victim.terminate() }

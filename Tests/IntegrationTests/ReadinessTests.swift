@@ -119,13 +119,10 @@ import Testing
 
     /// A private broker on a port of our own, stopped by its pid.
     final class PrivateBroker {
-        let process = Process()
+        let process: ChildProcess
         init(port: Int) throws {
-            process.executableURL = URL(fileURLWithPath: try TestEnvironment.value("FACEGATE_TANSU"))
-            process.arguments = ["broker", "--listener-url", "tcp://127.0.0.1:\(port)", "--advertised-listener-url", "tcp://127.0.0.1:\(port)"]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            process = try ChildProcess(try TestEnvironment.value("FACEGATE_TANSU"),
+                                       ["broker", "--listener-url", "tcp://127.0.0.1:\(port)", "--advertised-listener-url", "tcp://127.0.0.1:\(port)"])
         }
         /// The broker ignores SIGTERM and keeps nothing on disk.
         func stop() { process.stop(signal: SIGKILL) }

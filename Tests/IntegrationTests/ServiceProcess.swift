@@ -4,25 +4,23 @@ import Foundation
 /// A service executable from `FACEGATE_BIN_DIR` run as a real process with the stack's environment,
 /// its output in a temporary log file the test can wait on.
 final class ServiceProcess {
-    let process = Process()
+    let process: ChildProcess
     let log: URL
     let executable: String
 
     init(_ executable: String, environment: [String: String], name: String) throws {
         self.executable = executable
         let binaries = try TestEnvironment.value("FACEGATE_BIN_DIR")
-        process.executableURL = URL(fileURLWithPath: binaries + "/" + executable)
         var env = ProcessInfo.processInfo.environment
         env.merge(environment) { _, new in new }
         env["FACEGATE_LOG_LEVEL"] = "debug"
         env["FACEGATE_INSTANCE_ID"] = name
-        process.environment = env
         log = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(6)).log")
         FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
+        defer { try? handle.close() }
+        process = try ChildProcess(binaries + "/" + executable, [], environment: env,
+                                   output: handle.fileDescriptor, error: handle.fileDescriptor)
     }
 
     var output: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }

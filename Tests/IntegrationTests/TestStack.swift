@@ -41,7 +41,7 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
     var kiosk: KioskOrchestrator?
     /// How long `call` waits for an answer: longer than the gateway's request timeout where a test raises that.
     var clientTimeout: TimeInterval = 30
-    private var runs: [Task<Void, Never>] = []
+    private var runs: [(service: String, task: Task<Void, Never>)] = []
 
     init(database: TestDatabase, extra: [String: String] = [:]) throws {
         self.database = database
@@ -93,21 +93,21 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
         if withMatcher {
             let matcher = try MatcherWorker(configuration: try MatcherConfiguration(environment: env("matcher-worker")))
             stack.matcher = matcher
-            stack.runs.append(Task { _ = try? await matcher.group.run(handleSignals: false) })
+            stack.runs.append(("matcher-worker", Task { _ = try? await matcher.group.run(handleSignals: false) }))
         }
         if withCTID {
             let verifier = try CTIDVerifier(configuration: try CTIDConfiguration(environment: env("ctid-verifier")))
             stack.ctid = verifier
-            stack.runs.append(Task { _ = try? await verifier.group.run(handleSignals: false) })
+            stack.runs.append(("ctid-verifier", Task { _ = try? await verifier.group.run(handleSignals: false) }))
         }
         if withKiosk {
             let orchestrator = try KioskOrchestrator(configuration: try KioskConfiguration(environment: env("kiosk-orchestrator")))
             stack.kiosk = orchestrator
-            stack.runs.append(Task { _ = try? await orchestrator.group.run(handleSignals: false) })
+            stack.runs.append(("kiosk-orchestrator", Task { _ = try? await orchestrator.group.run(handleSignals: false) }))
         }
         let gateway = try AuthGateway(configuration: try GatewayConfiguration(environment: env("auth-gateway")))
         stack.gateway = gateway
-        stack.runs.append(Task { _ = try? await gateway.group.run(handleSignals: false) })
+        stack.runs.append(("auth-gateway", Task { _ = try? await gateway.group.run(handleSignals: false) }))
         try await stack.waitUntilReady()
         if let matcher = stack.matcher { try await matcher.jobs.waitUntilAssigned(timeout: .seconds(60)) }
         if let ctid = stack.ctid { try await ctid.jobs.waitUntilAssigned(timeout: .seconds(60)) }
@@ -133,8 +133,41 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
         matcher?.group.requestStop(reason: "test finished")
         ctid?.group.requestStop(reason: "test finished")
         kiosk?.group.requestStop(reason: "test finished")
-        for run in runs { await run.value }
+        // A service that does not stop is a failure of its shutdown, reported by name; the test then ends without it.
+        for run in runs where await !Self.ends(run.task, within: .seconds(60)) {
+            Issue.record("\(run.service) did not stop within 60 s of being asked to")
+        }
         await database.drop()
+    }
+
+    /// Whether `task` ends within `limit` (awaiting a task's value cannot be given up on, so the two race).
+    private static func ends(_ task: Task<Void, Never>, within limit: Duration) async -> Bool {
+        let first = FirstOf()
+        return await withCheckedContinuation { continuation in
+            let timer = Task {
+                try? await Task.sleep(for: limit)
+                first.resume(continuation, false)
+            }
+            Task {
+                await task.value
+                timer.cancel()
+                first.resume(continuation, true)
+            }
+        }
+    }
+
+    /// Resumes a continuation once, whichever side comes first.
+    private final class FirstOf: @unchecked Sendable {
+        private let lock = NSLock()
+        private var resumed = false
+
+        func resume(_ continuation: CheckedContinuation<Bool, Never>, _ value: Bool) {
+            lock.lock()
+            defer { lock.unlock() }
+            guard !resumed else { return }
+            resumed = true
+            continuation.resume(returning: value)
+        }
     }
 
     var baseURL: String { "http://127.0.0.1:\(gateway.httpPort)" }
@@ -265,20 +298,5 @@ struct SharedStackTrait: SuiteTrait, TestScoping {
 extension Trait where Self == SharedStackTrait {
     static func sharedStack(withMatcher: Bool = true, withCTID: Bool = false, withKiosk: Bool = false) -> Self {
         SharedStackTrait(services: TestStack.Services(withMatcher: withMatcher, withCTID: withCTID, withKiosk: withKiosk))
-    }
-}
-
-extension Process {
-    /// Sends `signal` and waits (polling, up to `timeout`) for the child to end. Foundation's
-    /// `waitUntilExit` spins a run loop at full CPU on Linux, so it is not used.
-    func stop(signal: Int32 = SIGTERM, timeout: Duration = .seconds(20)) {
-        guard isRunning else { return }
-        kill(processIdentifier, signal)
-        let deadline = ContinuousClock.now + timeout
-        while isRunning, ContinuousClock.now < deadline { usleep(20_000) }
-        if isRunning {
-            kill(processIdentifier, SIGKILL)
-            while isRunning { usleep(20_000) }
-        }
     }
 }

@@ -213,17 +213,9 @@ public struct IDCard: Sendable, Equatable {
         guard let convert = findOnPath("convert") else {
             throw IDCardRenderError("ImageMagick's convert is not on PATH (scripts/stack.sh install installs imagemagick)")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: convert)
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw IDCardRenderError("convert exited with \(process.terminationStatus): \(String(decoding: message, as: UTF8.self))")
+        let result = try ChildProcess.run(convert, arguments)
+        guard result.exitCode == 0 else {
+            throw IDCardRenderError("convert exited with \(result.exitCode): \(result.errorText)")
         }
     }
 

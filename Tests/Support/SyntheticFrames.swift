@@ -350,33 +350,16 @@ public enum SyntheticFrames {
 
     /// Runs `convert`, feeding `input` to its standard input; returns what it wrote to standard output.
     static func runConvert(_ arguments: [String], input: Data? = nil) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["convert"] + arguments
-        let output = Pipe(), errors = Pipe(), standardInput = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = input == nil ? nil : standardInput
+        let result: ChildProcess.Output
         do {
-            try process.run()
+            result = try ChildProcess.run("convert", arguments, input: input)
         } catch {
-            throw Failure("ImageMagick's convert could not be started (scripts/stack.sh install installs imagemagick): \(error)")
+            throw Failure("ImageMagick's convert failed (scripts/stack.sh install installs imagemagick): \(error)")
         }
-        if let input {
-            // Written from another thread: convert may fill its output pipe before it has read all of its input.
-            let writer = standardInput.fileHandleForWriting
-            Thread.detachNewThread {
-                writer.write(input)
-                try? writer.close()
-            }
+        guard result.exitCode == 0, !result.output.isEmpty else {
+            throw Failure("convert failed (\(result.exitCode)): \(result.errorText)")
         }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0, !data.isEmpty else {
-            throw Failure("convert failed (\(process.terminationStatus)): \(String(decoding: message.prefix(500), as: UTF8.self))")
-        }
-        return data
+        return result.output
     }
 }
 
