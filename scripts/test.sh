@@ -46,8 +46,8 @@ python_job() {  # $1 name
   limited "$LOGS/$1.log" .run/venv/bin/python Tests/python_suite.py "$1"
 }
 
-# Runs a job's command with its output in a log, for at most FACEGATE_JOB_SECONDS (default 1200; the longest job takes
-# under 400 s here). A job past its limit is a failure, not a hung run (see `overrun`).
+# Runs a job's command with its output in a log, for at most FACEGATE_JOB_SECONDS (default 1200; the longest jobs take
+# about 100 s here). A job past its limit is a failure, not a hung run (see `overrun`).
 limited() {  # $1 log, then the command
   local log="$1"
   shift

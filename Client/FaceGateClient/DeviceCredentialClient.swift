@@ -52,15 +52,6 @@ public final class SoftwareP256Signer: DeviceCredentialSigner {
     public func nextCounter() async throws -> Int { counter.add(1, ordering: .relaxed).newValue }
 }
 
-/// How the device unlocks the key (recorded by the server, enforced by the device).
-public struct DeviceCredentialPolicy: RawRepresentable, Sendable, Hashable {
-    public var rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public static let biometryCurrentSet = DeviceCredentialPolicy(rawValue: "biometryCurrentSet")
-    public static let biometryAny = DeviceCredentialPolicy(rawValue: "biometryAny")
-    public static let devicePasscode = DeviceCredentialPolicy(rawValue: "devicePasscode")
-}
-
 public struct DeviceCredentialChallenge: Sendable, Equatable, Decodable {
     public var challenge: String
     public var expiresIn: Int

@@ -107,6 +107,20 @@ import Testing
         #expect(await register(token) == nil)
     }
 
+    @Test func theKnownPoliciesAreTakenAndAnyOtherIsRefusedNamingThem() throws {
+        let publicKey = Data(P256PrivateKey().publicKey.spkiDER).base64EncodedString()
+        for name in ["biometryCurrentSet", "biometryAny", "devicePasscode"] {
+            #expect(try DeviceCredentials.NewCredential(publicKey: publicKey, policy: name, attestation: nil).policy.rawValue == name)
+        }
+        for name in ["faceIdMaybe", "", "BiometryAny"] {
+            #expect {
+                try DeviceCredentials.NewCredential(publicKey: publicKey, policy: name, attestation: nil)
+            } throws: { error in
+                (error as? APIError)?.message == "policy must be one of biometryCurrentSet, biometryAny, devicePasscode"
+            }
+        }
+    }
+
     @Test func eachChallengeAnswersOnceAndAForgeryNeitherLogsInNorFlags() async throws {
         let obama = user("E1001")
         let device = P256PrivateKey()

@@ -134,40 +134,10 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
         ctid?.group.requestStop(reason: "test finished")
         kiosk?.group.requestStop(reason: "test finished")
         // A service that does not stop is a failure of its shutdown, reported by name; the test then ends without it.
-        for run in runs where await !Self.ends(run.task, within: .seconds(60)) {
+        for run in runs where await !finishes(within: .seconds(60), { await run.task.value }) {
             Issue.record("\(run.service) did not stop within 60 s of being asked to")
         }
         await database.drop()
-    }
-
-    /// Whether `task` ends within `limit` (awaiting a task's value cannot be given up on, so the two race).
-    private static func ends(_ task: Task<Void, Never>, within limit: Duration) async -> Bool {
-        let first = FirstOf()
-        return await withCheckedContinuation { continuation in
-            let timer = Task {
-                try? await Task.sleep(for: limit)
-                first.resume(continuation, false)
-            }
-            Task {
-                await task.value
-                timer.cancel()
-                first.resume(continuation, true)
-            }
-        }
-    }
-
-    /// Resumes a continuation once, whichever side comes first.
-    private final class FirstOf: @unchecked Sendable {
-        private let lock = NSLock()
-        private var resumed = false
-
-        func resume(_ continuation: CheckedContinuation<Bool, Never>, _ value: Bool) {
-            lock.lock()
-            defer { lock.unlock() }
-            guard !resumed else { return }
-            resumed = true
-            continuation.resume(returning: value)
-        }
     }
 
     var baseURL: String { "http://127.0.0.1:\(gateway.httpPort)" }

@@ -48,8 +48,14 @@ public final class ServiceGroup: Sendable {
     private let logger: Logger
     private let shutdownTimeout: Duration
     private let failures: FailureSignal?
-    private let stopRequest = Mutex<CheckedContinuation<String, Never>?>(nil)
-    private let stopReason = Mutex<String?>(nil)
+    /// Until a stop is asked for, the waiting `run` (if it waits yet); then the first reason given. One lock for both,
+    /// so a stop asked for while `run` is about to wait is never lost.
+    private let stopState = Mutex<StopState>(.running(nil))
+
+    private enum StopState {
+        case running(CheckedContinuation<String, Never>?)
+        case stopping(reason: String)
+    }
 
     public init(services: [any Service], logger: Logger, shutdownTimeout: Duration, failures: FailureSignal? = nil) {
         self.services = services
@@ -60,16 +66,12 @@ public final class ServiceGroup: Sendable {
 
     /// Asks the group to stop (tests, fatal errors). Safe to call from any thread, any number of times.
     public func requestStop(reason: String) {
-        let continuation = stopRequest.withLock { pending -> CheckedContinuation<String, Never>? in
-            let taken = pending
-            pending = nil
-            return taken
+        let waiting = stopState.withLock { state -> CheckedContinuation<String, Never>? in
+            guard case .running(let waiting) = state else { return nil }
+            state = .stopping(reason: reason)
+            return waiting
         }
-        if let continuation {
-            continuation.resume(returning: reason)
-        } else {
-            stopReason.withLock { if $0 == nil { $0 = reason } }
-        }
+        waiting?.resume(returning: reason)
     }
 
     /// Runs until a signal or `requestStop`; returns the reason. Throws if a service fails to start
@@ -95,12 +97,12 @@ public final class ServiceGroup: Sendable {
         }
         let signals = handleSignals ? SignalWatcher(group: self, logger: logger) : nil
         let reason = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
-            let early = stopReason.withLock { $0 }
-            if let early {
-                continuation.resume(returning: early)
-            } else {
-                stopRequest.withLock { $0 = continuation }
+            let early = stopState.withLock { state -> String? in
+                if case .stopping(let reason) = state { return reason }
+                state = .running(continuation)
+                return nil
             }
+            if let early { continuation.resume(returning: early) }
         }
         logger.info("stopping", ["reason": reason])
         await stop(started)
@@ -111,26 +113,42 @@ public final class ServiceGroup: Sendable {
     }
 
     private func stop(_ started: [any Service]) async {
-        let timeout = shutdownTimeout
         let logger = self.logger
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                for service in started.reversed() {
-                    logger.info("stopping \(service.name)")
-                    await service.shutdown()
-                }
-                return true
+        let finished = await finishes(within: shutdownTimeout) {
+            for service in started.reversed() {
+                logger.info("stopping \(service.name)")
+                await service.shutdown()
             }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return false
-            }
-            if let finished = await group.next(), !finished {
-                logger.error("shutdown took longer than \(timeout); exiting with work in flight")
-            }
-            group.cancelAll()
+        }
+        if !finished { logger.error("shutdown took longer than \(shutdownTimeout); exiting with work in flight") }
+    }
+}
+
+/// Runs `work` in a task of its own and waits for it at most `limit`; true if it finished in time. A task group cannot
+/// bound a wait (it awaits every child, and work that ignores cancellation holds it forever); here the late work is
+/// left running and the caller goes on.
+public func finishes(within limit: Duration, _ work: @escaping @Sendable () async -> Void) async -> Bool {
+    await withCheckedContinuation { continuation in
+        let answer = FirstAnswer(continuation)
+        let timer = Task {
+            guard (try? await Task.sleep(for: limit)) != nil else { return }  // cancelled: the work finished
+            answer.give(false)
+        }
+        Task {
+            await work()
+            answer.give(true)
+            timer.cancel()
         }
     }
+}
+
+/// Resumes a continuation with the first answer given; later ones are dropped.
+private final class FirstAnswer: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Bool, Never>?>
+
+    init(_ continuation: CheckedContinuation<Bool, Never>) { self.continuation = Mutex(continuation) }
+
+    func give(_ answer: Bool) { continuation.withLock { $0.take() }?.resume(returning: answer) }
 }
 
 /// Turns SIGTERM and SIGINT into a graceful stop; a second signal ends the process at once.

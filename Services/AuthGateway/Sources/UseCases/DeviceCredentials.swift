@@ -35,8 +35,9 @@ struct DeviceCredentials: Sendable {
             guard let der = Data(base64Encoded: publicKey), let key = try? P256PublicKey(spkiDER: Array(der)) else {
                 throw APIError(.invalidRequest, "publicKey must be the base64 SubjectPublicKeyInfo DER of a P-256 key")
             }
-            guard let policy = DeviceCredentialPolicy(rawValue: policy) else {
-                throw APIError(.invalidRequest, "policy must be one of biometryCurrentSet, biometryAny, devicePasscode")
+            let policy = DeviceCredentialPolicy(rawValue: policy)
+            guard DeviceCredentialPolicy.known.contains(policy) else {
+                throw APIError(.invalidRequest, "policy must be one of \(DeviceCredentialPolicy.known.map(\.rawValue).joined(separator: ", "))")
             }
             var stored: [UInt8]?
             if let attestation {
@@ -228,10 +229,4 @@ struct DeviceCredentials: Sendable {
         let hasFace = (try? await users.hasFace(user, appId: app.id)) ?? true
         return hasFace ? .faceLogin : .none
     }
-}
-
-/// When the device may use the key: any enrolled biometric, only the biometrics enrolled at registration, or the device
-/// passcode. Recorded for the app's policy; the device enforces it.
-enum DeviceCredentialPolicy: String, Sendable {
-    case biometryCurrentSet, biometryAny, devicePasscode
 }
