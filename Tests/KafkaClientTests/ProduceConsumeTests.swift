@@ -103,6 +103,26 @@ extension ProduceConsumeTests {
         #expect(seen.allSatisfy { $0.hasPrefix("new-") }, "saw \(seen)")
     }
 
+    /// A reader that asks for the next message after the consumer closed (while it was busy with the last one, so
+    /// nobody was waiting when the stream's thread noticed and ended) gets the end of the stream at once.
+    @Test(.timeLimit(.minutes(1)))
+    func aStreamReadAfterTheConsumerClosedEnds() async throws {
+        let configuration = try TestBroker.configuration()
+        let topic = try await TestBroker.makeTopics("closed", partitions: [1], configuration: configuration)[0]
+        let producer = try KafkaProducer(configuration: configuration)
+        defer { producer.close() }
+        _ = try await producer.send(KafkaRecord(topic: topic, key: nil, value: "only".bytes))
+        let consumer = try KafkaConsumer(configuration: configuration, groupId: nil)
+        try consumer.assign([(KafkaTopicPartition(topic: topic, partition: 0), .beginning)])
+        var messages = consumer.messages().makeAsyncIterator()
+        #expect(try await messages.next()?.value.text == "only")
+        consumer.close()
+        try await Task.sleep(for: .milliseconds(600))  // the thread wakes every 200 ms, sees the close and ends
+        let started = ContinuousClock.now
+        #expect(try await messages.next()?.value.text == nil)
+        #expect(ContinuousClock.now - started < .seconds(5))
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func sendFailsWhenTheBrokerIsUnreachable() async throws {
         var configuration = KafkaConfiguration(brokers: "127.0.0.1:1", clientId: "facegate-test-unreachable")

@@ -48,6 +48,9 @@ private struct DeliberateFailure: Error {}
                 }
             }
             #expect(error?.sqlState == "25P02")
+            // The one connection came back to the pool once, not twice (two borrowers would then share it).
+            #expect(pool.statistics.open == 1)
+            #expect(pool.statistics.idle == 1)
             #expect(try await pool.query("SELECT count(*) AS n FROM events").first?.decode("n", as: Int.self) == 0)
         }
     }

@@ -298,14 +298,21 @@ final class ConsumerFeeder: Sendable {
     private let demand = DispatchSemaphore(value: 0)
     private let stopped = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
-    private let pending = Mutex<CheckedContinuation<KafkaMessage?, any Error>?>(nil)
+    /// The caller awaiting a message, if any; once the feed has ended, what the next caller gets. One lock for both, so
+    /// a caller arriving as the thread ends is answered rather than left waiting for a thread that is gone.
+    private let waiter = Mutex<Waiter>(.idle)
+
+    private enum Waiter {
+        case idle
+        case waiting(CheckedContinuation<KafkaMessage?, any Error>)
+        case ended(Result<KafkaMessage?, any Error>)
+    }
 
     init(consumer: KafkaConsumer) {
         self.consumer = consumer
     }
 
     func next() async throws -> KafkaMessage? {
-        if stopped.load(ordering: .acquiring) { return nil }
         if !started.exchange(true, ordering: .acquiringAndReleasing) {
             let thread = Thread { [self] in run() }
             thread.name = "kafka-consumer-stream"
@@ -313,12 +320,19 @@ final class ConsumerFeeder: Sendable {
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                pending.withLock { $0 = continuation }
-                demand.signal()
+                let ended = waiter.withLock { waiter -> Result<KafkaMessage?, any Error>? in
+                    if case .ended(let result) = waiter {
+                        waiter = .ended(.success(nil))
+                        return result
+                    }
+                    waiter = .waiting(continuation)
+                    return nil
+                }
+                if let ended { continuation.resume(with: ended) } else { demand.signal() }
             }
         } onCancel: {
             stop()
-            resumePending(with: .success(nil))
+            end(with: .success(nil))
         }
     }
 
@@ -336,24 +350,44 @@ final class ConsumerFeeder: Sendable {
             while !shouldStop {
                 do {
                     guard let message = try consumer.poll(timeoutMilliseconds: 100) else { continue }
-                    if !resumePending(with: .success(message)) { consumer.unread(message) }
+                    if !deliver(message) { consumer.unread(message) }
                     break
                 } catch where error.isClosed {
                     break
                 } catch {
                     stop()
-                    resumePending(with: .failure(error))
+                    end(with: .failure(error))
                     return
                 }
             }
         }
-        resumePending(with: .success(nil))
+        end(with: .success(nil))
     }
 
-    @discardableResult
-    private func resumePending(with result: Result<KafkaMessage?, any Error>) -> Bool {
-        guard let continuation = pending.withLock({ $0.take() }) else { return false }
-        continuation.resume(with: result)
-        return true
+    /// Hands `message` to the waiting caller; false if none waits (the caller went away).
+    private func deliver(_ message: KafkaMessage) -> Bool {
+        let continuation = waiter.withLock { waiter -> CheckedContinuation<KafkaMessage?, any Error>? in
+            guard case .waiting(let continuation) = waiter else { return nil }
+            waiter = .idle
+            return continuation
+        }
+        continuation?.resume(returning: message)
+        return continuation != nil
+    }
+
+    /// Ends the feed (the first end counts): the waiting caller, or else the next one, gets `result`; later ones nil.
+    private func end(with result: Result<KafkaMessage?, any Error>) {
+        let continuation = waiter.withLock { waiter -> CheckedContinuation<KafkaMessage?, any Error>? in
+            switch waiter {
+            case .ended: return nil
+            case .idle:
+                waiter = .ended(result)
+                return nil
+            case .waiting(let continuation):
+                waiter = .ended(.success(nil))
+                return continuation
+            }
+        }
+        continuation?.resume(with: result)
     }
 }

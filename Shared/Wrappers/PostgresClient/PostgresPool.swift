@@ -118,20 +118,13 @@ public final class PostgresPool: Sendable {
         while true {
             let connection = try await acquire()
             var committing = false
+            let commit: PostgresRows
+            let value: T
             do {
                 try await Self.begin(isolation, PostgresScope.current?.settings ?? [], on: connection, file: file, line: line)
-                let value = try await body(connection)
+                value = try await body(connection)
                 committing = true
-                let commit = try await connection.query("COMMIT", file: file, line: line)
-                await release(connection)
-                if commit.commandTag == "ROLLBACK" {
-                    var error = PostgresError(
-                        kind: .server, message: "the transaction was rolled back because a statement inside it failed",
-                        sqlState: "25P02", file: file, line: line)
-                    error.isRetriable = false
-                    throw error
-                }
-                return value
+                commit = try await connection.query("COMMIT", file: file, line: line)
             } catch {
                 await release(connection)
                 guard attempt < maxAttempts, let failure = error as? PostgresError,
@@ -140,7 +133,16 @@ public final class PostgresPool: Sendable {
                 attempt += 1
                 // Spread the retries of colliding transactions apart.
                 try await Task.sleep(for: .milliseconds(Int.random(in: 1...(5 << min(attempt, 6)))))
+                continue
             }
+            // Released once, outside the catch that releases a failed attempt's connection.
+            await release(connection)
+            guard commit.commandTag == "ROLLBACK" else { return value }
+            var error = PostgresError(
+                kind: .server, message: "the transaction was rolled back because a statement inside it failed",
+                sqlState: "25P02", file: file, line: line)
+            error.isRetriable = false
+            throw error
         }
     }
 
