@@ -120,8 +120,9 @@ else
   jobs_list=("python console" "python chaos" "deploy deploy" "python openapi" "${test_jobs[@]}" "${suite_jobs[@]}" "${module_jobs[@]}")
   echo "[test] $(wc -l <<<"$ids") Swift tests in $(( ${#jobs_list[@]} - 4 )) jobs, 4 other jobs, ${FACEGATE_TEST_JOBS:-4} at a time"
 
-  run_job() {  # $1 kind, $2 name, $3 Swift filter; writes $LOGS/<name>.status and its wall time to <name>.seconds
+  run_job() {  # $1 kind, $2 name, $3 Swift filter; writes $LOGS/<name>.started, .status and .seconds (its wall time)
     local outcome=0 began=$SECONDS
+    date +%s >"$LOGS/$2.started"
     case "$1" in
       swift) swift_job "$2" --filter "$3" || outcome=$? ;;
       python) if [ "$2" = chaos ]; then
@@ -132,9 +133,16 @@ else
     echo $(( SECONDS - began )) >"$LOGS/$2.seconds"
     echo "$outcome" >"$LOGS/$2.status"
   }
+  # Every minute: how far the run is, and any job running for over 5 minutes (the longest take about 100 s here).
   (while sleep 60; do
      echo "[test] $(( $(date +%s) - tested )) s: $(ls "$LOGS"/*.status 2>/dev/null | wc -l) of ${#jobs_list[@]} jobs done," \
           "$(cat "$LOGS"/swift-*.log 2>/dev/null | grep '^✔ Test ' | grep -cv '^✔ Test run with' || true) Swift tests passed"
+     for file in "$LOGS"/*.started; do
+       [ -e "$file" ] || continue
+       job="$(basename "$file" .started)"
+       [ -e "$LOGS/$job.status" ] || [ $(( $(date +%s) - $(cat "$file") )) -lt 300 ] ||
+         echo "[test] still running after $(( $(date +%s) - $(cat "$file") )) s: $job"
+     done
    done) &
   heartbeat=$!
   pids=()
