@@ -614,3 +614,44 @@ final class InMemoryApiKeys: ApiKeyStore {
         }
     }
 }
+
+/// Remembered requests in memory, on the test's clock; held to PostgreSQL's by the contract tests.
+final class InMemoryIdempotencyRecords: IdempotencyRecords {
+    private struct Entry { var record: IdempotencyRecord; var createdAt: Date }
+    private let clock: FakeClock
+    private let entries = Mutex<[IdempotencyRecordID: Entry]>([:])
+
+    init(clock: FakeClock) { self.clock = clock }
+
+    func claim(_ id: IdempotencyRecordID, requestHash: [UInt8], retentionSeconds: Int, abandonedSeconds: Int) async throws -> Bool {
+        let now = clock.now
+        return entries.withLock { entries in
+            if let entry = entries[id] {
+                let age = now.timeIntervalSince(entry.createdAt)
+                guard age > Double(retentionSeconds) || (entry.record.status == nil && age > Double(abandonedSeconds)) else { return false }
+            }
+            entries[id] = Entry(record: IdempotencyRecord(requestHash: requestHash), createdAt: now)
+            return true
+        }
+    }
+
+    func record(_ id: IdempotencyRecordID) async throws -> IdempotencyRecord? { entries.withLock { $0[id]?.record } }
+
+    func settle(_ id: IdempotencyRecordID, status: Int, sealedAnswer: [UInt8]) async throws {
+        entries.withLock { entries in
+            entries[id]?.record.status = status
+            entries[id]?.record.sealedAnswer = sealedAnswer
+        }
+    }
+
+    func release(_ id: IdempotencyRecordID) async throws {
+        entries.withLock { entries in
+            if let entry = entries[id], entry.record.status == nil { entries[id] = nil }
+        }
+    }
+
+    func sweep(olderThanSeconds: Int) async throws {
+        let now = clock.now
+        entries.withLock { entries in entries = entries.filter { now.timeIntervalSince($0.value.createdAt) <= Double(olderThanSeconds) } }
+    }
+}

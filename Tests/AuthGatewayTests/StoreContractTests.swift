@@ -24,6 +24,7 @@ struct StoreWorld: Sendable {
     let bindings: any DeviceBindingStore
     let challenges: any LivenessChallengeStore
     let credentials: any DeviceCredentialStore
+    let idempotency: any IdempotencyRecords
     let spentIds: any SpentTokenIds
     let roster: any UserRoster
     /// Stores a template for the user, as the matcher's enrollment would.
@@ -45,7 +46,8 @@ struct StoreWorld: Sendable {
             let roster = InMemoryUserRoster(clock: clock)
             let credentials = InMemoryDeviceCredentials(clock: clock)
             return StoreWorld(appId: appId, apps: InMemoryApps(clock: clock), apiKeys: InMemoryApiKeys(clock: clock), attempts: InMemoryAttemptCounters(clock: clock), bindings: InMemoryDeviceBindings(clock: clock),
-                              challenges: InMemoryLivenessChallenges(clock: clock), credentials: credentials, spentIds: InMemorySpentTokenIds(),
+                              challenges: InMemoryLivenessChallenges(clock: clock), credentials: credentials,
+                              idempotency: InMemoryIdempotencyRecords(clock: clock), spentIds: InMemorySpentTokenIds(),
                               roster: roster, addTemplate: { roster.addTemplate($0, user: $1, appId: appId) }, now: { clock.now },
                               advance: { clock.advance(seconds: $0) },
                               addUser: {
@@ -62,7 +64,7 @@ struct StoreWorld: Sendable {
                 """)
             return StoreWorld(appId: appId, apps: PostgresApps(database: gateway), apiKeys: PostgresApiKeys(database: gateway), attempts: PostgresAttemptCounters(database: gateway), bindings: PostgresDeviceBindings(database: gateway),
                               challenges: PostgresLivenessChallenges(database: gateway), credentials: PostgresDeviceCredentials(database: gateway),
-                              spentIds: PostgresSpentTokenIds(database: gateway),
+                              idempotency: PostgresIdempotencyRecords(database: gateway), spentIds: PostgresSpentTokenIds(database: gateway),
                               roster: PostgresUserRoster(database: gateway),
                               addTemplate: { id, user in
                                   _ = try await database.pool.query("""
@@ -575,3 +577,48 @@ extension StoreContracts {
         }
     }
 }
+
+extension StoreContracts {
+    @Suite struct IdempotencyRecordsContract {
+        func id(_ key: String = UUID().uuidString) -> IdempotencyRecordID { IdempotencyRecordID(scope: SHA256.hash(Array(key.utf8)), key: key) }
+
+        @Test(arguments: StoreKind.allCases) func aKeyIsClaimedOnceAndReadsBackItsRequestThenItsAnswer(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let records = world.idempotency
+            let first = id(), other = id()
+            #expect(try await records.claim(first, requestHash: [1, 2], retentionSeconds: 3600, abandonedSeconds: 120))
+            #expect(try await !records.claim(first, requestHash: [3], retentionSeconds: 3600, abandonedSeconds: 120))
+            #expect(try await records.record(first) == IdempotencyRecord(requestHash: [1, 2], status: nil, sealedAnswer: nil))
+            #expect(try await records.record(other) == nil)
+            try await records.settle(first, status: 201, sealedAnswer: [9, 9])
+            #expect(try await records.record(first) == IdempotencyRecord(requestHash: [1, 2], status: 201, sealedAnswer: [9, 9]))
+            // A release frees only a key whose request left no answer.
+            try await records.release(first)
+            #expect(try await records.record(first)?.status == 201)
+            #expect(try await records.claim(other, requestHash: [4], retentionSeconds: 3600, abandonedSeconds: 120))
+            try await records.release(other)
+            #expect(try await records.record(other) == nil)
+            #expect(try await records.claim(other, requestHash: [5], retentionSeconds: 3600, abandonedSeconds: 120))
+        }
+
+        @Test(arguments: StoreKind.allCases) func anUnansweredClaimIsTakenOverAfterItsGraceAnAnswerOnlyAfterRetention(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let records = world.idempotency
+            let abandoned = id(), answered = id()
+            #expect(try await records.claim(abandoned, requestHash: [1], retentionSeconds: 3, abandonedSeconds: 1))
+            #expect(try await records.claim(answered, requestHash: [1], retentionSeconds: 3, abandonedSeconds: 1))
+            try await records.settle(answered, status: 200, sealedAnswer: [7])
+            try await world.advance(1.5)
+            #expect(try await records.claim(abandoned, requestHash: [2], retentionSeconds: 3, abandonedSeconds: 1))
+            #expect(try await records.record(abandoned) == IdempotencyRecord(requestHash: [2], status: nil, sealedAnswer: nil))
+            #expect(try await !records.claim(answered, requestHash: [2], retentionSeconds: 3, abandonedSeconds: 1))
+            try await records.sweep(olderThanSeconds: 3)
+            #expect(try await records.record(answered)?.status == 200)
+            try await world.advance(2)
+            try await records.sweep(olderThanSeconds: 3)
+            #expect(try await records.record(answered) == nil)
+            #expect(try await records.record(abandoned) != nil, "claimed again 2 s ago: not past retention")
+        }
+    }
+}
+

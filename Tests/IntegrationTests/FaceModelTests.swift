@@ -75,8 +75,14 @@ import Testing
             #expect(pending?.map { $0["userId"] as? String } == [biden])
             let faces = try await stack.call("GET", "/v1/apps/\(app.id)/users/\(obama)/faces", bearer: stack.adminKey)
             #expect(Set((faces.json["items"] as? [[String: Any]] ?? []).compactMap { $0["model"] as? String }) == ["dlib-resnet-v1", "sface-2021dec"])
-            let trail = try await stack.call("GET", "/v1/audit/transactions?appId=\(app.id)&kind=face.migrate", bearer: stack.adminKey)
-            #expect((trail.json["items"] as? [[String: Any]])?.first?["outcome"] as? String == "SUCCESS")
+            // The template is stored (ready) when the matcher has it; the gateway records face.migrate when the reply is in.
+            var migrated: String?
+            for _ in 0..<40 where migrated == nil {
+                let trail = try await stack.call("GET", "/v1/audit/transactions?appId=\(app.id)&kind=face.migrate", bearer: stack.adminKey)
+                migrated = (trail.json["items"] as? [[String: Any]])?.first?["outcome"] as? String
+                if migrated == nil { try await Task.sleep(for: .milliseconds(250)) }
+            }
+            #expect(migrated == "SUCCESS")
 
             // The switch: one step; the app then runs on SFace with SFace's default threshold.
             let switched = try await stack.call("POST", "/v1/apps/\(app.id)/face-model-migration", bearer: stack.adminKey, json: ["to": "sface-2021dec"])

@@ -127,7 +127,7 @@ final class GatewayContext: Sendable {
         self.logger = runtime.logger
         faceJobSeconds = runtime.metrics.histogram("facegate_face_job_round_trip_seconds", help: "Gateway → matcher → gateway time")
         interviewTokens = try InterviewTokens(signingSeed: configuration.signingKey)
-        idempotentRequests = IdempotentRequests(database: runtime.database)
+        idempotentRequests = IdempotentRequests(records: PostgresIdempotencyRecords(database: runtime.database))
         clientRateLimit = ClientRateLimit(rate: configuration.clientRate, burst: configuration.clientBurst)
         eventStreams = EventStreamSlots(limit: configuration.eventStreams, perClient: configuration.eventStreamsPerClient)
     }

@@ -17,7 +17,7 @@ import PostgresClient
 ///   failures that left no answer free the key at once. A first request that never finished (its gateway
 ///   died) frees the key after `abandonedSeconds`.
 struct IdempotentRequests: Sendable {
-    let database: PostgresPool
+    let records: any IdempotencyRecords
     var retentionSeconds = 24 * 3600
     /// A first request older than this without an answer is taken to have died with its gateway.
     var abandonedSeconds = 120
@@ -31,72 +31,54 @@ struct IdempotentRequests: Sendable {
         }
         // Without a credential the handler refuses the call anyway; nothing to remember.
         guard let credential = request.headers["Authorization"], !credential.isEmpty else { return try await handler(request) }
-        let scope = SHA256.hash(Array(("facegate idempotency scope\n" + credential).utf8))
+        let id = IdempotencyRecordID(scope: SHA256.hash(Array(("facegate idempotency scope\n" + credential).utf8)), key: key)
         let sealingKey = HMACSHA256.authenticationCode(key: Array(credential.utf8), data: Array(("facegate idempotent answer\n" + key).utf8))
         let requestHash = SHA256.hash(Array("\(request.method) \(request.path)\n\(request.headers["Content-Type"] ?? "")\n".utf8) + Self.canonicalBody(request))
-        let claimed = try await database.query("""
-            INSERT INTO idempotent_requests AS r (scope, idempotency_key, request_hash) VALUES (\(scope), \(key), \(requestHash))
-            ON CONFLICT (scope, idempotency_key) DO UPDATE SET request_hash = EXCLUDED.request_hash, status = NULL,
-                response_sealed = NULL, created_at = now()
-            WHERE r.created_at < now() - make_interval(secs => \(retentionSeconds))
-               OR (r.status IS NULL AND r.created_at < now() - make_interval(secs => \(abandonedSeconds)))
-            RETURNING 1 AS claimed
-            """)
-        guard claimed.first != nil else {
-            return try await replay(scope: scope, key: key, requestHash: requestHash, sealingKey: sealingKey)
+        guard try await records.claim(id, requestHash: requestHash, retentionSeconds: retentionSeconds, abandonedSeconds: abandonedSeconds) else {
+            return try await replay(id, requestHash: requestHash, sealingKey: sealingKey)
         }
         let response: HTTPResponse
         do {
             response = try await handler(request)
         } catch let error as HTTPError {
-            try await settle(scope: scope, key: key, error.response, sealingKey: sealingKey)
+            try await settle(id, error.response, sealingKey: sealingKey)
             throw error
         } catch {
-            try? await release(scope: scope, key: key)
+            try? await records.release(id)
             throw error
         }
-        try await settle(scope: scope, key: key, response, sealingKey: sealingKey)
+        try await settle(id, response, sealingKey: sealingKey)
         return response
     }
 
-    private func replay(scope: [UInt8], key: String, requestHash: [UInt8], sealingKey: [UInt8]) async throws -> HTTPResponse {
-        let rows = try await database.query("""
-            SELECT request_hash, status, response_sealed FROM idempotent_requests WHERE scope = \(scope) AND idempotency_key = \(key)
-            """)
-        guard let row = rows.first else {
+    private func replay(_ id: IdempotencyRecordID, requestHash: [UInt8], sealingKey: [UInt8]) async throws -> HTTPResponse {
+        guard let record = try await records.record(id) else {
             // Freed between the two statements (a 5xx answer): the caller may simply send it again.
             throw APIError(.idempotencyInProgress, "the first request with this Idempotency-Key has just ended without an answer; send it again")
                 .http(transactionId: nil)
         }
-        guard constantTimeEquals(try row.decode("request_hash", as: [UInt8].self), requestHash) else {
+        guard constantTimeEquals(record.requestHash, requestHash) else {
             throw APIError(.conflict, "this Idempotency-Key was used for another request in the last 24 h; use a new key")
                 .http(transactionId: nil)
         }
-        guard let status = try row.decode("status", as: Int?.self), let sealed = try row.decode("response_sealed", as: [UInt8]?.self) else {
+        guard let status = record.status, let sealed = record.sealedAnswer else {
             throw APIError(.idempotencyInProgress, "the first request with this Idempotency-Key is still running; ask again shortly")
                 .http(transactionId: nil)
         }
-        let stored = try FaceGateJSON.decode(StoredAnswer.self, from: try AES256GCM.open(key: sealingKey, sealed: sealed, authenticating: scope))
+        let stored = try FaceGateJSON.decode(StoredAnswer.self, from: try AES256GCM.open(key: sealingKey, sealed: sealed, authenticating: id.scope))
         return HTTPResponse(status: status, headers: stored.headers.map { ($0.name, $0.value) } + [("Idempotent-Replayed", "true")],
                             body: .bytes(Array(stored.body)))
     }
 
-    private func settle(scope: [UInt8], key: String, _ response: HTTPResponse, sealingKey: [UInt8]) async throws {
+    private func settle(_ id: IdempotencyRecordID, _ response: HTTPResponse, sealingKey: [UInt8]) async throws {
         guard Self.isKept(response.status), case .bytes(let body) = response.body else {
-            try await release(scope: scope, key: key)
+            try await records.release(id)
             return
         }
         let kept = response.headers.filter { ["content-type", "location", "www-authenticate"].contains($0.0.lowercased()) }
         let answer = StoredAnswer(headers: kept.map { .init(name: $0.0, value: $0.1) }, body: Data(body))
-        let sealed = try AES256GCM.seal(key: sealingKey, plaintext: try FaceGateJSON.encode(answer), authenticating: scope)
-        _ = try await database.query("""
-            UPDATE idempotent_requests SET status = \(response.status), response_sealed = \(sealed)
-            WHERE scope = \(scope) AND idempotency_key = \(key)
-            """)
-    }
-
-    private func release(scope: [UInt8], key: String) async throws {
-        _ = try await database.query("DELETE FROM idempotent_requests WHERE scope = \(scope) AND idempotency_key = \(key) AND status IS NULL")
+        let sealed = try AES256GCM.seal(key: sealingKey, plaintext: try FaceGateJSON.encode(answer), authenticating: id.scope)
+        try await records.settle(id, status: response.status, sealedAnswer: sealed)
     }
 
     /// A JSON body with its keys sorted (a client that serializes the same object again in another key
@@ -115,13 +97,79 @@ struct IdempotentRequests: Sendable {
     }
 
     /// Deletes answers past their 24 h.
-    func sweep() async throws {
-        _ = try await database.query("DELETE FROM idempotent_requests WHERE created_at < now() - make_interval(secs => \(retentionSeconds))")
-    }
+    func sweep() async throws { try await records.sweep(olderThanSeconds: retentionSeconds) }
 
     private struct StoredAnswer: Codable {
         struct Header: Codable { var name: String; var value: String }
         var headers: [Header]
         var body: Data
+    }
+}
+
+/// Which remembered request: the caller's scope (a digest of its credential) and its Idempotency-Key.
+struct IdempotencyRecordID: Sendable, Hashable {
+    var scope: [UInt8]
+    var key: String
+}
+
+/// A remembered request: what was asked, and once answered, the answer sealed for the caller.
+struct IdempotencyRecord: Sendable, Equatable {
+    var requestHash: [UInt8]
+    var status: Int?
+    var sealedAnswer: [UInt8]?
+}
+
+/// The remembered requests (`idempotent_requests`), shared by every gateway instance.
+protocol IdempotencyRecords: Sendable {
+    /// Takes the key for a new request: true if it was free, had expired (`retentionSeconds`) or was left unanswered for
+    /// `abandonedSeconds` (the record then starts again); false if another request holds it.
+    func claim(_ id: IdempotencyRecordID, requestHash: [UInt8], retentionSeconds: Int, abandonedSeconds: Int) async throws -> Bool
+    func record(_ id: IdempotencyRecordID) async throws -> IdempotencyRecord?
+    /// Keeps the answer of the claimed request.
+    func settle(_ id: IdempotencyRecordID, status: Int, sealedAnswer: [UInt8]) async throws
+    /// Frees a key whose request ended without an answer to keep; a kept answer stays.
+    func release(_ id: IdempotencyRecordID) async throws
+    func sweep(olderThanSeconds: Int) async throws
+}
+
+struct PostgresIdempotencyRecords: IdempotencyRecords {
+    let database: PostgresPool
+
+    func claim(_ id: IdempotencyRecordID, requestHash: [UInt8], retentionSeconds: Int, abandonedSeconds: Int) async throws -> Bool {
+        try await database.query("""
+            INSERT INTO idempotent_requests AS r (scope, idempotency_key, request_hash) VALUES (\(id.scope), \(id.key), \(requestHash))
+            ON CONFLICT (scope, idempotency_key) DO UPDATE SET request_hash = EXCLUDED.request_hash, status = NULL,
+                response_sealed = NULL, created_at = now()
+            WHERE r.created_at < now() - make_interval(secs => \(retentionSeconds))
+               OR (r.status IS NULL AND r.created_at < now() - make_interval(secs => \(abandonedSeconds)))
+            RETURNING 1 AS claimed
+            """).first != nil
+    }
+
+    func record(_ id: IdempotencyRecordID) async throws -> IdempotencyRecord? {
+        let rows = try await database.query("""
+            SELECT request_hash, status, response_sealed FROM idempotent_requests WHERE scope = \(id.scope) AND idempotency_key = \(id.key)
+            """)
+        return try rows.first.map { row in
+            IdempotencyRecord(requestHash: try row.decode("request_hash", as: [UInt8].self), status: try row.decode("status", as: Int?.self),
+                              sealedAnswer: try row.decode("response_sealed", as: [UInt8]?.self))
+        }
+    }
+
+    func settle(_ id: IdempotencyRecordID, status: Int, sealedAnswer: [UInt8]) async throws {
+        _ = try await database.query("""
+            UPDATE idempotent_requests SET status = \(status), response_sealed = \(sealedAnswer)
+            WHERE scope = \(id.scope) AND idempotency_key = \(id.key)
+            """)
+    }
+
+    func release(_ id: IdempotencyRecordID) async throws {
+        _ = try await database.query("""
+            DELETE FROM idempotent_requests WHERE scope = \(id.scope) AND idempotency_key = \(id.key) AND status IS NULL
+            """)
+    }
+
+    func sweep(olderThanSeconds: Int) async throws {
+        _ = try await database.query("DELETE FROM idempotent_requests WHERE created_at < now() - make_interval(secs => \(olderThanSeconds))")
     }
 }
