@@ -251,6 +251,40 @@ import Testing
         #expect(await errorCode { try await trail().search(.init(), limit: 2, cursor: "Zm9v", scope: nil) } == .invalidRequest)
     }
 
+    @Test func anExportIsTheHeaderThenOnePageAtATimeNewestFirstInsideTheScope() async throws {
+        for second in 1...5 { record(appA, "face.login", at: Double(second)) }
+        record(appB, "face.login", at: 6)
+        let export = try trail().export(.init(), scope: [appA], pageSize: 2)
+        #expect(records.asked.isEmpty, "nothing is read before the export is taken")
+        var chunks: [String] = []
+        while let chunk = try await export.next() { chunks.append(String(decoding: chunk, as: UTF8.self)) }
+        #expect(chunks.first == AuditItem.csvHeader)
+        // Pages of 2, 2 and 1 rows; the short page is the last one read.
+        #expect(chunks.dropFirst().map { $0.components(separatedBy: "\r\n").count - 1 } == [2, 2, 1])
+        #expect(records.asked.count == 3 && records.asked.allSatisfy { $0.limit == 2 && $0.filter.appIds == appA.wire })
+        let times = chunks.dropFirst().joined().split(separator: "\r\n").map { $0.split(separator: ",").last.map(String.init) ?? "" }
+        #expect(times == times.sorted(by: >) && times.count == 5)
+        #expect(await errorCode { _ = try trail().export(.init(appId: appB.wire), scope: [appA]) } == .forbidden)
+    }
+
+    @Test func aFailedPageReadEndsTheExport() async throws {
+        struct Unreadable: AuditRecords {
+            struct Down: Error {}
+            func page(_ filter: TransactionLog.Filter, before cursor: (time: Date, id: UUID)?, limit: Int) async throws -> [TransactionRecord] {
+                throw Down()
+            }
+            func head(of appId: UUID) async throws -> (count: Int64, hash: [UInt8])? { nil }
+            func verify(appId: UUID, checkpoint: AuditCheckpoint?, acceptUnkeyed: Bool) async throws -> TransactionLog.Verification {
+                throw Down()
+            }
+        }
+        let export = try AuditTrail(records: Unreadable(), keys: JWTKeySet([]), signingKey: signingKey, issuer: "https://facegate.test",
+                                    acceptUnkeyed: false).export(.init(), scope: nil)
+        #expect(try await export.next() == Array(AuditItem.csvHeader.utf8))
+        await #expect(throws: Unreadable.Down.self) { _ = try await export.next() }
+        #expect(try await export.next() == nil)
+    }
+
     @Test func onlyACheckpointThisPlatformSignedForThatAppIsTaken() async throws {
         let hash = Array(repeating: UInt8(7), count: 32)
         records.setHead(appA, count: 3, hash: hash)

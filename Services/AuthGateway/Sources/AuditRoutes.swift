@@ -3,7 +3,6 @@ import Foundation
 import HTTPServer
 import KafkaClient
 import ServiceKit
-import Synchronization
 
 /// Auditor API: read-only search, CSV export of any size, chain verification, and signed checkpoints of a chain head.
 extension GatewayContext {
@@ -33,26 +32,16 @@ extension GatewayContext {
                          userId: request.query["userId"], deviceId: request.query["deviceId"], from: request.query["from"], to: request.query["to"])
     }
 
-    /// Streams every matching row, a page at a time: the server asks for the next page only when the
-    /// client has taken the last one, so an export of any size holds about one page in memory.
+    /// Streams every matching row (`AuditExport`): the server reads the next page only when the client has taken the last.
     func exportTransactions(_ request: HTTPRequest, scope: [UUID]?) async throws -> HTTPResponse {
-        let filter = try auditTrail.filter(Self.auditQuery(request), scope: scope)
-        let (transactions, logger) = (self.transactions, self.logger)
-        let pages = CSVPages()
+        let export = try auditTrail.export(Self.auditQuery(request), scope: scope)
+        let logger = self.logger
         let stream = AsyncStream<[UInt8]> {
-            guard let state = pages.next() else { return nil }
-            if case .header = state { return Array(AuditItem.csvHeader.utf8) }
-            guard case .after(let cursor) = state else { return nil }
             do {
                 // The stream runs after the handler returned, outside the request's scope.
-                let records = try await Tenant.acrossApps {
-                    try await transactions.page(filter, before: cursor.map { ($0.time, $0.id) }, limit: 1000)
-                }
-                pages.advance(records.count < 1000 ? nil : records.last.map { PageCursor(time: $0.createdAt, id: $0.id) })
-                return records.isEmpty ? [] : Array(records.map { AuditItem($0).csvLine }.joined().utf8)
+                return try await Tenant.acrossApps { try await export.next() }
             } catch {
                 logger.error("CSV export stopped", ["error": "\(error)"])
-                pages.advance(nil)
                 return nil
             }
         }
@@ -71,28 +60,5 @@ extension GatewayContext {
                                                     headers: [KafkaHeader(key: MessageHeader.messageType, value: Array("audit.checkpoint".utf8))]))
             published[appId] = signed.count
         }
-    }
-}
-
-/// Where a CSV export stands: the header next, a page after a cursor, or done.
-final class CSVPages: Sendable {
-    enum State { case header, after(PageCursor?), done }
-    private let state = Mutex<State>(.header)
-
-    func next() -> State? {
-        state.withLock { current in
-            switch current {
-            case .header:
-                current = .after(nil)
-                return .header
-            case .after(let cursor): return .after(cursor)
-            case .done: return nil
-            }
-        }
-    }
-
-    /// After a page: the cursor of the next one, or nil when that was the last.
-    func advance(_ cursor: PageCursor?) {
-        state.withLock { $0 = cursor.map { .after($0) } ?? .done }
     }
 }

@@ -2,6 +2,7 @@ import FaceGateCore
 import Foundation
 import JWT
 import ServiceKit
+import Synchronization
 
 /// The reads an auditor's calls make of the audit trail (`TransactionLog`).
 protocol AuditRecords: Sendable {
@@ -85,6 +86,11 @@ struct AuditTrail: Sendable {
         let rows = try await records.page(filter, before: cursor.map { ($0.time, $0.id) }, limit: limit + 1)
         let (items, next) = PageCursor.page(rows, limit: limit) { PageCursor(time: $0.createdAt, id: $0.id) }
         return Page(items: items.map(AuditItem.init), nextCursor: next)
+    }
+
+    /// Every matching row as CSV (header first, newest first), read a page of `pageSize` at a time as the export is taken.
+    func export(_ query: Query, scope: [UUID]?, pageSize: Int = 1000) throws -> AuditExport {
+        AuditExport(records: records, filter: try filter(query, scope: scope), pageSize: pageSize)
     }
 
     /// The app of a per-app call (required), checked against the caller's scope.
@@ -184,3 +190,42 @@ struct AuditItem: Encodable, Sendable {
         return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 }
+
+/// A CSV export under way: each `next()` gives the header, then one page of rows, until nil. A page is read only when
+/// the previous one has been taken, so an export of any size holds about one page; a failed read ends the export.
+final class AuditExport: Sendable {
+    private enum Position { case header, after(PageCursor?), done }
+    private let records: any AuditRecords
+    private let filter: TransactionLog.Filter
+    private let pageSize: Int
+    private let position = Mutex(Position.header)
+
+    init(records: any AuditRecords, filter: TransactionLog.Filter, pageSize: Int) {
+        self.records = records
+        self.filter = filter
+        self.pageSize = pageSize
+    }
+
+    func next() async throws -> [UInt8]? {
+        let current = position.withLock { position -> Position in
+            let current = position
+            if case .header = position { position = .after(nil) }
+            return current
+        }
+        guard case .after(let cursor) = current else {
+            if case .header = current { return Array(AuditItem.csvHeader.utf8) }
+            return nil
+        }
+        let rows: [TransactionRecord]
+        do {
+            rows = try await records.page(filter, before: cursor.map { ($0.time, $0.id) }, limit: pageSize)
+        } catch {
+            position.withLock { $0 = .done }
+            throw error
+        }
+        let next = rows.count < pageSize ? nil : rows.last.map { PageCursor(time: $0.createdAt, id: $0.id) }
+        position.withLock { $0 = next.map { .after($0) } ?? .done }
+        return Array(rows.map { AuditItem($0).csvLine }.joined().utf8)
+    }
+}
+
