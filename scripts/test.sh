@@ -121,8 +121,9 @@ else
   echo "[test] $(wc -l <<<"$ids") Swift tests in $(( ${#jobs_list[@]} - 4 )) jobs, 4 other jobs, ${FACEGATE_TEST_JOBS:-4} at a time"
 
   run_job() {  # $1 kind, $2 name, $3 Swift filter; writes $LOGS/<name>.started, .status and .seconds (its wall time)
-    local outcome=0 began=$SECONDS
-    date +%s >"$LOGS/$2.started"
+    local outcome=0 began
+    began=$(date +%s)
+    echo "$began" >"$LOGS/$2.started"
     case "$1" in
       swift) swift_job "$2" --filter "$3" || outcome=$? ;;
       python) if [ "$2" = chaos ]; then
@@ -130,7 +131,7 @@ else
               else python_job "$2" || outcome=$?; fi ;;
       deploy) limited "$LOGS/deploy.log" scripts/validate-deploy.sh || outcome=$? ;;
     esac
-    echo $(( SECONDS - began )) >"$LOGS/$2.seconds"
+    echo $(( $(date +%s) - began )) >"$LOGS/$2.seconds"
     echo "$outcome" >"$LOGS/$2.status"
   }
   # Every minute: how far the run is, and any job running for over 5 minutes (the longest take about 100 s here).
