@@ -2,6 +2,7 @@
 import Crypto
 import FaceGateCore
 import Foundation
+import HTTPServer
 import ServiceKit
 import Synchronization
 
@@ -314,13 +315,16 @@ final class Calls<Element: Sendable>: Sendable {
     func record(_ item: Element) { items.withLock { $0.append(item) } }
 }
 
-/// The API error code `body` fails with: nil when it succeeds, INTERNAL for an error that is not an `APIError`.
+/// The API error code `body` fails with (an `APIError`, or the envelope of an `HTTPError`): nil when it succeeds,
+/// INTERNAL for any other error.
 func errorCode<T>(_ body: () async throws -> T) async -> ErrorCode? {
     do {
         _ = try await body()
         return nil
     } catch let error as APIError {
         return error.code
+    } catch let error as HTTPError {
+        return ErrorCode(rawValue: error.code) ?? .internalError
     } catch {
         return .internalError
     }

@@ -36,17 +36,6 @@ import Testing
         }
     }
 
-    func code(_ body: () async throws -> HTTPResponse) async -> String? {
-        do {
-            _ = try await body()
-            return nil
-        } catch let error as HTTPError {
-            return error.code
-        } catch {
-            return "\(error)"
-        }
-    }
-
     func bytes(_ response: HTTPResponse) -> [UInt8] {
         guard case .bytes(let bytes) = response.body else { return [] }
         return bytes
@@ -70,7 +59,7 @@ import Testing
     @Test func anotherRequestUnderTheKeyIsAConflictAndAnotherCallerHasKeysOfItsOwn() async throws {
         let creator = Creator()
         _ = try await idempotency.run(request(#"{"name":"a"}"#), creator.handler)
-        #expect(await code { try await idempotency.run(request(#"{"name":"b"}"#), creator.handler) } == "CONFLICT")
+        #expect(await errorCode { try await idempotency.run(request(#"{"name":"b"}"#), creator.handler) } == .conflict)
         let other = try await idempotency.run(request(#"{"name":"b"}"#, credential: "Bearer operator-2"), creator.handler)
         #expect(other.status == 201 && !other.headers.contains { $0.0 == "Idempotent-Replayed" })
         #expect(creator.calls.all.count == 2)
@@ -85,13 +74,13 @@ import Testing
         }
         // A 4xx the same request would meet again is kept, thrown or returned, and replayed as an answer.
         let invalid = Creator(error: APIError(.invalidRequest, "name is required").http(transactionId: nil))
-        #expect(await code { try await idempotency.run(request("{}", key: "k-400"), invalid.handler) } == "INVALID_REQUEST")
+        #expect(await errorCode { try await idempotency.run(request("{}", key: "k-400"), invalid.handler) } == .invalidRequest)
         let replayed = try await idempotency.run(request("{}", key: "k-400"), invalid.handler)
         #expect(replayed.status == 400 && String(decoding: bytes(replayed), as: UTF8.self).contains("INVALID_REQUEST"))
         #expect(invalid.calls.all.count == 1)
         struct Unexpected: Error {}
         let crashed: HTTPHandler = { _ in throw Unexpected() }
-        #expect(await code { try await idempotency.run(request("{}", key: "k-crash"), crashed) } != nil)
+        #expect(await errorCode { try await idempotency.run(request("{}", key: "k-crash"), crashed) } != nil)
         #expect(try await idempotency.run(request("{}", key: "k-crash"), Creator().handler).status == 201, "freed for the retry")
     }
 
@@ -100,9 +89,9 @@ import Testing
         let hash = SHA256.hash(Array("POST /v1/apps\napplication/json\n{}".utf8))
         #expect(try await records.claim(id, requestHash: hash, retentionSeconds: 3600, abandonedSeconds: 120))
         let creator = Creator()
-        #expect(await code { try await idempotency.run(request("{}", key: "busy"), creator.handler) } == "IDEMPOTENCY_IN_PROGRESS")
+        #expect(await errorCode { try await idempotency.run(request("{}", key: "busy"), creator.handler) } == .idempotencyInProgress)
         for key in ["", "has space", String(repeating: "k", count: 256), "ключ"] {
-            #expect(await code { try await idempotency.run(request("{}", key: key), creator.handler) } == "INVALID_REQUEST", "\(key)")
+            #expect(await errorCode { try await idempotency.run(request("{}", key: key), creator.handler) } == .invalidRequest, "\(key)")
         }
         // Without a key nothing is remembered.
         _ = try await idempotency.run(request("{}", key: nil), creator.handler)

@@ -212,9 +212,9 @@ struct KioskDriver {
     /// A card-coloured JPEG with no face on it, made by ImageMagick.
     static func blankCard() throws -> Data {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("blank-\(UUID().uuidString).jpg")
-        let result = try ChildProcess.run("convert", ["-size", "856x540", "xc:#dfe8ef", "-fill", "#335", "-draw", "rectangle 40,40 300,380", url.path])
         defer { try? FileManager.default.removeItem(at: url) }
-        guard result.exitCode == 0, let data = FileManager.default.contents(atPath: url.path) else {
+        try IDCard.runConvert(["-size", "856x540", "xc:#dfe8ef", "-fill", "#335", "-draw", "rectangle 40,40 300,380", url.path])
+        guard let data = FileManager.default.contents(atPath: url.path) else {
             throw TestSetupError("ImageMagick could not draw a blank card")
         }
         return data

@@ -208,13 +208,14 @@ final class AuditExport: Sendable {
 
     func next() async throws -> [UInt8]? {
         let current = position.withLock { position -> Position in
-            let current = position
-            if case .header = position { position = .after(nil) }
-            return current
+            defer { if case .header = position { position = .after(nil) } }
+            return position
         }
-        guard case .after(let cursor) = current else {
-            if case .header = current { return Array(AuditItem.csvHeader.utf8) }
-            return nil
+        let cursor: PageCursor?
+        switch current {
+        case .done: return nil
+        case .header: return Array(AuditItem.csvHeader.utf8)
+        case .after(let after): cursor = after
         }
         let rows: [TransactionRecord]
         do {
