@@ -3,20 +3,13 @@ import FaceGateCore
 import Foundation
 import Testing
 
-/// `CTIDVerification` over an in-memory serial store and a scripted verifier. End to end (the verifier opening real
+/// `CTIDVerification` over the in-memory serial store and a scripted verifier. End to end (the verifier opening real
 /// envelopes, serials spent in PostgreSQL): IntegrationTests' CTIDTests and ClientEndToEndTests.
 @Suite struct CTIDVerificationUseCaseTests {
     let app = AppRecord(id: UUID(), name: "app", secretHash: [], modules: .initial, faceModel: .sface2021dec,
                         matchThreshold: FaceModel.sface2021dec.defaultThreshold, liveness: .initial, deviceBinding: .dpop,
                         deviceBindingPolicy: .appServerTicket, kioskApproval: KioskApprovalPolicy(), quotas: .initial,
                         keepEnrollmentPhotos: false, createdAt: Date())
-
-    final class IssuedSerials: CTIDSerialStore {
-        let issued = Calls<(serial: String, appId: UUID, mode: CTIDAuthMode, randNum: String, ttl: Int)>()
-        func issue(_ serial: String, appId: UUID, authMode: CTIDAuthMode, randNum: String, ttlSeconds: Int) async throws {
-            issued.record((serial, appId, authMode, randNum, ttlSeconds))
-        }
-    }
 
     /// Answers every job with `answer` and keeps the jobs.
     final class ScriptedVerifier: CTIDJobs {
@@ -35,7 +28,7 @@ import Testing
         }
     }
 
-    func verification(admission: any ModuleAdmission = AdmitEverything(), serials: IssuedSerials = IssuedSerials(),
+    func verification(admission: any ModuleAdmission = AdmitEverything(), serials: InMemoryCTIDSerials = InMemoryCTIDSerials(),
                       verifier: ScriptedVerifier = ScriptedVerifier(CTIDJobResult(outcome: .invalidEnvelope))) -> CTIDVerification {
         CTIDVerification(admission: admission, serials: serials, verifier: verifier, serialTTLSeconds: 600)
     }
@@ -52,7 +45,7 @@ import Testing
     }
 
     @Test func aSerialIsRandomStoredForItsModeAndApp() async throws {
-        let serials = IssuedSerials()
+        let serials = InMemoryCTIDSerials()
         let ctid = verification(serials: serials)
         let first = try await ctid.issueSerial(app: app) { "0x42" }
         let second = try await ctid.issueSerial(app: app) { "0X10" }
@@ -60,7 +53,7 @@ import Testing
         #expect(first.randNum.count == 6 && first.randNum.allSatisfy(\.isNumber))
         #expect(first.bizSerialNum != second.bizSerialNum)
         #expect(first.expiresIn == 600)
-        let stored = serials.issued.all
+        let stored = serials.issued
         #expect(stored.map(\.mode) == [.portraitNameNumber, .nameNumberValidity])
         #expect(stored.map(\.serial) == [first.bizSerialNum, second.bizSerialNum])
         #expect(stored.allSatisfy { $0.appId == app.id && $0.ttl == 600 })
@@ -68,7 +61,7 @@ import Testing
     }
 
     @Test func modesThatNeedTheNetworkCredentialOrAreNoCodeGetNoSerial() async {
-        let serials = IssuedSerials()
+        let serials = InMemoryCTIDSerials()
         let ctid = verification(serials: serials)
         for mode in ["0x06", "0x16", "42", "0xZZ", ""] {
             #expect(await code { _ = try await ctid.issueSerial(app: app) { mode } } == .invalidRequest, "\(mode)")
@@ -77,7 +70,7 @@ import Testing
         #expect(await code {
             _ = try await verification(admission: RefuseCTID(), serials: serials).issueSerial(app: app) { throw APIError(.invalidRequest, "bad JSON") }
         } == .moduleDisabled)
-        #expect(serials.issued.all.isEmpty)
+        #expect(serials.issued.isEmpty)
     }
 
     @Test func theVerifiersVerdictIsTheAnswer() async throws {

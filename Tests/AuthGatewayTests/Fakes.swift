@@ -188,21 +188,25 @@ final class InMemorySpentTokenIds: SpentTokenIds {
     func spend(_ id: String, appId: UUID, expiresAt: Int64) async throws -> Bool { spentIds.withLock { $0.insert(id).inserted } }
 }
 
-/// Users and their templates as operators manage them; `addTemplate` stands in for the matcher's enrollment.
+/// Users and their templates as operators manage them, and as a face-model migration reads them; `addTemplate` stands
+/// in for the matcher's enrollment (and its kept photo).
 final class InMemoryUserRoster: UserRoster {
     private struct User { var id: UUID; var appId: UUID; var employeeNumber: String; var name: String; var createdAt: Date }
-    private struct Template { var id: UUID; var appId: UUID; var userId: UUID; var changeSeq: Int64; var createdAt: Date }
+    private struct Template {
+        var id: UUID; var appId: UUID; var userId: UUID; var model: FaceModel; var keptPhoto: Bool; var changeSeq: Int64; var createdAt: Date
+    }
     private struct State { var users: [User] = []; var templates: [Template] = []; var seq: Int64 = 0 }
     private let state = Mutex(State())
     let clock: FakeClock
 
     init(clock: FakeClock) { self.clock = clock }
 
-    func addTemplate(_ id: UUID = UUID(), user: UUID, appId: UUID) {
+    func addTemplate(_ id: UUID = UUID(), user: UUID, appId: UUID, model: FaceModel = .sface2021dec, keptPhoto: Bool = false) {
         let now = clock.now
         state.withLock { state in
             state.seq += 1
-            state.templates.append(Template(id: id, appId: appId, userId: user, changeSeq: state.seq, createdAt: now))
+            state.templates.append(Template(id: id, appId: appId, userId: user, model: model, keptPhoto: keptPhoto, changeSeq: state.seq,
+                                            createdAt: now))
         }
     }
 
@@ -253,7 +257,7 @@ final class InMemoryUserRoster: UserRoster {
     func faces(of user: UUID, appId: UUID) async throws -> [FaceView] {
         state.withLock { state in
             state.templates.filter { $0.userId == user && $0.appId == appId }.map {
-                FaceView(templateId: $0.id.wire, model: FaceModel.sface2021dec.rawValue,
+                FaceView(templateId: $0.id.wire, model: $0.model.rawValue,
                          quality: FaceQualityReport(faceWidth: 120, sharpness: 1, brightness: 0.5, yaw: 0), createdAt: $0.createdAt)
             }
         }
@@ -266,6 +270,47 @@ final class InMemoryUserRoster: UserRoster {
             state.seq += 1
             return GalleryChange(operation: .delete, appId: appId, userId: user, templateId: template, changeSeq: state.seq)
         }
+    }
+}
+
+extension InMemoryUserRoster: ModelMigrationStore {
+    private func holds(_ user: UUID, _ model: FaceModel, _ state: State) -> Bool {
+        state.templates.contains { $0.userId == user && $0.model == model }
+    }
+
+    private func keptPhoto(_ user: UUID, _ state: State) -> Bool { state.templates.contains { $0.userId == user && $0.keptPhoto } }
+
+    /// The app's users holding a template of `from`, oldest first.
+    private func holders(appId: UUID, _ from: FaceModel, _ state: State) -> [User] {
+        state.users.filter { $0.appId == appId && holds($0.id, from, state) }
+            .sorted { ($0.createdAt, $0.id.wire) < ($1.createdAt, $1.id.wire) }
+    }
+
+    func counts(appId: UUID, from: FaceModel, to: FaceModel) async throws -> (users: Int, ready: Int, keptPhotos: Int) {
+        state.withLock { state in
+            let users = holders(appId: appId, from, state)
+            let ready = users.filter { holds($0.id, to, state) }
+            return (users.count, ready.count, users.filter { !holds($0.id, to, state) && keptPhoto($0.id, state) }.count)
+        }
+    }
+
+    func pending(appId: UUID, from: FaceModel, to: FaceModel, limit: Int) async throws -> [PendingUser] {
+        state.withLock { state in
+            holders(appId: appId, from, state).filter { !holds($0.id, to, state) }.prefix(limit).map {
+                PendingUser(id: $0.id, employeeNumber: $0.employeeNumber, keptPhoto: keptPhoto($0.id, state))
+            }
+        }
+    }
+
+    func keptPhotos(appId: UUID, from: FaceModel, to: FaceModel, after: UUID, limit: Int) async throws -> [UUID] {
+        state.withLock { state in
+            state.templates.filter { $0.appId == appId && $0.keptPhoto && $0.model == from && $0.id.wire > after.wire && !holds($0.userId, to, state) }
+                .map(\.id).sorted { $0.wire < $1.wire }.prefix(limit).map { $0 }
+        }
+    }
+
+    func holds(_ user: UUID, appId: UUID, model: FaceModel) async throws -> Bool {
+        state.withLock { state in state.templates.contains { $0.appId == appId && $0.userId == user && $0.model == model } }
     }
 }
 
@@ -657,5 +702,48 @@ final class InMemoryIdempotencyRecords: IdempotencyRecords {
     func sweep(olderThanSeconds: Int) async throws {
         let now = clock.now
         entries.withLock { entries in entries = entries.filter { now.timeIntervalSince($0.value.createdAt) <= Double(olderThanSeconds) } }
+    }
+}
+
+/// A fake store's answer to a second row with the same primary key, as PostgreSQL refuses it.
+struct DuplicateKey: Error { var key: String }
+
+/// CTID serials as issued, each once (the verifier's spending of them is CTIDVerifier's, on PostgreSQL).
+final class InMemoryCTIDSerials: CTIDSerialStore {
+    struct Issued: Sendable { var serial: String; var appId: UUID; var mode: CTIDAuthMode; var randNum: String; var ttl: Int }
+    private let state = Mutex<[Issued]>([])
+    var issued: [Issued] { state.withLock { $0 } }
+
+    func issue(_ serial: String, appId: UUID, authMode: CTIDAuthMode, randNum: String, ttlSeconds: Int) async throws {
+        try state.withLock { issued in
+            guard !issued.contains(where: { $0.serial == serial }) else { throw DuplicateKey(key: serial) }
+            issued.append(Issued(serial: serial, appId: appId, mode: authMode, randNum: randNum, ttl: ttlSeconds))
+        }
+    }
+}
+
+/// Kiosk event tickets on the test's clock: each spent once, by its session, before it expires.
+final class InMemoryKioskEventTickets: KioskEventTicketStore {
+    private struct Ticket { var session: UUID; var expiresAt: Date; var spent = false }
+    private let tickets = Mutex<[String: Ticket]>([:])
+    let clock: FakeClock
+
+    init(clock: FakeClock) { self.clock = clock }
+
+    func issue(_ ticket: String, appId: UUID, session: UUID, ttlSeconds: Int) async throws {
+        let expiresAt = clock.now.addingTimeInterval(TimeInterval(ttlSeconds))
+        try tickets.withLock { tickets in
+            guard tickets[ticket] == nil else { throw DuplicateKey(key: ticket) }
+            tickets[ticket] = Ticket(session: session, expiresAt: expiresAt)
+        }
+    }
+
+    func spend(_ ticket: String, session: UUID) async throws -> Bool {
+        let now = clock.now
+        return tickets.withLock { tickets in
+            guard let found = tickets[ticket], found.session == session, !found.spent, found.expiresAt > now else { return false }
+            tickets[ticket]?.spent = true
+            return true
+        }
     }
 }

@@ -27,8 +27,11 @@ struct StoreWorld: Sendable {
     let idempotency: any IdempotencyRecords
     let spentIds: any SpentTokenIds
     let roster: any UserRoster
-    /// Stores a template for the user, as the matcher's enrollment would.
-    let addTemplate: @Sendable (_ id: UUID, _ user: UUID) async throws -> Void
+    let migration: any ModelMigrationStore
+    let eventTickets: any KioskEventTicketStore
+    let serials: any CTIDSerialStore
+    /// Stores a template of a model for the user, with or without a kept photo, as the matcher's enrollment would.
+    let storeTemplate: @Sendable (_ id: UUID, _ user: UUID, _ model: FaceModel, _ keptPhoto: Bool) async throws -> Void
     /// The store's present time: the fakes' clock, or this machine's (PostgreSQL's `now()`).
     let now: @Sendable () -> Date
     /// Lets `seconds` pass: the fakes' clock moves, PostgreSQL's is waited for.
@@ -48,7 +51,8 @@ struct StoreWorld: Sendable {
             return StoreWorld(appId: appId, apps: InMemoryApps(clock: clock), apiKeys: InMemoryApiKeys(clock: clock), attempts: InMemoryAttemptCounters(clock: clock), bindings: InMemoryDeviceBindings(clock: clock),
                               challenges: InMemoryLivenessChallenges(clock: clock), credentials: credentials,
                               idempotency: InMemoryIdempotencyRecords(clock: clock), spentIds: InMemorySpentTokenIds(),
-                              roster: roster, addTemplate: { roster.addTemplate($0, user: $1, appId: appId) }, now: { clock.now },
+                              roster: roster, migration: roster, eventTickets: InMemoryKioskEventTickets(clock: clock), serials: InMemoryCTIDSerials(),
+                              storeTemplate: { roster.addTemplate($0, user: $1, appId: appId, model: $2, keptPhoto: $3) }, now: { clock.now },
                               advance: { clock.advance(seconds: $0) },
                               addUser: {
                                   let user = UUID()
@@ -65,12 +69,18 @@ struct StoreWorld: Sendable {
             return StoreWorld(appId: appId, apps: PostgresApps(database: gateway), apiKeys: PostgresApiKeys(database: gateway), attempts: PostgresAttemptCounters(database: gateway), bindings: PostgresDeviceBindings(database: gateway),
                               challenges: PostgresLivenessChallenges(database: gateway), credentials: PostgresDeviceCredentials(database: gateway),
                               idempotency: PostgresIdempotencyRecords(database: gateway), spentIds: PostgresSpentTokenIds(database: gateway),
-                              roster: PostgresUserRoster(database: gateway),
-                              addTemplate: { id, user in
+                              roster: PostgresUserRoster(database: gateway), migration: PostgresModelMigration(database: gateway),
+                              eventTickets: PostgresKioskEventTickets(database: gateway), serials: PostgresCTIDSerials(database: gateway),
+                              storeTemplate: { id, user, model, keptPhoto in
                                   _ = try await database.pool.query("""
                                       INSERT INTO face_templates (id, app_id, user_id, embedding_sealed, model_id, quality)
-                                      VALUES (\(id), \(appId), \(user), '\\x00', 'sface-2021dec',
+                                      VALUES (\(id), \(appId), \(user), '\\x00', \(model.rawValue),
                                               '{"faceWidth": 120, "sharpness": 1, "brightness": 0.5, "yaw": 0}')
+                                      """)
+                                  guard keptPhoto else { return }
+                                  _ = try await database.pool.query("""
+                                      INSERT INTO enrollment_photos (template_id, app_id, user_id, photo_sealed, consent_at)
+                                      VALUES (\(id), \(appId), \(user), '\\x00', now())
                                       """)
                               },
                               now: { Date() }, advance: { try await Task.sleep(for: .milliseconds(Int($0 * 1000) + 100)) },
@@ -83,6 +93,12 @@ struct StoreWorld: Sendable {
                               },
                               scoped: { body in try await Tenant.run(app: appId) { try await body() } })
         }
+    }
+}
+
+extension StoreWorld {
+    func addTemplate(_ id: UUID, _ user: UUID, model: FaceModel = .sface2021dec, keptPhoto: Bool = false) async throws {
+        try await storeTemplate(id, user, model, keptPhoto)
     }
 }
 
@@ -622,3 +638,77 @@ extension StoreContracts {
     }
 }
 
+
+extension StoreContracts {
+    @Suite struct ModelMigrationStoreContract {
+        @Test(arguments: StoreKind.allCases) func countsAndListsTheUsersNotYetReadyForTheNewModel(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let (waiting, ready, kept, newcomer) = (UUID(), UUID(), UUID(), UUID())
+            for (user, number) in [(waiting, "W"), (ready, "R"), (kept, "K"), (newcomer, "N")] {
+                try await world.scoped { () async throws in #expect(try await world.roster.create(user, appId: world.appId, employeeNumber: number, name: number)) }
+                try await world.advance(0.01)
+            }
+            let (keptFirst, keptSecond, readyKept) = (UUID(), UUID(), UUID())
+            try await world.addTemplate(UUID(), waiting, model: .dlibResNetV1)
+            try await world.addTemplate(readyKept, ready, model: .dlibResNetV1, keptPhoto: true)
+            try await world.addTemplate(UUID(), ready, model: .sface2021dec)
+            try await world.addTemplate(keptFirst, kept, model: .dlibResNetV1, keptPhoto: true)
+            try await world.addTemplate(keptSecond, kept, model: .dlibResNetV1, keptPhoto: true)
+            try await world.addTemplate(UUID(), newcomer, model: .sface2021dec)  // holds only the new model: not counted
+            try await world.scoped {
+                let store = world.migration
+                let counts = try await store.counts(appId: world.appId, from: .dlibResNetV1, to: .sface2021dec)
+                #expect(counts.users == 3 && counts.ready == 1 && counts.keptPhotos == 1)
+                let pending = try await store.pending(appId: world.appId, from: .dlibResNetV1, to: .sface2021dec, limit: 10)
+                #expect(pending.map(\.id) == [waiting, kept], "oldest first")
+                #expect(pending.map(\.employeeNumber) == ["W", "K"] && pending.map(\.keptPhoto) == [false, true])
+                #expect(try await store.pending(appId: world.appId, from: .dlibResNetV1, to: .sface2021dec, limit: 1).map(\.id) == [waiting])
+                // Only the kept photos of users not ready, by template id, after a cursor.
+                let nothing = UUID(uuidString: "00000000-0000-0000-0000-000000000000")!
+                let photos = [keptFirst, keptSecond].sorted { $0.wire < $1.wire }
+                #expect(try await store.keptPhotos(appId: world.appId, from: .dlibResNetV1, to: .sface2021dec, after: nothing, limit: 10) == photos)
+                #expect(try await store.keptPhotos(appId: world.appId, from: .dlibResNetV1, to: .sface2021dec, after: nothing, limit: 1) == [photos[0]])
+                #expect(try await store.keptPhotos(appId: world.appId, from: .dlibResNetV1, to: .sface2021dec, after: photos[0], limit: 10) == [photos[1]])
+                #expect(try await store.keptPhotos(appId: world.appId, from: .sface2021dec, to: .dlibResNetV1, after: nothing, limit: 10).isEmpty)
+                #expect(try await store.holds(ready, appId: world.appId, model: .sface2021dec))
+                #expect(try await !store.holds(waiting, appId: world.appId, model: .sface2021dec))
+                #expect(try await store.holds(waiting, appId: world.appId, model: .dlibResNetV1))
+                #expect(try await !store.holds(ready, appId: UUID(), model: .sface2021dec), "another app's")
+            }
+        }
+    }
+
+    @Suite struct KioskEventTicketStoreContract {
+        @Test(arguments: StoreKind.allCases) func aTicketOpensItsSessionsStreamOnceBeforeItExpires(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let (session, other) = (UUID(), UUID())
+            try await world.scoped {
+                let tickets = world.eventTickets
+                try await tickets.issue("kt_lasting", appId: world.appId, session: session, ttlSeconds: 60)
+                try await tickets.issue("kt_brief", appId: world.appId, session: session, ttlSeconds: 1)
+                #expect(try await !tickets.spend("kt_lasting", session: other), "another session's")
+                #expect(try await tickets.spend("kt_lasting", session: session))
+                #expect(try await !tickets.spend("kt_lasting", session: session), "spent")
+                #expect(try await !tickets.spend("kt_unknown", session: session))
+                await #expect(throws: (any Error).self, "issued once") {
+                    try await tickets.issue("kt_lasting", appId: world.appId, session: session, ttlSeconds: 60)
+                }
+            }
+            try await world.advance(1)
+            try await world.scoped { () async throws in #expect(try await !world.eventTickets.spend("kt_brief", session: session), "expired") }
+        }
+    }
+
+    @Suite struct CTIDSerialStoreContract {
+        @Test(arguments: StoreKind.allCases) func aSerialIsIssuedOnce(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            try await world.scoped {
+                try await world.serials.issue("S-1", appId: world.appId, authMode: .portraitNameNumber, randNum: "123456", ttlSeconds: 60)
+                try await world.serials.issue("S-2", appId: world.appId, authMode: .portraitNameNumber, randNum: "123456", ttlSeconds: 60)
+                await #expect(throws: (any Error).self) {
+                    try await world.serials.issue("S-1", appId: world.appId, authMode: .nameNumber, randNum: "654321", ttlSeconds: 60)
+                }
+            }
+        }
+    }
+}
