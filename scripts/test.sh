@@ -93,7 +93,7 @@ else
   #            driving face login and the operator API;
   #   Swift    one job per module of quick unit tests, per test of the suites that take over a minute, per suite else.
   per_module='^(CryptoTests|FaceGateCoreTests|HTTPServerTests|AuthGatewayTests|PostgresClientTests)$'
-  per_test='^(IntegrationTests\.(LivenessTests|KioskOnboardingTests|TakeoverTests|ClientEndToEndTests|FaceModelTests)|DocumentOCRTests\.MRZReaderTests)$'
+  per_test='^(IntegrationTests\.(LivenessTests|TakeoverTests|ClientEndToEndTests)|DocumentOCRTests\.MRZReaderTests)$'
   ids="$("$bundle" --testing-library swift-testing --list-tests 2>/dev/null | grep -E '^[A-Za-z]+\.[A-Za-z]+/')"
   test_jobs=() suite_jobs=() module_jobs=()
   declare -A seen=()

@@ -6,7 +6,7 @@ import ServiceKit
 import Testing
 
 /// Transactions, auditors, tenant isolation, and the public API's own documents and error envelopes.
-@Suite(.serialized) struct AuditTests {
+@Suite(.serialized, .sharedStack(withMatcher: false)) struct AuditTests {
     @Test func everyCallIsRecordedChainedAndTamperEvident() async throws {
         try await TestStack.with(withMatcher: false) { stack in
             let app = try await stack.createApp()
@@ -194,7 +194,7 @@ import Testing
     /// names an app, then only that app's rows; it cannot write a row of another app, and the every-app scope reads
     /// but does not write. The schema owner is held too.
     @Test func eachServiceLoginSeesOnlyTheAppItNames() async throws {
-        try await TestStack.with(withMatcher: false) { stack in
+        try await TestStack.with(withMatcher: false, fresh: true) { stack in  // counts rows across apps
             let (mine, theirs) = (try await stack.createApp(), try await stack.createApp())
             _ = try await stack.createUser(mine, employeeNumber: "M1", name: "Mine")
             _ = try await stack.createUser(theirs, employeeNumber: "T1", name: "Theirs")

@@ -7,7 +7,7 @@ import Testing
 
 /// Device-bound face login (RFC 9449 DPoP) against a real stack: a victim's photo and device id are
 /// worth nothing without the victim's device key, and a new key is bound only as the app's policy says.
-@Suite(.serialized) struct DPoPTests {
+@Suite(.serialized, .sharedStack()) struct DPoPTests {
     /// A device: its key, and the requests it signs.
     struct Device {
         let key = P256PrivateKey()
@@ -120,7 +120,8 @@ import Testing
             }
             // Every refused proof is in the audit trail, with the key it claimed where it was readable.
             let refused = try await stack.database.pool.query("""
-                SELECT count(*)::int AS n FROM transactions WHERE kind = 'face.login' AND outcome = 'DPOP_PROOF_INVALID'
+                SELECT count(*)::int AS n FROM transactions
+                WHERE app_id = \(UUID(uuidString: app.id)!) AND kind = 'face.login' AND outcome = 'DPOP_PROOF_INVALID'
                 """).first?.decode("n", as: Int.self)
             #expect(refused == cases.count + 1)
         }

@@ -7,7 +7,7 @@ import Testing
 
 /// Face models per app: a dlib app and an SFace app served side by side by the same matcher, each
 /// template recording its model, and never a comparison across models.
-@Suite(.serialized) struct FaceModelTests {
+@Suite(.serialized, .sharedStack()) struct FaceModelTests {
     @Test func aDlibAppAndAnSFaceAppLogInSideBySide() async throws {
         try await TestStack.with { stack in
             let dlib = try await stack.createApp(extra: ["faceModel": "dlib-resnet-v1"])
@@ -119,7 +119,7 @@ import Testing
             #expect(try await enroll(biden, "biden.jpg", consent: nil).json["photoKept"] as? Bool == false, "no consent, no photo")
 
             // Sealed at rest and bound to its template; the gateway's login cannot read the photo column at all.
-            let rows = try await stack.database.pool.query("SELECT template_id, user_id, photo_sealed FROM enrollment_photos")
+            let rows = try await stack.database.pool.query("SELECT template_id, user_id, photo_sealed FROM enrollment_photos WHERE app_id = \(UUID(uuidString: app.id)!)")
             #expect(rows.rows.count == 1)
             let sealed = try #require(try rows.first?.decode("photo_sealed", as: [UInt8].self))
             #expect(!sealed.starts(with: [0xFF, 0xD8]), "not the JPEG itself")
@@ -161,7 +161,7 @@ import Testing
 
             // Erasing the person erases the kept photo.
             #expect(try await stack.call("DELETE", "/v1/apps/\(app.id)/users/\(obama)", bearer: stack.adminKey).status == 204)
-            #expect(try await stack.database.pool.query("SELECT 1 FROM enrollment_photos").rows.isEmpty)
+            #expect(try await stack.database.pool.query("SELECT 1 FROM enrollment_photos WHERE app_id = \(UUID(uuidString: app.id)!)").rows.isEmpty)
         }
     }
 

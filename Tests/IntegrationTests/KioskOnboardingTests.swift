@@ -6,7 +6,7 @@ import Testing
 /// Whole onboarding flows with generated documents: real portraits pasted on ID cards rendered by
 /// ImageMagick in OCR-B, read back by tesseract; selfie bursts made from the real photos doing the
 /// challenge's actions; the real matcher deciding.
-@Suite(.serialized) struct KioskOnboardingTests {
+@Suite(.serialized, .sharedStack(withKiosk: true)) struct KioskOnboardingTests {
     static let obamaCard = IDCard.td1(documentNumber: "D23145890", surname: "OBAMA", givenNames: "BARACK HUSSEIN", nationality: "USA",
                                       birthDate: "1961-08-04", sex: "M", expiryDate: "2034-01-20",
                                       portrait: (try? IDCard.testPhoto("obama2.jpg")) ?? URL(fileURLWithPath: "/"))

@@ -8,6 +8,7 @@ import KioskOrchestrator
 import MatcherWorker
 import PostgresClient
 import ServiceKit
+import Synchronization
 import Testing
 
 /// What `make test` provides: a PostgreSQL superuser URL, a broker, the dlib models and real photos.
@@ -86,21 +87,20 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
     }
 
     /// Starts the services (the matcher unless `withMatcher` is false) and waits until they serve.
-    static func start(withMatcher: Bool = true, withCTID: Bool = false, withKiosk: Bool = false,
-                      extra: [String: String] = [:]) async throws -> TestStack {
-        let stack = try TestStack(database: try await TestDatabase.create(), extra: extra)
+    static func start(_ services: Services) async throws -> TestStack {
+        let stack = try TestStack(database: try await TestDatabase.create(), extra: services.extra)
         func env(_ service: String) -> Environment { Environment(stack.environment(for: service)) }
-        if withMatcher {
+        if services.withMatcher {
             let matcher = try MatcherWorker(configuration: try MatcherConfiguration(environment: env("matcher-worker")))
             stack.matcher = matcher
             stack.runs.append(("matcher-worker", Task { _ = try? await matcher.group.run(handleSignals: false) }))
         }
-        if withCTID {
+        if services.withCTID {
             let verifier = try CTIDVerifier(configuration: try CTIDConfiguration(environment: env("ctid-verifier")))
             stack.ctid = verifier
             stack.runs.append(("ctid-verifier", Task { _ = try? await verifier.group.run(handleSignals: false) }))
         }
-        if withKiosk {
+        if services.withKiosk {
             let orchestrator = try KioskOrchestrator(configuration: try KioskConfiguration(environment: env("kiosk-orchestrator")))
             stack.kiosk = orchestrator
             stack.runs.append(("kiosk-orchestrator", Task { _ = try? await orchestrator.group.run(handleSignals: false) }))
@@ -229,20 +229,20 @@ extension TestStack {
     }
 
     /// The suite's stack while a `.sharedStack` suite runs.
-    @TaskLocal static var shared: (services: Services, stack: TestStack)?
+    @TaskLocal static var shared: SharedStack?
 
     /// Runs `body` against the suite's shared stack when the suite has one with these services, else against a fresh
-    /// stack that is always stopped afterwards.
+    /// stack that is always stopped afterwards. `fresh`: a stack of its own in any case, for a test that counts rows
+    /// across apps or changes what the whole stack sees.
     static func with(withMatcher: Bool = true, withCTID: Bool = false, withKiosk: Bool = false, extra: [String: String] = [:],
-                     _ body: (TestStack) async throws -> Void) async throws {
+                     fresh: Bool = false, _ body: (TestStack) async throws -> Void) async throws {
         let services = Services(withMatcher: withMatcher, withCTID: withCTID, withKiosk: withKiosk, extra: extra)
-        if let shared, shared.services == services { return try await body(shared.stack) }
+        if !fresh, let shared, shared.services == services { return try await body(try await shared.stack()) }
         try await with(services, body)
     }
 
     static func with(_ services: Services, _ body: (TestStack) async throws -> Void) async throws {
-        let stack = try await start(withMatcher: services.withMatcher, withCTID: services.withCTID, withKiosk: services.withKiosk,
-                                    extra: services.extra)
+        let stack = try await start(services)
         do {
             try await body(stack)
         } catch {
@@ -253,20 +253,47 @@ extension TestStack {
     }
 }
 
+/// A suite's one stack, started by the first of its tests that asks for it (so a suite run one test at a time, or
+/// whose tests ask for other services, starts none it does not use) and stopped when the suite ends.
+final class SharedStack: Sendable {
+    let services: TestStack.Services
+    private let started = Mutex<Task<TestStack, any Error>?>(nil)
+
+    init(services: TestStack.Services) { self.services = services }
+
+    func stack() async throws -> TestStack {
+        let services = self.services
+        return try await started.withLock { task in
+            if task == nil { task = Task { try await TestStack.start(services) } }
+            return task!
+        }.value
+    }
+
+    func stop() async {
+        guard let task = started.withLock({ $0 }), let stack = try? await task.value else { return }
+        await stack.stop()
+    }
+}
+
 /// One stack for a whole suite: its tests' `TestStack.with` calls that ask for the same services run on it, each in apps
 /// of its own (so the suite must not assert on what other tests leave in the database). Put `.serialized` beside it.
 struct SharedStackTrait: SuiteTrait, TestScoping {
     var services: TestStack.Services
 
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        try await TestStack.with(services) { stack in
-            try await TestStack.$shared.withValue((services, stack)) { try await function() }
+        let shared = SharedStack(services: services)
+        do {
+            try await TestStack.$shared.withValue(shared) { try await function() }
+        } catch {
+            await shared.stop()
+            throw error
         }
+        await shared.stop()
     }
 }
 
 extension Trait where Self == SharedStackTrait {
-    static func sharedStack(withMatcher: Bool = true, withCTID: Bool = false, withKiosk: Bool = false) -> Self {
-        SharedStackTrait(services: TestStack.Services(withMatcher: withMatcher, withCTID: withCTID, withKiosk: withKiosk))
+    static func sharedStack(withMatcher: Bool = true, withCTID: Bool = false, withKiosk: Bool = false, extra: [String: String] = [:]) -> Self {
+        SharedStackTrait(services: TestStack.Services(withMatcher: withMatcher, withCTID: withCTID, withKiosk: withKiosk, extra: extra))
     }
 }
