@@ -49,21 +49,37 @@ import Testing
     @Test func settingsOutsideTheRulesAreRefusedBeforeAnythingIsStored() async throws {
         let model = FaceModel.defaultForNewApps
         var new = AppAdministration.NewApp(name: "Shop")
-        new.matchThreshold = model.thresholdRange.upperBound + 0.01
+        new.settings.matchThreshold = model.thresholdRange.upperBound + 0.01
         #expect(await errorCode { try administration.check(new) } == .invalidRequest)
-        new.falseMatchRate = 1e-5
+        new.settings.falseMatchRate = 1e-5
         #expect(await errorCode { try administration.check(new) } == .invalidRequest, "a raw threshold and a rate together")
-        new.matchThreshold = nil
+        new.settings.matchThreshold = nil
         #expect(try administration.check(new).settings.matchThreshold == model.threshold(forFalseMatchRate: 1e-5))
-        new.falseMatchRate = 0.5
+        new.settings.falseMatchRate = 0.5
         #expect(await errorCode { try administration.check(new) } == .invalidRequest)
+        new.settings.falseMatchRate = nil
+        new.settings.quotas = Quotas(dailyCalls: -1, gallerySize: 7)
+        #expect(await errorCode { try administration.check(new) } == .invalidRequest, "a negative quota")
+        new.settings.quotas = nil
+        new.settings.kioskApproval = KioskApprovalPolicy(faceMatchThreshold: 0.2)
+        #expect(await errorCode { try administration.check(new) } == .invalidRequest, "a kiosk approval threshold in dlib units")
         #expect(await errorCode { try administration.check(.init(name: " \n ")) } == .invalidRequest)
         #expect(await errorCode { try administration.check(.init(name: String(repeating: "x", count: 201))) } == .invalidRequest)
         #expect(try await apps.all { _ in true }.isEmpty)
     }
 
+    @Test func aNewAppIsOneFlatObjectOfNameModelAndSettings() throws {
+        let json = #"{"name": "Shop", "faceModel": "dlib-resnet-v1", "matchThreshold": 0.45, "quotas": {"dailyCalls": 3, "gallerySize": 4}}"#
+        let new = try JSONDecoder().decode(AppAdministration.NewApp.self, from: Data(json.utf8))
+        #expect(new.name == "Shop" && new.faceModel == .dlibResNetV1)
+        #expect(new.settings.matchThreshold == 0.45 && new.settings.quotas == Quotas(dailyCalls: 3, gallerySize: 4) && new.settings.liveness == nil)
+        let checked = try administration.check(new)
+        #expect(checked.settings.matchThreshold == 0.45 && checked.settings.quotas.dailyCalls == 3 && checked.settings.deviceBinding == .dpop)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(AppAdministration.NewApp.self, from: Data(#"{"faceModel": "sface-2021dec"}"#.utf8)) }
+    }
+
     @Test func aChangeKeepsWhatItDoesNotNameAndIsCheckedLikeANewApp() async throws {
-        let (created, _) = try await created(.init(name: "Shop", liveness: LivenessPolicy(faceLogin: .active, kiosk: .active), quotas: Quotas(dailyCalls: 5, gallerySize: 7)))
+        let (created, _) = try await created(.init(name: "Shop", settings: .init(liveness: LivenessPolicy(faceLogin: .active, kiosk: .active), quotas: Quotas(dailyCalls: 5, gallerySize: 7))))
         let appId = try #require(UUID(uuidString: created.appId))
         let app = try #require(try await apps.find(appId))
         var draft = TransactionDraft(appId: app.id, kind: "app.update")

@@ -105,6 +105,12 @@ struct AppRecord: Sendable {
                deviceBinding: deviceBinding, deviceBindingPolicy: deviceBindingPolicy, kioskApproval: kioskApproval, quotas: quotas,
                keepEnrollmentPhotos: keepEnrollmentPhotos, createdAt: createdAt)
     }
+
+    /// The settings an operator may change.
+    var settings: AppSettings {
+        AppSettings(modules: modules, matchThreshold: matchThreshold, liveness: liveness, deviceBinding: deviceBinding,
+                    deviceBindingPolicy: deviceBindingPolicy, kioskApproval: kioskApproval, quotas: quotas, keepEnrollmentPhotos: keepEnrollmentPhotos)
+    }
 }
 
 /// The settings an operator gives an app (`POST /v1/apps`, `PATCH /v1/apps/{appId}`).

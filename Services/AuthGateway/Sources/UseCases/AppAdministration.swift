@@ -12,18 +12,12 @@ struct AppAdministration: Sendable {
     /// How long the previous secret keeps working after a rotation.
     let secretGraceSeconds: Int
 
-    struct NewApp: Decodable, Sendable {
+    /// A new app: its name and face model, and its settings as a PATCH sends them (`Changes`, flat in the same JSON
+    /// object), applied to the defaults.
+    struct NewApp: Sendable {
         var name: String
-        var modules: ModulesPatch?
         var faceModel: FaceModel?
-        var matchThreshold: Float?
-        var falseMatchRate: Double?
-        var liveness: LivenessPolicy?
-        var deviceBinding: DeviceBinding?
-        var deviceBindingPolicy: DeviceBindingPolicy?
-        var kioskApproval: KioskApprovalPolicy?
-        var quotas: Quotas?
-        var keepEnrollmentPhotos: Bool?
+        var settings = Changes()
     }
 
     /// A new app whose settings passed the rules, ready to create.
@@ -51,6 +45,7 @@ struct AppAdministration: Sendable {
         var keepEnrollmentPhotos: Bool
     }
 
+    /// Settings as an operator sends them, at creation or in a PATCH: each one absent keeps the one it is applied to.
     struct Changes: Decodable, Sendable {
         var modules: ModulesPatch?
         var matchThreshold: Float?
@@ -62,6 +57,20 @@ struct AppAdministration: Sendable {
         var quotas: Quotas?
         /// Turning it off keeps the photos already kept; they go with their templates.
         var keepEnrollmentPhotos: Bool?
+
+        /// `base` with these changes, under the rules every app's settings pass: the threshold in the units of `model`
+        /// (or from a target false-match rate), a kiosk approval that fits the model, quotas not negative.
+        func applied(to base: AppSettings, model: FaceModel) throws -> AppSettings {
+            let threshold = try AppAdministration.threshold(matchThreshold, falseMatchRate: falseMatchRate, model: model, otherwise: base.matchThreshold)
+            let approval = kioskApproval ?? base.kioskApproval
+            if let problem = approval.validationError(model: model) { throw APIError(.invalidRequest, problem) }
+            let quotas = quotas ?? base.quotas
+            guard quotas.dailyCalls >= 0, quotas.gallerySize >= 0 else { throw APIError(.invalidRequest, "quotas must not be negative") }
+            return AppSettings(modules: (modules ?? ModulesPatch()).applied(to: base.modules), matchThreshold: threshold,
+                               liveness: liveness ?? base.liveness, deviceBinding: deviceBinding ?? base.deviceBinding,
+                               deviceBindingPolicy: deviceBindingPolicy ?? base.deviceBindingPolicy, kioskApproval: approval, quotas: quotas,
+                               keepEnrollmentPhotos: keepEnrollmentPhotos ?? base.keepEnrollmentPhotos)
+        }
     }
 
     struct Rotated: Encodable, Sendable, Equatable {
@@ -76,14 +85,10 @@ struct AppAdministration: Sendable {
         let name = new.name.trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...200).contains(name.count) else { throw APIError(.invalidRequest, "name must be 1–200 characters") }
         let faceModel = new.faceModel ?? FaceModel.defaultForNewApps
-        let threshold = try Self.threshold(new.matchThreshold, falseMatchRate: new.falseMatchRate, model: faceModel,
-                                           otherwise: faceModel.defaultThreshold)
-        let approval = new.kioskApproval ?? KioskApprovalPolicy()
-        if let problem = approval.validationError(model: faceModel) { throw APIError(.invalidRequest, problem) }
-        return CheckedApp(name: name, faceModel: faceModel, settings: AppSettings(
-            modules: (new.modules ?? ModulesPatch()).applied(to: .initial), matchThreshold: threshold, liveness: new.liveness ?? .initial,
-            deviceBinding: new.deviceBinding ?? .dpop, deviceBindingPolicy: new.deviceBindingPolicy ?? .appServerTicket,
-            kioskApproval: approval, quotas: new.quotas ?? .initial, keepEnrollmentPhotos: new.keepEnrollmentPhotos ?? false))
+        let defaults = AppSettings(modules: .initial, matchThreshold: faceModel.defaultThreshold, liveness: .initial, deviceBinding: .dpop,
+                                   deviceBindingPolicy: .appServerTicket, kioskApproval: KioskApprovalPolicy(), quotas: .initial,
+                                   keepEnrollmentPhotos: false)
+        return CheckedApp(name: name, faceModel: faceModel, settings: try new.settings.applied(to: defaults, model: faceModel))
     }
 
     func create(_ app: CheckedApp, draft: inout TransactionDraft) async throws -> Created {
@@ -104,19 +109,9 @@ struct AppAdministration: Sendable {
 
     /// Applies the changes that are present, under the same rules as a new app's; answers the app as stored.
     func update(_ app: AppRecord, with changes: Changes, draft: inout TransactionDraft) async throws -> AppRecord {
-        let modules = (changes.modules ?? ModulesPatch()).applied(to: app.modules)
-        let threshold = try Self.threshold(changes.matchThreshold, falseMatchRate: changes.falseMatchRate, model: app.faceModel,
-                                           otherwise: app.matchThreshold)
-        let approval = changes.kioskApproval ?? app.kioskApproval
-        if let problem = approval.validationError(model: app.faceModel) { throw APIError(.invalidRequest, problem) }
-        let quotas = changes.quotas ?? app.quotas
-        guard quotas.dailyCalls >= 0, quotas.gallerySize >= 0 else { throw APIError(.invalidRequest, "quotas must not be negative") }
-        let settings = AppSettings(modules: modules, matchThreshold: threshold, liveness: changes.liveness ?? app.liveness,
-                                   deviceBinding: changes.deviceBinding ?? app.deviceBinding,
-                                   deviceBindingPolicy: changes.deviceBindingPolicy ?? app.deviceBindingPolicy, kioskApproval: approval,
-                                   quotas: quotas, keepEnrollmentPhotos: changes.keepEnrollmentPhotos ?? app.keepEnrollmentPhotos)
+        let settings = try changes.applied(to: app.settings, model: app.faceModel)
         try await apps.update(app.id, settings: settings)
-        draft.detail = ["modules": modules.jsonText, "deviceBinding": settings.deviceBinding.rawValue,
+        draft.detail = ["modules": settings.modules.jsonText, "deviceBinding": settings.deviceBinding.rawValue,
                         "deviceBindingPolicy": settings.deviceBindingPolicy.rawValue,
                         "keepEnrollmentPhotos": String(settings.keepEnrollmentPhotos)]
         guard let updated = try await apps.find(app.id) else { throw APIError(.notFound, "no such app") }
@@ -149,5 +144,16 @@ struct AppAdministration: Sendable {
                            + "(Euclidean distance between its vectors; \(model.defaultThreshold) by default)")
         }
         return threshold
+    }
+}
+
+extension AppAdministration.NewApp: Decodable {
+    private enum Keys: String, CodingKey { case name, faceModel }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        name = try container.decode(String.self, forKey: .name)
+        faceModel = try container.decodeIfPresent(FaceModel.self, forKey: .faceModel)
+        settings = try AppAdministration.Changes(from: decoder)
     }
 }
