@@ -15,6 +15,8 @@ import Testing
         #expect(configuration.connectTimeoutSeconds == 3)
         #expect(configuration.statementTimeoutMilliseconds == 250)
         #expect(configuration.poolSize == 16)
+        let probing = try PostgresConfiguration(url: "postgres://u@h/db?keepalives_idle=45&tcp_user_timeout=5000")
+        #expect(probing.keepaliveIdleSeconds == 45 && probing.tcpUserTimeoutMilliseconds == 5000)
     }
 
     @Test func appliesDefaultsAndIPv6Hosts() throws {
@@ -27,6 +29,7 @@ import Testing
         #expect(configuration.statementTimeoutMilliseconds == 10_000)
         #expect(configuration.applicationName == "facegate")
         #expect(configuration.tlsMode == .prefer)
+        #expect(configuration.keepaliveIdleSeconds == 30 && configuration.tcpUserTimeoutMilliseconds == 30_000)
     }
 
     @Test func acceptsUnixSocketDirectoryAsHostParameter() throws {
@@ -46,6 +49,7 @@ import Testing
         ("postgres://u:secret@h/db?sslmode=sometimes", "sslmode 'sometimes'"),
         ("postgres://u:secret@h/db?colour=blue", "unknown query parameter 'colour'"),
         ("postgres://u:secret@h/db?connect_timeout=soon", "connect_timeout 'soon'"),
+        ("postgres://u:secret@h/db?keepalives_idle=-1", "keepalives_idle '-1'"),
         ("postgres://u:secret@[::1/db", "IPv6"),
         ("postgres://u:sec%zzret@h/db", "password has a malformed percent-escape"),
     ])

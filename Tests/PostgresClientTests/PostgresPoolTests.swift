@@ -273,3 +273,37 @@ private struct DeliberateFailure: Error {}
         }
     }
 }
+
+/// A server that vanishes without closing (a lost host, a dropped NAT mapping) sends no FIN and no RST: only TCP itself
+/// can notice. Every connection asks for it: keepalive probes after 30 s of silence, every 10 s, three times, and at most
+/// 30 s of unacknowledged data. A silent server cannot be made on loopback here, so these tests read the options off the
+/// real connection's socket.
+@Suite struct ConnectionKeepaliveTests {
+    /// SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT, TCP_USER_TIMEOUT of a connection made with `configuration`.
+    func socketOptions(_ configuration: PostgresConfiguration) async throws -> [Int32] {
+        let connection = try await PostgresConnection.connect(configuration: configuration)
+        let socket = await connection.onQueue { $0.socket }
+        #expect(socket >= 0)
+        let options = [(SOL_SOCKET, SO_KEEPALIVE), (Int32(IPPROTO_TCP), TCP_KEEPIDLE), (Int32(IPPROTO_TCP), TCP_KEEPINTVL),
+                       (Int32(IPPROTO_TCP), TCP_KEEPCNT), (Int32(IPPROTO_TCP), 18 /* TCP_USER_TIMEOUT, linux/tcp.h */)].map { level, name in
+            var value: Int32 = -1
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            return getsockopt(socket, level, name, &value, &length) == 0 ? value : -1
+        }
+        await connection.close()
+        return options
+    }
+
+    @Test func everyConnectionProbesASilentServer() async throws {
+        let configuration = try TestServer.adminConfiguration()
+        #expect(try await socketOptions(configuration) == [1, 30, 10, 3, 30_000])
+        var system = configuration
+        system.keepaliveIdleSeconds = 0
+        system.tcpUserTimeoutMilliseconds = 0
+        // The system's timing: the idle time of /proc/sys/net/ipv4/tcp_keepalive_time (two hours by default), no user timeout.
+        let systemIdle = try #require(Int32(try String(contentsOfFile: "/proc/sys/net/ipv4/tcp_keepalive_time", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        let options = try await socketOptions(system)
+        #expect(options[1] == systemIdle && options[4] == 0, "\(options)")
+    }
+}

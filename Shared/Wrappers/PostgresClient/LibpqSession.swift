@@ -97,6 +97,9 @@ final class LibpqSession: @unchecked Sendable {
         return nil
     }
 
+    /// The connection's socket, -1 when there is none.
+    var socket: Int32 { connection.map { PQsocket($0) } ?? -1 }
+
     func disconnect() {
         cancelSlot.withLock { slot in
             if let handle = OpaquePointer(bitPattern: slot.handle) { PQfreeCancel(handle) }

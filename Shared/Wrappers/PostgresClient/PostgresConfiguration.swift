@@ -23,6 +23,13 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     /// Sent as `statement_timeout` when each connection starts; 0 disables it.
     public var statementTimeoutMilliseconds: Int = 10_000
     public var applicationName: String = "facegate"
+    /// TCP keepalive: a connection silent for this many seconds probes the server (then every 10 s, three times), so a
+    /// server that vanished without closing (a lost host, a dropped NAT mapping) is noticed in about a minute instead
+    /// of after the system's two hours (Linux's default idle time); 0 leaves the timing to the system.
+    public var keepaliveIdleSeconds: Int = 30
+    /// How long sent data (or keepalive probes) may go unacknowledged before the connection is given up
+    /// (`TCP_USER_TIMEOUT`); 0 leaves it to the system, which retransmits for about 15 minutes.
+    public var tcpUserTimeoutMilliseconds: Int = 30_000
     /// Further run-time parameters set when each connection starts (`-c name=value`), for the whole session.
     /// Names and values may not hold spaces or backslashes.
     public var sessionSettings: [String: String] = [:]
@@ -39,7 +46,8 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     ///
     /// User, password and database may be percent-encoded. Query parameters: `sslmode`,
     /// `application_name`, `connect_timeout` (seconds), `statement_timeout` (milliseconds),
-    /// `pool_size`, and `host` (for a Unix socket directory). Errors name the part that is wrong
+    /// `keepalives_idle` (seconds), `tcp_user_timeout` (milliseconds), `pool_size`, and `host` (for a Unix socket
+    /// directory). Errors name the part that is wrong
     /// and never repeat the password.
     public init(url: String) throws(PostgresError) {
         func invalid(_ what: String) -> PostgresError {
@@ -144,6 +152,8 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
             case "application_name": configuration.applicationName = value
             case "connect_timeout": configuration.connectTimeoutSeconds = try number(0...3600)
             case "statement_timeout": configuration.statementTimeoutMilliseconds = try number(0...Int(Int32.max))
+            case "keepalives_idle": configuration.keepaliveIdleSeconds = try number(0...86_400)
+            case "tcp_user_timeout": configuration.tcpUserTimeoutMilliseconds = try number(0...Int(Int32.max))
             case "pool_size": configuration.poolSize = try number(1...10_000)
             case "host": configuration.host = value
             default: throw invalid("unknown query parameter '\(key)'")
@@ -170,6 +180,10 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
             ("options", (["statement_timeout": String(statementTimeoutMilliseconds)].merging(sessionSettings) { $1 })
                 .sorted { $0.key < $1.key }.map { "-c \($0.key)=\($0.value)" }.joined(separator: " ")),
         ]
+        if keepaliveIdleSeconds > 0 {  // libpq turns keepalive on anyway; these set its timing
+            parameters += [("keepalives_idle", String(keepaliveIdleSeconds)), ("keepalives_interval", "10"), ("keepalives_count", "3")]
+        }
+        if tcpUserTimeoutMilliseconds > 0 { parameters.append(("tcp_user_timeout", String(tcpUserTimeoutMilliseconds))) }
         if let password { parameters.append(("password", password)) }
         return parameters
     }
