@@ -87,13 +87,14 @@ final class Transport: Sendable {
     let session: URLSession
     private let token: Mutex<String?>
 
-    init(configuration: FaceGateConfiguration) {
+    /// `sessionDelegate`: for tests, to watch the session end.
+    init(configuration: FaceGateConfiguration, sessionDelegate: (any URLSessionDelegate)? = nil) {
         self.configuration = configuration
         let sessionConfiguration = URLSessionConfiguration.ephemeral
         sessionConfiguration.timeoutIntervalForRequest = configuration.requestTimeout.timeInterval
         sessionConfiguration.timeoutIntervalForResource = configuration.requestTimeout.timeInterval * 2
         sessionConfiguration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = URLSession(configuration: sessionConfiguration)
+        session = URLSession(configuration: sessionConfiguration, delegate: sessionDelegate, delegateQueue: nil)
         token = Mutex(configuration.accessToken)
     }
 
@@ -209,11 +210,15 @@ final class Transport: Sendable {
             httpStatus: status, retryAfter: retryAfter.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }))
     }
 
-    /// Runs one URLSession data task; cancelling the calling task cancels the data task.
+    /// Runs one URLSession data task; cancelling the calling task cancels the data task. A data task is always resumed
+    /// or cancelled: one left suspended would hold its session's invalidation (and so the session) forever.
     func perform(_ request: URLRequest) async throws(FaceGateError) -> (Data, HTTPURLResponse) {
         let state = Mutex<PendingTask>(.notStarted)
         let result: Result<(Data, HTTPURLResponse), FaceGateError> = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<(Data, HTTPURLResponse), FaceGateError>, Never>) in
+                if state.withLock({ if case .cancelled = $0 { true } else { false } }) {
+                    return continuation.resume(returning: .failure(.cancelled))
+                }
                 let task = session.dataTask(with: request) { data, response, error in
                     if let error {
                         continuation.resume(returning: .failure(Self.transportError(error)))
@@ -228,7 +233,8 @@ final class Transport: Sendable {
                     pending = .running(task)
                     return true
                 }
-                if start { task.resume() } else { continuation.resume(returning: .failure(.cancelled)) }
+                // Cancelled in between: the cancelled task answers the continuation with NSURLErrorCancelled.
+                if start { task.resume() } else { task.cancel() }
             }
         } onCancel: {
             let running = state.withLock { pending -> URLSessionDataTask? in

@@ -1,6 +1,9 @@
 import FaceGateContracts
 import FaceGateCore
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import HTTPServer
 import Synchronization
 import Testing
@@ -176,5 +179,37 @@ import Testing
         var otherApp = answer
         otherApp.appId = UUID().uuidString.lowercased()
         #expect(throws: FaceGateError.answerEnvelopeRejected) { try cipher.open(otherApp) }
+    }
+}
+
+/// The client's transport on its own: what a call leaves behind in its URLSession.
+@Suite struct ClientTransportTests {
+    final class Invalidation: NSObject, URLSessionDelegate, Sendable {
+        let ended = Mutex(false)
+        func urlSession(_ session: URLSession, didBecomeInvalidWithError error: (any Error)?) { ended.withLock { $0 = true } }
+    }
+
+    /// A call whose task is cancelled before it starts is never sent, and leaves no data task suspended in the session
+    /// (where it would hold the session's invalidation, and so the session, forever).
+    @Test func aCallCancelledBeforeItStartsLeavesNothingBehind() async throws {
+        let invalidation = Invalidation()
+        // Nothing listens on the discard port: a call that did start would fail with a transport error instead.
+        let transport = Transport(configuration: FaceGateConfiguration(baseURL: URL(string: "http://127.0.0.1:9")!, appId: "app",
+                                                                       deviceId: "phone"),
+                                  sessionDelegate: invalidation)
+        let call = Task { () async -> FaceGateError? in
+            withUnsafeCurrentTask { $0?.cancel() }
+            do throws(FaceGateError) {
+                _ = try await transport.perform(URLRequest(url: URL(string: "http://127.0.0.1:9/v1/ping")!))
+                return nil
+            } catch {
+                return error
+            }
+        }
+        #expect(await call.value == FaceGateError.cancelled)
+        transport.session.finishTasksAndInvalidate()
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !invalidation.ended.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(invalidation.ended.withLock { $0 }, "the session waits on a task that never ran")
     }
 }
