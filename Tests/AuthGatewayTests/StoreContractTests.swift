@@ -30,6 +30,8 @@ struct StoreWorld: Sendable {
     let migration: any ModelMigrationStore
     let eventTickets: any KioskEventTicketStore
     let serials: any CTIDSerialStore
+    /// The serials as the ctid-verifier's login spends them (nil: `serials` itself).
+    let verifierSerials: (any CTIDSerialStore)?
     /// Stores a template of a model for the user, with or without a kept photo, as the matcher's enrollment would.
     let storeTemplate: @Sendable (_ id: UUID, _ user: UUID, _ model: FaceModel, _ keptPhoto: Bool) async throws -> Void
     /// The store's present time: the fakes' clock, or this machine's (PostgreSQL's `now()`).
@@ -51,7 +53,7 @@ struct StoreWorld: Sendable {
             return StoreWorld(appId: appId, apps: InMemoryApps(clock: clock), apiKeys: InMemoryApiKeys(clock: clock), attempts: InMemoryAttemptCounters(clock: clock), bindings: InMemoryDeviceBindings(clock: clock),
                               challenges: InMemoryLivenessChallenges(clock: clock), credentials: credentials,
                               idempotency: InMemoryIdempotencyRecords(clock: clock), spentIds: InMemorySpentTokenIds(),
-                              roster: roster, migration: roster, eventTickets: InMemoryKioskEventTickets(clock: clock), serials: InMemoryCTIDSerials(),
+                              roster: roster, migration: roster, eventTickets: InMemoryKioskEventTickets(clock: clock), serials: InMemoryCTIDSerials(clock: clock), verifierSerials: nil,
                               storeTemplate: { roster.addTemplate($0, user: $1, appId: appId, model: $2, keptPhoto: $3) }, now: { clock.now },
                               advance: { clock.advance(seconds: $0) },
                               addUser: {
@@ -71,6 +73,7 @@ struct StoreWorld: Sendable {
                               idempotency: PostgresIdempotencyRecords(database: gateway), spentIds: PostgresSpentTokenIds(database: gateway),
                               roster: PostgresUserRoster(database: gateway), migration: PostgresModelMigration(database: gateway),
                               eventTickets: PostgresKioskEventTickets(database: gateway), serials: PostgresCTIDSerials(database: gateway),
+                              verifierSerials: PostgresCTIDSerials(database: scope.ctidVerifier),
                               storeTemplate: { id, user, model, keptPhoto in
                                   _ = try await database.pool.query("""
                                       INSERT INTO face_templates (id, app_id, user_id, embedding_sealed, model_id, quality)
@@ -110,22 +113,28 @@ struct ContractDatabase: Sendable {
     let database: TestDatabase
     /// The gateway's own login role on it.
     let gateway: PostgresPool
+    /// The ctid-verifier's.
+    let ctidVerifier: PostgresPool
 }
 
 struct ContractDatabaseTrait: SuiteTrait, TestScoping {
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
         let database = try await TestDatabase.create()
-        let gateway = PostgresPool(configuration: try PostgresConfiguration(url: database.url(for: "auth-gateway")))
-        let scope = ContractDatabase(database: database, gateway: gateway)
+        let scope = ContractDatabase(database: database,
+                                     gateway: PostgresPool(configuration: try PostgresConfiguration(url: database.url(for: "auth-gateway"))),
+                                     ctidVerifier: PostgresPool(configuration: try PostgresConfiguration(url: database.url(for: "ctid-verifier"))))
+        func close() async {
+            await scope.gateway.close()
+            await scope.ctidVerifier.close()
+            await database.drop()
+        }
         do {
             try await ContractDatabase.$current.withValue(scope) { try await function() }
         } catch {
-            await gateway.close()
-            await database.drop()
+            await close()
             throw error
         }
-        await gateway.close()
-        await database.drop()
+        await close()
     }
 }
 
@@ -700,14 +709,24 @@ extension StoreContracts {
     }
 
     @Suite struct CTIDSerialStoreContract {
-        @Test(arguments: StoreKind.allCases) func aSerialIsIssuedOnce(_ kind: StoreKind) async throws {
+        @Test(arguments: StoreKind.allCases) func aSerialIsIssuedOnceAndSpentOnceByItsApp(_ kind: StoreKind) async throws {
             let world = try await StoreWorld.make(kind)
+            let spender = world.verifierSerials ?? world.serials
             try await world.scoped {
                 try await world.serials.issue("S-1", appId: world.appId, authMode: .portraitNameNumber, randNum: "123456", ttlSeconds: 60)
-                try await world.serials.issue("S-2", appId: world.appId, authMode: .portraitNameNumber, randNum: "123456", ttlSeconds: 60)
-                await #expect(throws: (any Error).self) {
+                try await world.serials.issue("S-2", appId: world.appId, authMode: .nameNumber, randNum: "654321", ttlSeconds: 1)
+                await #expect(throws: (any Error).self, "issued once") {
                     try await world.serials.issue("S-1", appId: world.appId, authMode: .nameNumber, randNum: "654321", ttlSeconds: 60)
                 }
+                #expect(try await spender.spend("S-1", appId: UUID()) == nil, "another app's")
+                #expect(try await spender.spend("S-1", appId: world.appId) == SpentSerial(authMode: 0x42, randNum: "123456", live: true))
+                #expect(try await spender.spend("S-1", appId: world.appId) == nil, "spent")
+                #expect(try await spender.spend("S-3", appId: world.appId) == nil, "unknown")
+            }
+            try await world.advance(1)
+            try await world.scoped { () async throws in
+                #expect(try await spender.spend("S-2", appId: world.appId) == SpentSerial(authMode: 0x40, randNum: "654321", live: false),
+                        "an expired serial is spent and says so")
             }
         }
     }

@@ -2,7 +2,6 @@ import Crypto
 import FaceGateCore
 import Foundation
 import KafkaClient
-import PostgresClient
 import ServiceKit
 import Synchronization
 
@@ -10,7 +9,8 @@ import Synchronization
 /// claimed identity against the registry (and the portrait through a matcher), answers in a fresh
 /// envelope, and records one `ctid.verify` transaction per attempt with the number masked.
 final class CTIDJobHandler: Sendable {
-    private let database: PostgresPool
+    private let records: any VerifierRecords
+    private let serials: any CTIDSerialStore
     private let producer: KafkaProducer
     private let registry: any IdentityRegistry
     private let faces: RequesterService
@@ -23,7 +23,8 @@ final class CTIDJobHandler: Sendable {
 
     init(runtime: ServiceRuntime, producer: KafkaProducer, registry: any IdentityRegistry, faces: RequesterService, privateKey: [UInt8],
          auditKeys: AuditKeys) {
-        database = runtime.database
+        records = PostgresVerifierRecords(database: runtime.database)
+        serials = PostgresCTIDSerials(database: runtime.database)
         self.producer = producer
         self.registry = registry
         self.faces = faces
@@ -47,11 +48,10 @@ final class CTIDJobHandler: Sendable {
 
     // MARK: - Keys
 
-    /// The app's institution key, opened from `apps.ctid_key_sealed`; nil when the app has none.
+    /// The app's institution key, opened from its sealed copy; nil when the app has none.
     func institutionKey(_ appId: UUID) async throws -> [UInt8]? {
         if let key = keys.withLock({ $0[appId] }) { return key }
-        guard let row = try await database.query("SELECT ctid_key_sealed FROM apps WHERE id = \(appId)").first,
-              let sealed = try row.decode("ctid_key_sealed", as: [UInt8]?.self) else { return nil }
+        guard let sealed = try await records.app(appId)?.sealedKey else { return nil }
         let key = try CTIDKeyBox.open(sealed, appId: appId, with: privateKey)
         keys.withLock { $0[appId] = key }
         return key
@@ -69,11 +69,7 @@ final class CTIDJobHandler: Sendable {
 
     private func verify(_ job: CTIDJob, messageId: String) async throws -> CTIDJobResult {
         // A redelivered job answers what the first delivery answered (the serial is already consumed).
-        if let row = try await database.query("""
-            SELECT result FROM processed_messages WHERE consumer = 'ctid.verify' AND message_id = \(messageId)
-            """).first, let bytes = try row.decode("result", as: [UInt8]?.self) {
-            return try FaceGateJSON.decode(CTIDJobResult.self, from: bytes)
-        }
+        if let answered = try await records.answer(to: messageId) { return try FaceGateJSON.decode(CTIDJobResult.self, from: answered) }
         let started = ContinuousClock.now
         let transactionId = UUID()
         func record(_ outcome: String, detail: [String: String], score: Float? = nil) async throws {
@@ -110,26 +106,18 @@ final class CTIDJobHandler: Sendable {
                                             message: verdict.message, transactionId: transactionId.uuidString.lowercased())
         let result = CTIDJobResult(outcome: .answered, envelope: try CTIDEnvelope.seal(try FaceGateJSON.encode(answer), appId: job.appId, key: key),
                                    transactionId: transactionId)
-        _ = try await database.query("""
-            INSERT INTO processed_messages (consumer, message_id, result) VALUES ('ctid.verify', \(messageId), \(try FaceGateJSON.encode(result)))
-            ON CONFLICT DO NOTHING
-            """)
+        try await records.keep(try FaceGateJSON.encode(result), for: messageId)
         return result
     }
 
-    /// Consumes the serial (one UPDATE: only one of any number of concurrent attempts gets the row),
-    /// then checks the claim element by element.
+    /// Spends the serial (only one of any number of concurrent attempts gets it), then checks the claim element by
+    /// element.
     private func check(_ request: CTIDVerificationRequest, appId: UUID) async throws -> Verdict {
         let serialFailure = Verdict(authResult: "XXXX", code: .serialInvalid, message: "the serial number is unknown, used, expired or does not match")
         guard (1...128).contains(request.bizSerialNum.utf8.count) else { return serialFailure }
-        guard let row = try await database.query("""
-            UPDATE ctid_serials SET used_at = now()
-            WHERE serial = \(request.bizSerialNum) AND app_id = \(appId) AND used_at IS NULL
-            RETURNING auth_mode, rand_num, expires_at > now() AS live
-            """).first else { return serialFailure }
-        guard try row.decode("live", as: Bool.self),
-              constantTimeEquals(Array(try row.decode("rand_num", as: String.self).utf8), Array(request.randNum.utf8)) else { return serialFailure }
-        let rawMode = try row.decode("auth_mode", as: Int.self)
+        guard let serial = try await serials.spend(request.bizSerialNum, appId: appId), serial.live,
+              constantTimeEquals(Array(serial.randNum.utf8), Array(request.randNum.utf8)) else { return serialFailure }
+        let rawMode = serial.authMode
         let modeText = String(format: "0x%02x", rawMode)
         guard let mode = CTIDAuthMode(rawValue: rawMode) else {
             return Verdict(authResult: "XXXX", code: .unsupportedMode, message: "unsupported auth mode", authMode: modeText)
@@ -172,7 +160,8 @@ final class CTIDJobHandler: Sendable {
         guard let photo = request.photoData, !photo.isEmpty else {
             return Verdict(authResult: "0XXX", code: .portraitUnusable, message: "this mode needs photoData", authMode: mode.wire)
         }
-        let threshold = try await matchThreshold(appId)
+        // An app deleted meanwhile took its serials with it.
+        guard let threshold = try await records.app(appId)?.matchThreshold else { return serialFailure }
         // The serial is consumed: a matcher fault is answered (the client asks for a new serial), never retried.
         let unavailable = Verdict(authResult: "0XXX", code: .unavailable, message: "face matching is unavailable right now; try again", authMode: mode.wire)
         let face: FaceJobResult
@@ -199,11 +188,6 @@ final class CTIDJobHandler: Sendable {
         }
     }
 
-    private func matchThreshold(_ appId: UUID) async throws -> Float {
-        guard let row = try await database.query("SELECT match_threshold FROM apps WHERE id = \(appId)").first else { return 0.5 }
-        return try row.decode("match_threshold", as: Float.self)
-    }
-
     enum Validity { case malformed, notCurrent, current }
 
     /// `start ≤ today ≤ end` in China Standard Time; `长期` is an open end.
@@ -222,7 +206,7 @@ final class CTIDJobHandler: Sendable {
 
     private func register(_ job: CTIDJob) async throws -> CTIDJobResult {
         guard let entry = job.registration else { return CTIDJobResult(outcome: .invalidRequest, message: "no registration in the job") }
-        guard try await database.query("SELECT 1 FROM apps WHERE id = \(job.appId)").first != nil else {
+        guard try await records.app(job.appId) != nil else {
             return CTIDJobResult(outcome: .notFound, message: "no such app")
         }
         let number: ResidentIDNumber

@@ -1,6 +1,7 @@
 import Crypto
 import FaceGateCore
 import Foundation
+import ServiceKit
 
 /// Sends a CTID job to the ctid-verifier and waits for its answer (the gateway does it over Kafka).
 protocol CTIDJobs: Sendable {

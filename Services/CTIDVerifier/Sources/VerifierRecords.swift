@@ -1,0 +1,43 @@
+import FaceGateCore
+import Foundation
+import PostgresClient
+
+/// An app as the ctid-verifier reads it (`apps`, which it may only read).
+struct VerifierApp: Sendable {
+    /// The institution key sealed to this service; nil when the app has none.
+    var sealedKey: [UInt8]?
+    var matchThreshold: Float
+}
+
+/// The ctid-verifier's reads of apps and its record of answered verifications (`processed_messages`, consumer
+/// `ctid.verify`): a redelivered job gets the first answer, since its serial is already spent. Serials are
+/// `CTIDSerialStore`'s, identities `IdentityRegistry`'s.
+protocol VerifierRecords: Sendable {
+    func app(_ id: UUID) async throws -> VerifierApp?
+    /// The answer the job with this message id got, sealed as it was sent.
+    func answer(to messageId: String) async throws -> [UInt8]?
+    /// Keeps the first answer to a message id; a later one is dropped.
+    func keep(_ answer: [UInt8], for messageId: String) async throws
+}
+
+struct PostgresVerifierRecords: VerifierRecords {
+    let database: PostgresPool
+
+    func app(_ id: UUID) async throws -> VerifierApp? {
+        guard let row = try await database.query("SELECT ctid_key_sealed, match_threshold FROM apps WHERE id = \(id)").first else { return nil }
+        return VerifierApp(sealedKey: try row.decode("ctid_key_sealed"), matchThreshold: try row.decode("match_threshold"))
+    }
+
+    func answer(to messageId: String) async throws -> [UInt8]? {
+        try await database.query("""
+            SELECT result FROM processed_messages WHERE consumer = 'ctid.verify' AND message_id = \(messageId)
+            """).first?.decode("result", as: [UInt8]?.self)
+    }
+
+    func keep(_ answer: [UInt8], for messageId: String) async throws {
+        _ = try await database.query("""
+            INSERT INTO processed_messages (consumer, message_id, result) VALUES ('ctid.verify', \(messageId), \(answer))
+            ON CONFLICT DO NOTHING
+            """)
+    }
+}
