@@ -3,7 +3,6 @@ import FaceGateCore
 import Foundation
 import JWT
 import KafkaClient
-import PostgresClient
 import ServiceKit
 
 /// The onboarding state machine. Each command does the work of one client step, then commits the
@@ -13,8 +12,8 @@ import ServiceKit
 /// answers the session as it is (a repeat is harmless), a step it has not reached is refused.
 final class KioskFlow: Sendable {
     private let configuration: KioskConfiguration
-    private let database: PostgresPool
     private let store: KioskSessionStore
+    private let records: any KioskRecords
     private let producer: KafkaProducer
     private let faces: RequesterService
     private let documents: any DocumentReader
@@ -28,8 +27,8 @@ final class KioskFlow: Sendable {
     init(configuration: KioskConfiguration, runtime: ServiceRuntime, producer: KafkaProducer, faces: RequesterService,
          documents: any DocumentReader) throws {
         self.configuration = configuration
-        database = runtime.database
         store = KioskSessionStore(database: runtime.database)
+        records = PostgresKioskRecords(database: runtime.database)
         self.producer = producer
         self.faces = faces
         self.documents = documents
@@ -100,31 +99,17 @@ final class KioskFlow: Sendable {
         let started = ContinuousClock.now
     }
 
-    /// Ends sessions that expired unfinished: a `kioskError` SESSION_EXPIRED event, the sealed selfie and
-    /// portrait erased. A session another replica expired first is left alone.
     /// Deletes sessions that ended more than `seconds` ago, with their document data and events (the
     /// audit trail keeps the transactions).
     func eraseFinishedSessions(olderThan seconds: Int) async throws -> Int {
-        try await Tenant.acrossApps {
-            try await database.query("""
-                DELETE FROM kiosk_sessions
-                WHERE state IN ('completed', 'failed', 'cancelled', 'expired') AND updated_at < now() - make_interval(secs => \(seconds))
-                """).affectedRows
-        }
+        try await store.eraseFinished(olderThan: seconds)
     }
 
+    /// Ends sessions that expired unfinished: a `kioskError` SESSION_EXPIRED event, the sealed selfie and
+    /// portrait erased. A session another replica expired first is left alone.
     func expireSessions() async throws -> Int {
-        let rows = try await Tenant.acrossApps {
-            try await database.query("""
-                SELECT id, app_id FROM kiosk_sessions
-                WHERE state NOT IN ('completed', 'failed', 'cancelled', 'expired') AND expires_at < now()
-                ORDER BY expires_at LIMIT 100
-                """)
-        }
         var expired = 0
-        for row in rows {
-            let id: UUID = try row.decode("id")
-            let appId: UUID = try row.decode("app_id")
+        for (id, appId) in try await store.expiredUnfinished(limit: 100) {
             expired += try await Tenant.run(app: appId) {
                 guard var session = try await store.session(id), session.isExpired else { return 0 }
                 var run = Run(command: KioskCommand(sessionId: id, appId: appId, step: .cancel))
@@ -144,13 +129,8 @@ final class KioskFlow: Sendable {
 
     func create(_ command: KioskCommand) async throws -> KioskCommandReply {
         guard let tokenHash = command.tokenHash else { return KioskCommandReply(error: .invalidRequest, message: "tokenHash is required") }
-        let data = String(decoding: try FaceGateJSON.encode(KioskSessionData()), as: UTF8.self)
-        _ = try await database.query("""
-            INSERT INTO kiosk_sessions (id, app_id, token_hash, device_id, state, data, expires_at)
-            VALUES (\(command.sessionId), \(command.appId), \(Array(tokenHash)), \(command.deviceId), \(KioskState.selfie.rawValue),
-                    \(data)::jsonb, now() + make_interval(secs => \(configuration.sessionTTLSeconds)))
-            ON CONFLICT (id) DO NOTHING
-            """)
+        try await store.create(command.sessionId, appId: command.appId, tokenHash: Array(tokenHash), deviceId: command.deviceId,
+                               ttlSeconds: configuration.sessionTTLSeconds)
         guard let session = try await store.session(command.sessionId) else { throw KioskStoreError.corrupt("session not created") }
         return KioskCommandReply(session: try await store.view(of: session))
     }
@@ -161,7 +141,7 @@ final class KioskFlow: Sendable {
         guard let frames = run.command.frames, !frames.isEmpty else {
             return try await fail(&session, &run, .selfieScanCompleted, .invalidRequest, "the selfie step needs frames")
         }
-        let threshold = try await rules(session.appId).threshold
+        let threshold = try await records.rules(of: session.appId).threshold
         var job: FaceJob
         if let actions = run.command.actions {
             job = FaceJob(kind: .liveness, appId: session.appId, threshold: threshold, frames: frames, actions: actions)
@@ -173,7 +153,7 @@ final class KioskFlow: Sendable {
         switch result.outcome {
         case .match:
             let userId = result.candidates[0].userId
-            let name = try await database.query("SELECT name FROM users WHERE id = \(userId)").first?.decode("name", as: String.self)
+            let name = try await records.name(of: userId)
             let transaction = record(session, run, kind: "kiosk.flow", outcome: "SUCCESS", userId: userId, score: result.candidates[0].distance,
                                      detail: ["existingUser": "true"])
             let token = try identityToken(session, user: userId, transaction: transaction.id)
@@ -266,7 +246,7 @@ final class KioskFlow: Sendable {
             throw KioskStoreError.corrupt("face match without a selfie or a portrait")
         }
         let selfie = try sealer.open(Array(sealedSelfie), context: Self.selfieContext(session.id))
-        let rules = try await rules(session.appId)
+        let rules = try await records.rules(of: session.appId)
         let threshold = rules.approval.faceMatchThreshold ?? rules.threshold
         let result = try await faceJob(FaceJob(kind: .verify, appId: session.appId, image: Data(selfie),
                                                referenceSealedTemplate: portrait, threshold: threshold))
@@ -295,26 +275,21 @@ final class KioskFlow: Sendable {
         guard let document = session.data.document, let sealedSelfie = session.data.selfie else {
             throw KioskStoreError.corrupt("approval without a document or a selfie")
         }
-        if let refusal = try await rules(session.appId).approval.refusal(of: document) {
+        if let refusal = try await records.rules(of: session.appId).approval.refusal(of: document) {
             return try await end(&session, &run, code: .approvalDenied, message: refusal)
         }
         let customerId = session.data.customerId ?? Self.customerId(for: session.id)
         let name = document.displayName
-        _ = try await database.query("""
-            INSERT INTO users (id, app_id, employee_number, name, source) VALUES (\(customerId), \(session.appId), \(customerNumber(document)), \(name), 'kiosk')
-            ON CONFLICT DO NOTHING
-            """)
-        guard try await database.query("SELECT 1 FROM users WHERE id = \(customerId)").first != nil else {
+        guard try await records.addCustomer(customerId, appId: session.appId, number: customerNumber(document), name: name) else {
             // Another customer of the app already holds this document number.
             return try await end(&session, &run, code: .documentRegistered, message: "the document is already registered to another customer")
         }
-        let enrolled = try await database.query("SELECT 1 FROM face_templates WHERE user_id = \(customerId) LIMIT 1").first != nil
-        if !enrolled {
+        if try await !records.isEnrolled(customerId) {
             let selfie = try sealer.open(Array(sealedSelfie), context: Self.selfieContext(session.id))
             let result = try await faceJob(FaceJob(kind: .enroll, appId: session.appId, image: Data(selfie), userId: customerId))
             guard result.outcome == .enrolled else {
                 if [.timeout, .internalError].contains(result.outcome) { throw KioskFlowError.matcher(result.message ?? result.outcome.rawValue) }
-                _ = try await database.query("DELETE FROM users WHERE id = \(customerId) AND source = 'kiosk'")
+                try await records.removeCustomer(customerId)
                 return try await end(&session, &run, code: result.outcome.errorCode ?? .internalError,
                                      message: result.message ?? "the selfie could not be enrolled")
             }
@@ -369,34 +344,9 @@ final class KioskFlow: Sendable {
     /// nobody moved the session meanwhile; then publishes them (best effort).
     func commit(_ session: inout KioskSession, _ run: inout Run, to state: KioskState, events: [(KioskEventName, KioskEventData)],
                 data: KioskSessionData, transaction: TransactionRecord? = nil, customerId: UUID? = nil) async throws {
-        let expected = session.state
         let id = session.id
-        let dataText = String(decoding: try FaceGateJSON.encode(data), as: UTF8.self)
-        let encoded = try events.map { ($0.0, String(decoding: try FaceGateJSON.encode($0.1), as: UTF8.self), $0.1) }
-        let store = self.store
-        let stored: [KioskEvent] = try await database.withTransaction { connection in
-            guard let current = try await store.session(id, lock: connection), current.state == expected else {
-                throw KioskFlowError.moved
-            }
-            let last = try await connection.query("SELECT coalesce(max(seq), 0) AS seq FROM kiosk_events WHERE session_id = \(id)")
-            var seq = try last.first!.decode("seq", as: Int.self)
-            var stored: [KioskEvent] = []
-            for (name, text, value) in encoded {
-                seq += 1
-                let row = try await connection.query("""
-                    INSERT INTO kiosk_events (session_id, seq, name, data) VALUES (\(id), \(seq), \(name.rawValue), \(text)::jsonb)
-                    RETURNING created_at
-                    """)
-                stored.append(KioskEvent(seq: seq, event: name, data: value, at: try row.first!.decode("created_at")))
-            }
-            _ = try await connection.query("""
-                UPDATE kiosk_sessions SET state = \(state.rawValue), data = \(dataText)::jsonb,
-                       customer_id = coalesce(customer_id, \(customerId)), updated_at = now()
-                WHERE id = \(id)
-                """)
-            if let transaction { try await transactions.insert(transaction, in: connection) }
-            return stored
-        }
+        guard let stored = try await store.move(id, from: session.state, to: state, data: data, events: events, customerId: customerId,
+                                                transaction: transaction, log: transactions) else { throw KioskFlowError.moved }
         session.state = state
         session.data = data
         run.events += stored
@@ -418,15 +368,6 @@ final class KioskFlow: Sendable {
         } catch {
             throw KioskFlowError.matcher("\(error)")
         }
-    }
-
-    /// The app's identification threshold and kiosk approval rules.
-    func rules(_ appId: UUID) async throws -> (threshold: Float?, approval: KioskApprovalPolicy) {
-        guard let row = try await database.query("""
-            SELECT match_threshold, kiosk_approval::text AS approval FROM apps WHERE id = \(appId)
-            """).first else { return (nil, KioskApprovalPolicy()) }
-        return (try row.decode("match_threshold", as: Float?.self),
-                try FaceGateJSON.decode(KioskApprovalPolicy.self, from: Array(try row.decode("approval", as: String.self).utf8)))
     }
 
     func record(_ session: KioskSession, _ run: Run, kind: String, outcome: String, userId: UUID? = nil, score: Float? = nil,

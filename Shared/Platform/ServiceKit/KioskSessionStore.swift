@@ -33,7 +33,8 @@ public struct KioskSession: Sendable {
     public var isExpired: Bool { !state.isFinal && expiresAt < Date() }
 }
 
-/// Reads kiosk sessions and their events; the gateway serves them, the orchestrator answers with them.
+/// Kiosk sessions and their events (`kiosk_sessions`, `kiosk_events`): the kiosk-orchestrator creates, moves, expires
+/// and erases them; the gateway reads them to serve clients (and its user erasure deletes a customer's sessions).
 public struct KioskSessionStore: Sendable {
     private let database: PostgresPool
 
@@ -59,6 +60,69 @@ public struct KioskSessionStore: Sendable {
         return KioskSession(id: try row.decode("id"), appId: try row.decode("app_id"), deviceId: try row.decode("device_id", as: String?.self),
                             state: state, data: try FaceGateJSON.decode(KioskSessionData.self, from: Array(try row.decode("data", as: String.self).utf8)),
                             expiresAt: try row.decode("expires_at"))
+    }
+
+    /// Creates the session at the selfie step unless one with this id exists (a redelivered create).
+    public func create(_ id: UUID, appId: UUID, tokenHash: [UInt8], deviceId: String?, ttlSeconds: Int) async throws {
+        let data = String(decoding: try FaceGateJSON.encode(KioskSessionData()), as: UTF8.self)
+        _ = try await database.query("""
+            INSERT INTO kiosk_sessions (id, app_id, token_hash, device_id, state, data, expires_at)
+            VALUES (\(id), \(appId), \(tokenHash), \(deviceId), \(KioskState.selfie.rawValue), \(data)::jsonb,
+                    now() + make_interval(secs => \(ttlSeconds)))
+            ON CONFLICT (id) DO NOTHING
+            """)
+    }
+
+    /// Moves the session from `expected` to `state` with `data`, appends `events` after its last one, notes the customer
+    /// (once), and inserts `transaction` with `log`, all in one transaction; nil, changing nothing, when the session is
+    /// no longer in `expected` (another command moved it). Answers the events as stored.
+    public func move(_ id: UUID, from expected: KioskState, to state: KioskState, data: KioskSessionData,
+                     events: [(KioskEventName, KioskEventData)], customerId: UUID?, transaction: TransactionRecord?,
+                     log: TransactionLog) async throws -> [KioskEvent]? {
+        let dataText = String(decoding: try FaceGateJSON.encode(data), as: UTF8.self)
+        let encoded = try events.map { ($0.0, String(decoding: try FaceGateJSON.encode($0.1), as: UTF8.self), $0.1) }
+        return try await database.withTransaction { connection in
+            guard let current = try await session(id, lock: connection), current.state == expected else { return nil }
+            var seq = try await connection.query("SELECT coalesce(max(seq), 0) AS seq FROM kiosk_events WHERE session_id = \(id)")
+                .first!.decode("seq", as: Int.self)
+            var stored: [KioskEvent] = []
+            for (name, text, value) in encoded {
+                seq += 1
+                let row = try await connection.query("""
+                    INSERT INTO kiosk_events (session_id, seq, name, data) VALUES (\(id), \(seq), \(name.rawValue), \(text)::jsonb)
+                    RETURNING created_at
+                    """)
+                stored.append(KioskEvent(seq: seq, event: name, data: value, at: try row.first!.decode("created_at")))
+            }
+            _ = try await connection.query("""
+                UPDATE kiosk_sessions SET state = \(state.rawValue), data = \(dataText)::jsonb,
+                       customer_id = coalesce(customer_id, \(customerId)), updated_at = now()
+                WHERE id = \(id)
+                """)
+            if let transaction { try await log.insert(transaction, in: connection) }
+            return stored
+        }
+    }
+
+    /// Up to `limit` sessions of every app that expired unfinished, soonest expired first (read across apps).
+    public func expiredUnfinished(limit: Int) async throws -> [(id: UUID, appId: UUID)] {
+        try await Tenant.acrossApps {
+            try await database.query("""
+                SELECT id, app_id FROM kiosk_sessions
+                WHERE state NOT IN ('completed', 'failed', 'cancelled', 'expired') AND expires_at < now()
+                ORDER BY expires_at LIMIT \(limit)
+                """).map { (try $0.decode("id"), try $0.decode("app_id")) }
+        }
+    }
+
+    /// Deletes the sessions of every app that ended more than `seconds` ago, with their events; answers how many.
+    public func eraseFinished(olderThan seconds: Int) async throws -> Int {
+        try await Tenant.acrossApps {
+            try await database.query("""
+                DELETE FROM kiosk_sessions
+                WHERE state IN ('completed', 'failed', 'cancelled', 'expired') AND updated_at < now() - make_interval(secs => \(seconds))
+                """).affectedRows
+        }
     }
 
     /// The latest completed session that created `customer` as a new customer (not one that found an existing one).
