@@ -49,6 +49,11 @@ import Testing
                                              value: try reply.encoded())
                     _ = try await producer.send(record)
                     _ = try await producer.send(ctid.sign(record))
+                    // Signed with the matcher's own key, but answering under another job's reply type.
+                    let mislabelled = MessageEnvelope(type: "face.verify.result", correlationId: job.correlationId, appId: job.appId,
+                                                      deadline: job.deadline, replyTo: nil, payload: lie)
+                    _ = try await producer.send(matcherKeys.sign(replyRecord(to: ReplyAddress(topic: replyTo.topic, partition: replyTo.partition),
+                                                                             correlationId: job.correlationId, value: try mislabelled.encoded())))
                     return true
                 }
                 return false
@@ -85,6 +90,10 @@ import Testing
             var elsewhere = enroll
             elsewhere.replyTo = ReplyTo(topic: "attacker.inbox", partition: 0)
             _ = try await producer.send(try signer("auth-gateway").sign(KafkaRecord(topic: faceJobs, key: unsigned.key, value: try elsewhere.encoded())))
+            // A job whose envelope names another job than its payload.
+            let mislabelled = MessageEnvelope(type: "face.verify", correlationId: UUID().wire, appId: app.id, deadline: Date().addingTimeInterval(60),
+                                              replyTo: enroll.replyTo, payload: enroll.payload)
+            _ = try await producer.send(try signer("auth-gateway").sign(KafkaRecord(topic: faceJobs, key: unsigned.key, value: try mislabelled.encoded())))
 
             // A replay of the gateway's own, genuine enrollment job for the victim.
             let genuine = try await Self.read(faceJobs) { message in
@@ -108,7 +117,8 @@ import Testing
 
             let refusals = [
                 (faceJobs, "unsigned"), (prefix + "ctid.jobs.v1", "producer-not-allowed"), (faceJobs, "bad-signature"),
-                (faceJobs, "without a platform reply topic"), (faceJobs, "replayed"), (faceJobs, "unreadable"),
+                (faceJobs, "without a platform reply topic"), (faceJobs, "of type face.verify carries a face.enroll payload"),
+                (faceJobs, "replayed"), (faceJobs, "unreadable"),
             ]
             for (topic, reason) in refusals {
                 let dead = try await Self.read(topic + ".dlq") { message in

@@ -63,8 +63,7 @@ extension GatewayContext: CTIDJobs {
     /// Sends a CTID job and waits for the verifier's answer within the request deadline.
     func ctidJob(_ job: CTIDJob) async throws -> CTIDJobResult {
         do {
-            return try await requester.send(job, type: job.kind.messageType, appId: job.appId, to: runtime.topics.ctidJobs,
-                                            as: CTIDJobResult.self)[0]
+            return try await requester.send(job, appId: job.appId)[0]
         } catch {
             logger.warning("ctid job not answered", ["error": "\(error)", "job.kind": job.kind.rawValue])
             throw APIError(.serviceUnavailable, "identity verification is unavailable right now; try again")

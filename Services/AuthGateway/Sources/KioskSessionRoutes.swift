@@ -229,8 +229,7 @@ extension GatewayContext {
     func kioskCommand(_ command: KioskCommand) async throws -> KioskSessionView {
         let reply: KioskCommandReply
         do {
-            reply = try await requester.send(command, type: KioskCommand.messageType, appId: command.appId, to: runtime.topics.kioskCommands,
-                                             key: command.sessionId.wire, as: KioskCommandReply.self)[0]
+            reply = try await requester.send(command, appId: command.appId, key: command.sessionId.wire)[0]
         } catch {
             logger.warning("kiosk command not answered", ["error": "\(error)", "kiosk.step": command.step.rawValue])
             throw APIError(.serviceUnavailable, "the kiosk service is unavailable right now; the session keeps its state, try again")

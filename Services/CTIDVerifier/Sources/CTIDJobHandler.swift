@@ -35,8 +35,8 @@ final class CTIDJobHandler: Sendable {
     }
 
     /// The consumer loop's handler: envelope, deadline, app scope and reply are the responder's.
-    func responder(_ runtime: ServiceRuntime) -> JobResponder<CTIDJob, CTIDJobResult> {
-        JobResponder("ctid job", runtime: runtime, producer: producer, replyType: { "\($0.kind.messageType).result" }, app: \.appId,
+    func responder(_ runtime: ServiceRuntime) -> JobResponder<CTIDJob> {
+        JobResponder("ctid job", runtime: runtime, producer: producer, app: \.appId,
                      late: { _ in CTIDJobResult(outcome: .unavailable, message: "deadline passed before the job was taken") },
                      work: { [self] envelope in
                          switch envelope.payload.kind {

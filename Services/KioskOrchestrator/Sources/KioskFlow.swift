@@ -46,9 +46,8 @@ final class KioskFlow: Sendable {
     /// The consumer loop's handler: envelope, app scope and reply are the responder's. A command has no deadline
     /// answer (a step is worth finishing), and a reply the broker did not take is not retried: the session already
     /// moved on, and the client sees it through GET or the event stream.
-    func responder(_ runtime: ServiceRuntime) -> JobResponder<KioskCommand, KioskCommandReply> {
-        JobResponder("kiosk command", runtime: runtime, producer: producer, replyType: { _ in KioskCommand.messageType + ".result" },
-                     app: \.appId, late: nil, retryUnsentReply: false,
+    func responder(_ runtime: ServiceRuntime) -> JobResponder<KioskCommand> {
+        JobResponder("kiosk command", runtime: runtime, producer: producer, app: \.appId, late: nil, retryUnsentReply: false,
                      logFields: { ["kiosk.session": $0.sessionId.wire, "kiosk.step": $0.step.rawValue] },
                      work: { [self] envelope in try await process(envelope.payload) })
     }

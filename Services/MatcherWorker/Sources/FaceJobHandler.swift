@@ -39,8 +39,8 @@ final class FaceJobHandler: Sendable {
     }
 
     /// The consumer loop's handler: envelope, deadline, app scope and reply are the responder's.
-    func responder(_ runtime: ServiceRuntime) -> JobResponder<FaceJob, FaceJobResult> {
-        JobResponder("face job", runtime: runtime, producer: producer, replyType: { "\($0.kind.messageType).result" }, app: \.appId,
+    func responder(_ runtime: ServiceRuntime) -> JobResponder<FaceJob> {
+        JobResponder("face job", runtime: runtime, producer: producer, app: \.appId,
                      late: { [self] job in
                          answered(job, FaceJobResult(outcome: .timeout, message: "deadline passed before the job was taken"), started: .now)
                      },

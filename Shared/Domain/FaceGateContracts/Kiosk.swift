@@ -55,8 +55,6 @@ public struct KioskCommand: Codable, Sendable {
         self.image = image
         self.tokenHash = tokenHash
     }
-
-    public static let messageType = "kiosk.command"
 }
 
 /// Step event names, as the kiosk SDK's callbacks know them (`on` + capitalised name).

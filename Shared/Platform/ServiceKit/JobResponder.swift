@@ -2,18 +2,19 @@ import FaceGateCore
 import Foundation
 import KafkaClient
 
-/// The worker side of request–reply, written once for every job topic: decodes the envelope (a broken one is
-/// rejected to the dead letters), refuses a job whose `replyTo` is not a platform reply topic, answers a job past
+/// The worker side of request–reply, written once for every job topic: decodes the envelope (a broken one, or one whose
+/// `type` is not the job its payload names, is rejected to the dead letters), refuses a job whose `replyTo` is not a
+/// platform reply topic, answers a job past
 /// its deadline without doing it, runs the work in the job's app scope (`Tenant`), and replies on the
 /// requester's partition with the job's trace context. A fault the work throws is retried by the consumer.
-public struct JobResponder<Job: Codable & Sendable, Reply: Codable & Sendable>: Sendable {
+public struct JobResponder<Job: JobMessage>: Sendable {
+    public typealias Reply = Job.Reply
     /// What a job is called in log lines and refusals ("face job").
     let name: String
     let producer: KafkaProducer
     let replyTopics: Topics
     let deadlineMisses: Counter
     let logger: Logger
-    let replyType: @Sendable (Job) -> String
     let app: @Sendable (Job) -> UUID
     let late: (@Sendable (Job) -> Reply)?
     let logFields: @Sendable (Job) -> [String: String]
@@ -21,13 +22,11 @@ public struct JobResponder<Job: Codable & Sendable, Reply: Codable & Sendable>: 
     let work: @Sendable (MessageEnvelope<Job>) async throws -> Reply
 
     /// - Parameters:
-    ///   - replyType: the reply envelope's `type`.
     ///   - app: the app the job is for; the work runs in its scope.
     ///   - late: the answer to a job taken after its deadline; nil runs such a job anyway.
     ///   - retryUnsentReply: whether a reply the broker did not take makes the consumer try the job again
     ///     (false when the job's effects are already visible another way).
-    public init(_ name: String, runtime: ServiceRuntime, producer: KafkaProducer, replyType: @escaping @Sendable (Job) -> String,
-                app: @escaping @Sendable (Job) -> UUID, late: (@Sendable (Job) -> Reply)?, retryUnsentReply: Bool = true,
+    public init(_ name: String, runtime: ServiceRuntime, producer: KafkaProducer, app: @escaping @Sendable (Job) -> UUID, late: (@Sendable (Job) -> Reply)?, retryUnsentReply: Bool = true,
                 logFields: @escaping @Sendable (Job) -> [String: String] = { _ in [:] },
                 work: @escaping @Sendable (MessageEnvelope<Job>) async throws -> Reply) {
         self.name = name
@@ -35,7 +34,6 @@ public struct JobResponder<Job: Codable & Sendable, Reply: Codable & Sendable>: 
         replyTopics = runtime.topics
         deadlineMisses = runtime.deadlineMisses
         logger = runtime.logger
-        self.replyType = replyType
         self.app = app
         self.late = late
         self.logFields = logFields
@@ -46,10 +44,13 @@ public struct JobResponder<Job: Codable & Sendable, Reply: Codable & Sendable>: 
     public func handle(_ message: KafkaMessage) async -> JobDisposition {
         let envelope: MessageEnvelope<Job>
         do { envelope = try MessageEnvelope<Job>.decode(message.value) } catch { return .reject(error.description) }
+        let job = envelope.payload
+        guard envelope.type == job.messageType else {
+            return .reject("\(name) of type \(envelope.type) carries a \(job.messageType) payload")
+        }
         guard let replyTo = envelope.replyTo, replyTopics.isReplyTopic(replyTo.topic) else {
             return .reject("\(name) without a platform reply topic in replyTo")
         }
-        let job = envelope.payload
         let reply: Reply
         if let late, envelope.isExpired() {
             reply = late(job)
@@ -63,7 +64,7 @@ public struct JobResponder<Job: Codable & Sendable, Reply: Codable & Sendable>: 
             }
         }
         do {
-            let answer = MessageEnvelope(type: replyType(job), correlationId: envelope.correlationId, appId: envelope.appId,
+            let answer = MessageEnvelope(type: job.replyType, correlationId: envelope.correlationId, appId: envelope.appId,
                                          deadline: envelope.deadline, replyTo: nil, payload: reply)
             let trace = KafkaHeader(key: MessageHeader.traceparent, value: Array(TraceContext.outgoing().utf8))
             _ = try await producer.send(replyRecord(to: ReplyAddress(topic: replyTo.topic, partition: replyTo.partition),

@@ -49,14 +49,13 @@ public final class RequesterService: Service {
         starter.withLock { $0 = task }
     }
 
-    /// Sends `payload` in a versioned envelope to `topic` and waits, within the timeout, for
-    /// `expectedReplies` answers (one per shard when the workers are sharded). The record's key is the
-    /// correlation id unless `key` orders it with others (a kiosk session's commands). `messageId` is the
-    /// envelope's deduplication key: a fresh one unless the caller repeats a job on purpose (a client's retry).
-    public func send<Payload: Codable & Sendable, Answer: Codable & Sendable>(
-        _ payload: Payload, type: String, appId: UUID, to topic: String, key: String? = nil, messageId: String? = nil,
-        expectedReplies: Int = 1, as answer: Answer.Type
-    ) async throws -> [Answer] {
+    /// Sends `job` in a versioned envelope to its topic and waits, within the timeout, for `expectedReplies` answers
+    /// (one per shard when the workers are sharded) of its reply type. The record's key is the correlation id unless
+    /// `key` orders it with others (a kiosk session's commands). `messageId` is the envelope's deduplication key: a
+    /// fresh one unless the caller repeats a job on purpose (a client's retry).
+    public func send<Job: JobMessage>(_ job: Job, appId: UUID, key: String? = nil, messageId: String? = nil,
+                                      expectedReplies: Int = 1) async throws -> [Job.Reply] {
+        let topic = Job.topic(in: runtime.topics)
         guard let requester = requester.withLock({ $0 }) else { throw RequesterUnavailable() }
         let correlationId = UUID().wire
         let wallDeadline = Date().addingTimeInterval(timeout.seconds)
@@ -73,8 +72,8 @@ public final class RequesterService: Service {
                                                       kept.value = opened
                                                       return kept
                                                   }) { replyTo in
-                let envelope = MessageEnvelope(type: type, id: messageId ?? UUID().wire, correlationId: correlationId, appId: appId.wire, deadline: wallDeadline,
-                                               replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: payload)
+                let envelope = MessageEnvelope(type: job.messageType, id: messageId ?? UUID().wire, correlationId: correlationId, appId: appId.wire, deadline: wallDeadline,
+                                               replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: job)
                 return KafkaRecord(topic: topic, key: Array((key ?? correlationId).utf8), value: try envelope.encoded(),
                                    headers: [KafkaHeader(key: MessageHeader.traceparent, value: Array(TraceContext.outgoing().utf8))])
             }
@@ -82,13 +81,12 @@ public final class RequesterService: Service {
             runtime.deadlineMisses.increment(["topic": topic, "side": "requester"])
             throw error
         }
-        return try replies.map { try MessageEnvelope<Answer>.decode($0.value).payload }
+        return try replies.map { try MessageEnvelope<Job.Reply>.decode($0.value, expectingType: job.replyType).payload }
     }
 
     /// A face job on `face.jobs.v1`: the matchers' answers, one per shard.
     public func faceJob(_ job: FaceJob, messageId: String? = nil, expectedReplies: Int = 1) async throws -> [FaceJobResult] {
-        try await send(job, type: job.kind.messageType, appId: job.appId, to: runtime.topics.faceJobs, messageId: messageId,
-                       expectedReplies: expectedReplies, as: FaceJobResult.self)
+        try await send(job, appId: job.appId, messageId: messageId, expectedReplies: expectedReplies)
     }
 
     public func shutdown() async {
