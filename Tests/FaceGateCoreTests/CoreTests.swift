@@ -125,6 +125,22 @@ import Testing
         #expect(merged.outcome == rule.decide(first.candidates + second.candidates).outcome)
         #expect(merged.rule == rule)
     }
+
+    /// Shards that report no rule decided with their model's defaults: the merge decides with the same, not dlib's.
+    @Test func shardsWithoutARuleAreMergedWithTheirModelsDefaults() {
+        let first = FaceJobResult(outcome: .match, candidates: [candidate(alice, 0.80)], shardIndex: 0, shardCount: 2)
+        let second = FaceJobResult(outcome: .noMatchFace, candidates: [candidate(bob, 0.90)], shardIndex: 1, shardCount: 2)
+        var job = FaceJob(kind: .identify, appId: UUID())
+        job.model = .sface2021dec
+        let merged = FaceJobResult.merged([first, second], for: job)
+        #expect(merged.rule == MatchRule(threshold: 1.0, margin: 0.05))
+        #expect(merged.outcome == .match, "0.80 against 0.90 is no tie under SFace's 0.05 margin")
+        job.margin = 0.2
+        #expect(FaceJobResult.merged([first, second], for: job).outcome == .ambiguousMatch, "the job's own margin wins")
+        job.model = nil
+        job.margin = nil
+        #expect(FaceJobResult.merged([first, second], for: job).outcome == .noMatchFace, "a job naming no model ran on dlib: 0.80 > 0.5")
+    }
 }
 
 @Suite struct SealingTests {

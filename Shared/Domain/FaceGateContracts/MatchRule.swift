@@ -5,9 +5,14 @@ public struct MatchRule: Codable, Sendable, Equatable {
     public var threshold: Float
     public var margin: Float
 
-    public init(threshold: Float = 0.5, margin: Float = 0.06) {
+    public init(threshold: Float, margin: Float) {
         self.threshold = threshold
         self.margin = margin
+    }
+
+    /// The model's defaults, each replaced by the job's value where it has one.
+    public init(model: FaceModel, threshold: Float? = nil, margin: Float? = nil) {
+        self.init(threshold: threshold ?? model.defaultThreshold, margin: margin ?? model.defaultMargin)
     }
 
     public enum Decision: Sendable, Equatable {
