@@ -2,11 +2,43 @@ import Crypto
 import FaceGateCore
 import Foundation
 import JWT
+import KafkaClient
 import PostgresClient
 import Testing
 
 /// Face login end to end: HTTP → gateway → Kafka → matcher-worker (real dlib model, real photos) → reply → token.
 @Suite(.serialized, .sharedStack()) struct FaceLoginTests {
+    /// The caller's trace reaches every record its call causes: the gallery change the matcher broadcasts for the new
+    /// template and the call's audit record, as well as the job and its reply.
+    @Test func theRecordsACallCausesCarryItsTrace() async throws {
+        try await TestStack.with() { stack in
+            let app = try await stack.createApp()
+            let user = try await stack.createUser(app, employeeNumber: "T1", name: "Traced")
+            let traceId = "5af7651916cd43dd8448eb211c80319d"
+            let enrolled = try await stack.call("POST", "/v1/apps/\(app.id)/users/\(user)/faces", bearer: stack.adminKey,
+                                                body: try TestEnvironment.image("obama.jpg"), contentType: "image/jpeg",
+                                                headers: ["traceparent": "00-\(traceId)-b7ad6b7169203331-01"])
+            #expect(enrolled.status == 201)
+            let templateId = try #require(enrolled.string("templateId"))
+            let prefix = stack.environment["FACEGATE_TOPIC_PREFIX"]!
+            func traced(_ message: KafkaMessage) -> Bool {
+                message.header(MessageHeader.traceparent).map { String(decoding: $0, as: UTF8.self).contains(traceId) } ?? false
+            }
+            // Both are sent after the answer may have left: read until they are there.
+            var change = false, audit = false
+            let deadline = ContinuousClock.now + .seconds(15)
+            while !(change && audit), ContinuousClock.now < deadline {
+                change = try await PrivacyScan.readAll(prefix + "gallery.changes.v1").contains {
+                    String(decoding: $0.key ?? [], as: UTF8.self) == templateId && traced($0)
+                }
+                audit = try await PrivacyScan.readAll(prefix + "audit.transactions.v1").contains(where: traced)
+                if !(change && audit) { try await Task.sleep(for: .milliseconds(500)) }
+            }
+            #expect(change, "the matcher's gallery change for \(templateId) does not carry the call's trace")
+            #expect(audit, "no audit record carries the call's trace")
+        }
+    }
+
     @Test func enrollLoginConfirmExchangeOnARealStack() async throws {
         try await TestStack.with() { stack in
             let app = try await stack.createApp()

@@ -57,7 +57,7 @@ extension GatewayContext {
             guard published[appId] != count else { continue }
             let signed = try await auditTrail.checkpoint(of: appId)
             _ = try await producer.send(KafkaRecord(topic: runtime.topics.auditTransactions, key: Array(appId.wire.utf8), value: try FaceGateJSON.encode(signed),
-                                                    headers: [KafkaHeader(key: MessageHeader.messageType, value: Array("audit.checkpoint".utf8))]))
+                                                    headers: [KafkaHeader(key: MessageHeader.messageType, value: Array("audit.checkpoint".utf8)), TraceContext.header]))
             published[appId] = signed.count
         }
     }

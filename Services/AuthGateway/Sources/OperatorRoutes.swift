@@ -159,7 +159,7 @@ extension GatewayContext: GalleryBroadcast {
     func broadcast(_ change: GalleryChange) async {
         do {
             _ = try await producer.send(KafkaRecord(topic: runtime.topics.galleryChanges, key: Array(change.templateId.uuidString.lowercased().utf8),
-                                                    value: try FaceGateJSON.encode(change)))
+                                                    value: try FaceGateJSON.encode(change), headers: [TraceContext.header]))
         } catch {
             logger.warning("gallery change not broadcast; matchers apply it at their next reconciliation", ["error": "\(error)"])
         }

@@ -91,9 +91,9 @@ extension GatewayContext {
                                        latencyMs: Int((ContinuousClock.now - started).milliseconds.rounded()), detail: draft.detail)
         do {
             // Written outside the handler's task: a client that hangs up cancels that task, and the
-            // attempt must still reach the trail.
-            let transactions = self.transactions
-            try await Task.detached { try await transactions.append(record) }.value
+            // attempt must still reach the trail (with the call's trace, which a detached task does not inherit).
+            let (transactions, trace) = (self.transactions, TraceContext.current)
+            try await Task.detached { try await TraceContext.$current.withValue(trace) { try await transactions.append(record) } }.value
         } catch {
             // No audit record, no answer: an unrecorded success would be a hole in the trail.
             logger.error("transaction not recorded", ["request.id": request.requestId, "error": "\(error)"])

@@ -354,7 +354,7 @@ final class KioskFlow: Sendable {
             do {
                 var value = try FaceGateJSON.encode(event.withoutPersonalData)
                 value = Array(#"{"interviewId":"\#(id.wire)","appId":"\#(session.appId.wire)","#.utf8) + value.dropFirst()
-                _ = try await producer.send(KafkaRecord(topic: eventsTopic, key: Array(id.wire.utf8), value: value))
+                _ = try await producer.send(KafkaRecord(topic: eventsTopic, key: Array(id.wire.utf8), value: value, headers: [TraceContext.header]))
             } catch {
                 logger.warning("kiosk event not published", ["kiosk.session": id.wire, "error": "\(error)"])
             }

@@ -285,7 +285,8 @@ final class FaceJobHandler: Sendable {
         store.noteSeq(seq)
         let change = GalleryChange(operation: .upsert, appId: template.appId, userId: template.userId, templateId: template.id, changeSeq: seq)
         do {
-            _ = try await producer.send(KafkaRecord(topic: changesTopic, key: Array(template.id.wire.utf8), value: try FaceGateJSON.encode(change)))
+            _ = try await producer.send(KafkaRecord(topic: changesTopic, key: Array(template.id.wire.utf8), value: try FaceGateJSON.encode(change),
+                                                    headers: [TraceContext.header]))
         } catch {
             // Other matchers pick the template up at their next reconciliation.
             logger.warning("gallery change not broadcast", ["error": "\(error)", "template.id": template.id.wire])

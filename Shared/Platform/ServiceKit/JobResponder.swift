@@ -66,9 +66,8 @@ public struct JobResponder<Job: JobMessage>: Sendable {
         do {
             let answer = MessageEnvelope(type: job.replyType, correlationId: envelope.correlationId, appId: envelope.appId,
                                          deadline: envelope.deadline, replyTo: nil, payload: reply)
-            let trace = KafkaHeader(key: MessageHeader.traceparent, value: Array(TraceContext.outgoing().utf8))
             _ = try await producer.send(replyRecord(to: ReplyAddress(topic: replyTo.topic, partition: replyTo.partition),
-                                                    correlationId: envelope.correlationId, value: try answer.encoded(), headers: [trace]))
+                                                    correlationId: envelope.correlationId, value: try answer.encoded(), headers: [TraceContext.header]))
         } catch {
             if retryUnsentReply { return .retry("reply not sent: \(error)") }
             logger.warning("\(name) reply not sent", logFields(job).merging(["error": "\(error)", "job.id": envelope.id]) { _, new in new })

@@ -75,7 +75,7 @@ public final class RequesterService: Service {
                 let envelope = MessageEnvelope(type: job.messageType, id: messageId ?? UUID().wire, correlationId: correlationId, appId: appId.wire, deadline: wallDeadline,
                                                replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: job)
                 return KafkaRecord(topic: topic, key: Array((key ?? correlationId).utf8), value: try envelope.encoded(),
-                                   headers: [KafkaHeader(key: MessageHeader.traceparent, value: Array(TraceContext.outgoing().utf8))])
+                                   headers: [TraceContext.header])
             }
         } catch let error as KafkaError where error.isTimeout {
             runtime.deadlineMisses.increment(["topic": topic, "side": "requester"])

@@ -1,4 +1,6 @@
 import Foundation
+import FaceGateCore
+import KafkaClient
 
 /// W3C Trace Context: the trace a piece of work belongs to. It arrives in an HTTP `traceparent` header
 /// (or one made up at the edge), rides in a task-local while the request or job runs, goes out with every
@@ -49,6 +51,10 @@ public struct TraceContext: Sendable, Equatable {
     public static func outgoing() -> String {
         (current?.child() ?? random()).traceparent
     }
+
+    /// The `traceparent` header every record a service sends carries (`outgoing()`), so a job, its reply, the gallery
+    /// change, kiosk event or audit record it caused all belong to the call's trace.
+    public static var header: KafkaHeader { KafkaHeader(key: MessageHeader.traceparent, value: Array(outgoing().utf8)) }
 
     private static func isHex(_ text: Substring) -> Bool {
         text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }

@@ -97,7 +97,8 @@ public struct TransactionLog: Sendable {
         Task {
             do {
                 let value = try FaceGateJSON.encode(record)
-                _ = try await producer.send(KafkaRecord(topic: topic, key: Array(record.appId.uuidString.lowercased().utf8), value: value))
+                _ = try await producer.send(KafkaRecord(topic: topic, key: Array(record.appId.uuidString.lowercased().utf8), value: value,
+                                                        headers: [TraceContext.header]))
             } catch {
                 logger.warning("audit record not published", ["transaction.id": record.id.uuidString.lowercased(), "error": "\(error)"])
             }
