@@ -28,8 +28,18 @@ extension TransactionDraft {
 /// Device keys (RFC 9449 DPoP) and the tickets that let a new key be bound to a user.
 extension GatewayContext {
     func registerDeviceKeyRoutes(on router: APIRoutes) {
-        router.group(appServerOrClient).add("POST", "/v1/device-bindings", maxBodyBytes: 4096) { [self] request, app in
-            try await issueBindingTicket(request, app: app)
+        router.group(appServerOrClient).add("POST", "/v1/device-bindings", maxBodyBytes: 4096) { [self] request, caller in
+            struct Body: Decodable {
+                var userId: UUID?
+                var employeeNumber: String?
+            }
+            let body = try request.decodeJSON(Body.self)
+            let tickets = BindingTickets(bindings: bindings, users: users, ttlSeconds: configuration.bindingTicketTTL)
+            return try await recorded(request, kind: "device.binding.ticket", appId: caller.app.id) { draft in
+                let issuer: BindingTickets.Issuer = caller.isAppServer ? .appServer : .boundDevice { [self] in try await clientDevice(request, app: caller.app) }
+                return .json(try await tickets.issue(app: caller.app, by: issuer, userId: body.userId, employeeNumber: body.employeeNumber,
+                                                     draft: &draft), status: 201)
+            }
         }
     }
 
@@ -63,52 +73,5 @@ extension GatewayContext {
         if let base = configuration.publicURL { return [base + request.path] }
         guard let host = request.headers["Host"] else { return [] }
         return ["https://" + host + request.path, "http://" + host + request.path]
-    }
-
-    struct BindingTicketBody: Decodable {
-        var userId: UUID?
-        var employeeNumber: String?
-    }
-
-    /// A one-time ticket that lets one new device key be bound to one user. The app server (Basic auth)
-    /// asks for it after signing its user in by its own means; or a device key already bound to the user
-    /// asks (Bearer access token + its DPoP proof), e.g. to show it as a code on the old phone.
-    func issueBindingTicket(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        let isAppServer = Self.isAppServer(request)
-        let body = try request.decodeJSON(BindingTicketBody.self)
-        return try await recorded(request, kind: "device.binding.ticket", appId: app.id) { draft in
-            var candidates: [UUID]? = nil
-            if !isAppServer {
-                guard app.deviceBinding == .dpop else {
-                    throw APIError(.forbidden, "devices approve new keys only on apps with deviceBinding dpop")
-                }
-                let device = try await clientDevice(request, app: app)
-                draft.deviceId = device.id
-                candidates = try await bindings.boundUsers(appId: app.id, device: device)
-            }
-            let userId: UUID
-            if let id = body.userId {
-                userId = id
-            } else if let number = body.employeeNumber {
-                guard let id = try await users.user(appId: app.id, employeeNumber: number) else { throw APIError(.notFound, "no such user") }
-                userId = id
-            } else if let only = candidates, only.count == 1 {
-                userId = only[0]
-            } else {
-                throw APIError(.invalidRequest, "name the user: userId or employeeNumber")
-            }
-            draft.userId = userId
-            if let candidates, !candidates.contains(userId) {
-                throw APIError(.forbidden, "this device is not bound to that user")
-            }
-            guard try await users.exists(userId, appId: app.id) else { throw APIError(.notFound, "no such user") }
-            let ticket = "fbt_" + Base64URL.encode(SecureRandom.bytes(32))
-            let issuer = isAppServer ? "appServer" : "boundDevice"
-            try await bindings.issueTicket(key: BindingTicketCheck.key(ticket), appId: app.id, user: userId, issuer: issuer,
-                                           ttlSeconds: configuration.bindingTicketTTL)
-            draft.detail["issuer"] = issuer
-            struct Issued: Encodable { var bindingTicket: String; var userId: String; var expiresIn: Int }
-            return .json(Issued(bindingTicket: ticket, userId: userId.wire, expiresIn: configuration.bindingTicketTTL), status: 201)
-        }
     }
 }

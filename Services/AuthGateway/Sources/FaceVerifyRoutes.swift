@@ -6,11 +6,11 @@ import HTTPServer
 /// 1:N search of an app (`/v1/apps/{appId}/faces/search`), each recorded as a transaction.
 extension GatewayContext {
     func registerFaceVerifyRoutes(on router: APIRoutes) {
-        router.group(appServerOrClient).add("POST", "/v1/face-verify", upload: true) { [self] request, app in
-            try await verifyFace(request, app: app)
+        router.group(appServerOrClient).add("POST", "/v1/face-verify", upload: true) { [self] request, caller in
+            try await verifyFace(request, caller)
         }
-        router.group(appServerOrOperator).add("POST", "/v1/apps/{appId}/faces/search", upload: true) { [self] request, app in
-            try await searchFaces(request, app: app)
+        router.group(appServerOrOperator).add("POST", "/v1/apps/{appId}/faces/search", upload: true) { [self] request, caller in
+            try await searchFaces(request, caller)
         }
     }
 
@@ -18,8 +18,8 @@ extension GatewayContext {
 
     /// A client app learns only `match`; the app server (HTTP Basic) also the user, the distance in the model's units,
     /// the threshold and the model (`FaceComparison.verify`).
-    func verifyFace(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        let isAppServer = Self.isAppServer(request)
+    func verifyFace(_ request: HTTPRequest, _ caller: AppCaller) async throws -> HTTPResponse {
+        let (app, isAppServer) = (caller.app, caller.isAppServer)
         return try await recorded(request, kind: "face.verify", appId: app.id) { draft in
             var verifier = FaceComparison.Verifier.appServer
             if !isAppServer {
@@ -60,8 +60,8 @@ extension GatewayContext {
     }
 
     /// Operators see up to `limit` (1–20, default 5) best candidates, one per user; the app server sees only the decision.
-    func searchFaces(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        let isAppServer = Self.isAppServer(request)
+    func searchFaces(_ request: HTTPRequest, _ caller: AppCaller) async throws -> HTTPResponse {
+        let (app, isAppServer) = (caller.app, caller.isAppServer)
         let limit = try request.query["limit"].map { text in
             guard let value = Int(text), (1...20).contains(value) else { throw APIError(.invalidRequest, "limit must be 1–20") }
             return value
@@ -85,26 +85,36 @@ extension GatewayContext {
         }
     }
 
-    static func isAppServer(_ request: HTTPRequest) -> Bool {
-        (request.headers["Authorization"] ?? "").lowercased().hasPrefix("basic ")
-    }
-
     /// The app server (HTTP Basic) or a client app (access token).
-    var appServerOrClient: Authenticator<AppRecord> {
+    var appServerOrClient: Authenticator<AppCaller> {
         Authenticator { [self] request in
-            Self.isAppServer(request) ? try await requireAppServer(request) : try await requireClient(request)
+            AppCaller.sendsBasic(request) ? AppCaller(app: try await requireAppServer(request), isAppServer: true)
+                : AppCaller(app: try await requireClient(request), isAppServer: false)
         }
     }
 
     /// The app server of the `{appId}` app, or an operator covering it.
-    var appServerOrOperator: Authenticator<AppRecord> {
+    var appServerOrOperator: Authenticator<AppCaller> {
         Authenticator { [self] request in
-            guard Self.isAppServer(request) else { return try await operatorApp(request) }
+            guard AppCaller.sendsBasic(request) else { return AppCaller(app: try await operatorApp(request), isAppServer: false) }
             let app = try await requireAppServer(request)
             guard app.id == (try request.uuidParameter("appId")) else {
                 throw APIError(.forbidden, "these app server credentials are for another app")
             }
-            return app
+            return AppCaller(app: app, isAppServer: true)
         }
+    }
+}
+
+/// An app as a route group that admits its app server or another caller proved it: which of them called decides what
+/// the answer may show.
+struct AppCaller: Sendable {
+    var app: AppRecord
+    /// The app server (HTTP Basic), not a client app or an operator.
+    var isAppServer: Bool
+
+    /// Credentials in HTTP Basic, the app server's scheme: which authentication the group tries.
+    static func sendsBasic(_ request: HTTPRequest) -> Bool {
+        (request.headers["Authorization"] ?? "").lowercased().hasPrefix("basic ")
     }
 }
