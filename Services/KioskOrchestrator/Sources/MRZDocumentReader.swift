@@ -21,12 +21,6 @@ struct MRZDocumentReader: DocumentReader {
             case .engineUnavailable: throw error
             }
         }
-        let document = reading.document
-        return DocumentReading(
-            document: KioskOCRData(documentType: document.documentType, issuingState: document.issuingState,
-                                   documentNumber: document.documentNumber, surname: document.surname, givenNames: document.givenNames,
-                                   nationality: document.nationality, birthDate: document.birthDate, sex: document.sex,
-                                   expiryDate: document.expiryDate),
-            isExpired: document.isExpired())
+        return DocumentReading(document: reading.document.ocrData, isExpired: reading.document.isExpired())
     }
 }

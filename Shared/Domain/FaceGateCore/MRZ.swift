@@ -10,41 +10,50 @@ public enum MRZFormat: String, Codable, Sendable, Equatable {
     public var lineLength: Int { self == .td1 ? 30 : 44 }
 }
 
-/// The fields of an MRZ, as the kiosk sends them (`ocrData`). Dates are `YYYY-MM-DD`; names use spaces
-/// where the MRZ has `<`; `sex` is `M`, `F` or `X` (unspecified); `optionalData` is trimmed of filler
-/// (for TD1, the two optional fields joined by one space when the second is present).
+/// An MRZ as read: the document's fields exactly as the kiosk sends them (`ocrData`, `KioskOCRData`: dates
+/// `YYYY-MM-DD`, names with spaces where the MRZ has `<`, `sex` `M`, `F` or `X`), plus what only the zone has — its
+/// format and its optional data, trimmed of filler (for TD1, the two optional fields joined by one space when the
+/// second is present). The fields read as the document's own (`document.surname`); its JSON is one flat object.
+@dynamicMemberLookup
 public struct MRZDocument: Codable, Sendable, Equatable {
     public var format: MRZFormat
-    public var documentType: String
-    public var issuingState: String
-    public var documentNumber: String
-    public var surname: String
-    public var givenNames: String
-    public var nationality: String
-    public var birthDate: String
-    public var sex: String
-    public var expiryDate: String
+    /// The fields the kiosk sends.
+    public var ocrData: KioskOCRData
     public var optionalData: String
 
     public init(format: MRZFormat, documentType: String, issuingState: String, documentNumber: String, surname: String,
                 givenNames: String, nationality: String, birthDate: String, sex: String, expiryDate: String,
                 optionalData: String = "") {
         self.format = format
-        self.documentType = documentType
-        self.issuingState = issuingState
-        self.documentNumber = documentNumber
-        self.surname = surname
-        self.givenNames = givenNames
-        self.nationality = nationality
-        self.birthDate = birthDate
-        self.sex = sex
-        self.expiryDate = expiryDate
+        ocrData = KioskOCRData(documentType: documentType, issuingState: issuingState, documentNumber: documentNumber, surname: surname,
+                               givenNames: givenNames, nationality: nationality, birthDate: birthDate, sex: sex, expiryDate: expiryDate)
         self.optionalData = optionalData
+    }
+
+    public subscript<Value>(dynamicMember field: WritableKeyPath<KioskOCRData, Value>) -> Value {
+        get { ocrData[keyPath: field] }
+        set { ocrData[keyPath: field] = newValue }
+    }
+
+    private enum Keys: String, CodingKey { case format, optionalData }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        format = try container.decode(MRZFormat.self, forKey: .format)
+        optionalData = try container.decode(String.self, forKey: .optionalData)
+        ocrData = try KioskOCRData(from: decoder)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try ocrData.encode(to: encoder)
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(format, forKey: .format)
+        try container.encode(optionalData, forKey: .optionalData)
     }
 
     /// True once the expiry date has passed: the document is valid through its expiry day (UTC).
     public func isExpired(on date: Date = Date()) -> Bool {
-        guard let expiry = MRZ.calendarDate(iso: expiryDate) else { return true }
+        guard let expiry = MRZ.calendarDate(iso: ocrData.expiryDate) else { return true }
         return expiry < MRZ.utcDate(date)
     }
 }
