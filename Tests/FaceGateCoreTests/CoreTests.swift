@@ -126,6 +126,16 @@ import Testing
         #expect(merged.rule == rule)
     }
 
+    @Test func oneRuleSaysWhatVerifiesWhatIsPossibleAndWhatIsConfident() {
+        let rule = MatchRule(model: .sface2021dec)
+        let carol = UUID()
+        #expect(rule.verifies(1.0) && !rule.verifies(1.0001))
+        #expect(rule.possible([candidate(alice, 0.7), candidate(bob, 1.2), candidate(carol, 0.99)]).map(\.userId) == [alice, carol])
+        #expect(rule.isConfident(0.94) && !rule.isConfident(0.96), "within 1.0 by at least the margin 0.05")
+        let wide = MatchRule(model: .dlibResNetV1, margin: 0.1)
+        #expect(wide.isConfident(0.39) && !wide.isConfident(0.41), "within 0.5 by at least the job's margin 0.1")
+    }
+
     /// Shards that report no rule decided with their model's defaults: the merge decides with the same, not dlib's.
     @Test func shardsWithoutARuleAreMergedWithTheirModelsDefaults() {
         let first = FaceJobResult(outcome: .match, candidates: [candidate(alice, 0.80)], shardIndex: 0, shardCount: 2)

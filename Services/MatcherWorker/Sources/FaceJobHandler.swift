@@ -200,8 +200,7 @@ final class FaceJobHandler: Sendable {
             return FaceJobResult(outcome: .internalError, message: "verify needs a reference image, template or user")
         }
         candidates.sort { $0.distance < $1.distance }
-        let threshold = job.threshold ?? configuration.defaultThreshold(for: engine.model)
-        return FaceJobResult(outcome: candidates[0].distance <= threshold ? .match : .noMatchFace, candidates: [candidates[0]],
+        return FaceJobResult(outcome: rule(for: job, engine.model).verifies(candidates[0].distance) ? .match : .noMatchFace, candidates: [candidates[0]],
                              faceCount: faceCount, quality: Self.report(face.quality), timings: timings)
     }
 

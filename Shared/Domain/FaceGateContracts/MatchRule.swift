@@ -38,6 +38,16 @@ public struct MatchRule: Codable, Sendable, Equatable {
         return .match(best)
     }
 
+    /// A 1:1 comparison's decision: the same face when within the threshold.
+    public func verifies(_ distance: Float) -> Bool { distance <= threshold }
+
+    /// The candidates the face may be: those within the threshold (a confirmation then asks which one it is).
+    public func possible(_ candidates: [FaceCandidate]) -> [FaceCandidate] { candidates.filter { verifies($0.distance) } }
+
+    /// A match sure enough to act on without asking (a login's probe kept as a newer model's template): within the
+    /// threshold by at least the margin.
+    public func isConfident(_ distance: Float) -> Bool { distance <= threshold - margin }
+
     /// Merges the partial top-k lists of several shards into one top-k.
     public static func merge(_ partials: [[FaceCandidate]], k: Int) -> [FaceCandidate] {
         Array(partials.joined().sorted { $0.distance < $1.distance }.prefix(k))

@@ -77,7 +77,9 @@ struct FaceLogin: Sendable {
                         draft.userId = user
                         draft.score = result.candidates.first?.distance
                         draft.detail["search"] = "1:1"
-                        reenrollIfConfident(app: app, user: user, image: image, distance: draft.score)
+                        if let distance = draft.score, MatchRule(model: app.faceModel, threshold: app.matchThreshold).isConfident(distance) {
+                            reenrollOnNewerModel(app: app, user: user, image: image)
+                        }
                         return (try success(app: app, user: user, device: device, transaction: draft.id), .success)
                     }
                 }
@@ -85,18 +87,20 @@ struct FaceLogin: Sendable {
             job = FaceJob(kind: .identify, appId: app.id, image: image, threshold: app.matchThreshold)
         }
         let result = try await matcher.match(job)
+        // The rule the matchers decided with (the app's threshold, their margin for the model).
+        let rule = result.rule ?? MatchRule(model: app.faceModel, threshold: app.matchThreshold)
         draft.score = result.candidates.first?.distance
         var matched = result.outcome == .match ? result.candidates.first?.userId : nil
         draft.userId = matched
         switch result.outcome {
         case .match, .noMatchFace, .ambiguousMatch:
             if let user = matched, bound.contains(user) {
-                if let image = job.image { reenrollIfConfident(app: app, user: user, image: image, distance: draft.score) }
+                if let image = job.image, let distance = draft.score, rule.isConfident(distance) { reenrollOnNewerModel(app: app, user: user, image: image) }
                 return (try success(app: app, user: user, device: device, transaction: draft.id), .success)
             }
             // A user erased a moment ago can still be in a matcher's gallery (erasures reach the matchers by broadcast):
             // the face of someone who is no longer enrolled matches no one.
-            var candidates = result.candidates.filter { $0.distance <= app.matchThreshold }
+            var candidates = rule.possible(result.candidates)
             if let user = matched, try await !users.exists(user, appId: app.id) {
                 matched = nil
                 draft.userId = nil
@@ -118,11 +122,11 @@ struct FaceLogin: Sendable {
         }
     }
 
-    /// Progressive re-enrollment: after a confident login (within the threshold by at least the model's margin) of a user of an
-    /// app still on an older model, the same probe is enrolled with the newer model. The login's answer does not wait for it.
-    private func reenrollIfConfident(app: AppRecord, user: UUID, image: Data, distance: Float?) {
+    /// Progressive re-enrollment: after a confident login (`MatchRule.isConfident`) of a user of an app still on an older
+    /// model, the same probe is enrolled with the newer model. The login's answer does not wait for it.
+    private func reenrollOnNewerModel(app: AppRecord, user: UUID, image: Data) {
         let target = FaceModel.defaultForNewApps
-        guard app.faceModel != target, let distance, distance <= app.matchThreshold - app.faceModel.defaultMargin else { return }
+        guard app.faceModel != target else { return }
         reenroll(app, user, image, target)
     }
 
