@@ -1,15 +1,6 @@
 import FaceGateContracts
 import Foundation
 
-/// A single-use serial number and challenge code for one verification.
-public struct CTIDSerialNumber: Sendable, Equatable, Decodable {
-    public var bizSerialNum: String
-    public var randNum: String
-    public var expiresIn: Int
-    /// The mode it was asked for, sent back in the request object as the original SDK does.
-    public var authMode: String?
-}
-
 /// The identity to verify; dates `YYYYMMDD` (end may be `长期`), photo JPEG/PNG for portrait modes.
 public struct CTIDIdentity: Sendable, Equatable {
     public var idNumber: String

@@ -44,16 +44,6 @@ public struct FaceGateConfiguration: Sendable {
     }
 }
 
-/// A successful login by any method: the identity token the app hands to its own server, which
-/// exchanges it once at `POST /v1/identity/exchange`.
-public struct FaceGateIdentity: Sendable, Equatable, Decodable {
-    public var identityToken: String
-    /// Seconds the identity token stays valid.
-    public var expiresIn: Int
-    public var transactionId: String
-    public var userId: String
-}
-
 extension Duration {
     var timeInterval: TimeInterval {
         let (seconds, attoseconds) = components

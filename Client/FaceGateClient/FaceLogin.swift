@@ -1,21 +1,6 @@
 import Foundation
 import Synchronization
 
-/// The server's answer to a face: logged in, or the face matched on a device not yet bound to the person.
-public enum FaceLoginOutcome: Sendable, Equatable {
-    case success(FaceGateIdentity)
-    /// Ask the person for their employee number and call `confirm(employeeNumber:)`.
-    case confirmationRequired(FaceLoginConfirmation)
-}
-
-/// A face that matched on a new device, waiting for the employee number.
-public struct FaceLoginConfirmation: Sendable, Equatable, Decodable {
-    public var confirmationId: String
-    public var transactionId: String
-    /// Seconds the confirmation stays usable, when the server says.
-    public var expiresIn: Int?
-}
-
 /// What a `FaceLogin` reports when driven through its delegate. Called on an arbitrary thread: hop to
 /// the main actor yourself before touching UI.
 public protocol FaceLoginDelegate: AnyObject, Sendable {
@@ -100,18 +85,9 @@ public final class FaceLogin: Sendable {
 
     private func login(body: RequestBody) async throws(FaceGateError) -> FaceLoginOutcome {
         state.withLock { $0.pending = nil }
-        let answer = try await transport.send("POST", "/v1/face-login", body: body)
-        struct Status: Decodable { var status: String }
-        switch try answer.decode(Status.self).status {
-        case "SUCCESS":
-            return .success(try answer.decode(FaceGateIdentity.self))
-        case "CONFIRM_REQUIRED":
-            let confirmation = try answer.decode(FaceLoginConfirmation.self)
-            state.withLock { $0.pending = confirmation }
-            return .confirmationRequired(confirmation)
-        case let other:
-            throw .decoding("unknown face-login status \(other)")
-        }
+        let outcome = try await transport.send("POST", "/v1/face-login", body: body).decode(FaceLoginOutcome.self)
+        if case .confirmationRequired(let confirmation) = outcome { state.withLock { $0.pending = confirmation } }
+        return outcome
     }
 
     // MARK: delegate

@@ -1,3 +1,4 @@
+import FaceGateContracts
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -56,8 +57,7 @@ public final class KioskClient: Sendable {
     /// `POST /v1/kiosk/sessions`, then opens the session's event stream, which feeds `delegate` until a
     /// terminal event, the session's end, or `close()`.
     public func startKioskFlow(delegate: (any KioskFlowDelegate)?) async throws(FaceGateError) -> KioskSession {
-        struct Created: Decodable { var interviewId: String; var interviewToken: String; var expiresIn: Int? }
-        let created = try await transport.send("POST", "/v1/kiosk/sessions").decode(Created.self)
+        let created = try await transport.send("POST", "/v1/kiosk/sessions").decode(KioskSessionCreated.self)
         return resumeKioskFlow(interviewId: created.interviewId, interviewToken: created.interviewToken, delegate: delegate)
     }
 

@@ -5,20 +5,6 @@ import Foundation
 // `KioskDocumentSummary`. The types here are the SDK's typed views of them, one per event as the kiosk SDK's callbacks
 // know them.
 
-/// `GET /v1/liveness/challenges`: single use, valid `expiresIn` seconds. A challenge naming an action this version does
-/// not know does not decode (`FaceGateError.decoding`): it could not be performed.
-public struct LivenessChallenge: Sendable, Equatable, Decodable {
-    public var challengeId: String
-    public var actions: [LivenessAction]
-    public var expiresIn: Int
-
-    public init(challengeId: String, actions: [LivenessAction], expiresIn: Int) {
-        self.challengeId = challengeId
-        self.actions = actions
-        self.expiresIn = expiresIn
-    }
-}
-
 /// `POST /v1/kiosk/login`. On failure `success` is false and `error` holds the wire code;
 /// `spoofAttempt` is true when liveness failed or the challenge was unknown, expired or reused.
 public struct KioskLoginResult: Sendable, Equatable, Decodable {

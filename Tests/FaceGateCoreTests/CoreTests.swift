@@ -234,3 +234,37 @@ import Testing
         #expect(sface > 1e-6 && sface < 1e-5)
     }
 }
+
+/// The HTTP answers the gateway writes and the client reads are one set of types: their JSON as both sides see it.
+@Suite struct ClientAnswerTests {
+    func json(_ value: some Encodable) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: try JSONEncoder().encode(value)) as? [String: Any])
+    }
+
+    @Test func aFaceLoginAnswerIsToldApartByItsStatus() throws {
+        let identity = FaceGateIdentity(identityToken: "eyJ.x.y", expiresIn: 300, transactionId: "t-1", userId: "u-1")
+        let success = FaceLoginOutcome.success(identity)
+        #expect(try json(success) as NSDictionary == ["status": "SUCCESS", "identityToken": "eyJ.x.y", "expiresIn": 300,
+                                                     "transactionId": "t-1", "userId": "u-1"] as NSDictionary)
+        #expect(try JSONDecoder().decode(FaceLoginOutcome.self, from: try JSONEncoder().encode(success)) == success)
+        // A device-credential assertion answers the identity alone, with the same status.
+        #expect(try json(identity)["status"] as? String == "SUCCESS")
+        let pending = FaceLoginOutcome.confirmationRequired(FaceLoginConfirmation(confirmationId: "c-1", transactionId: "t-2", expiresIn: 120))
+        #expect(try json(pending)["status"] as? String == "CONFIRM_REQUIRED")
+        #expect(try JSONDecoder().decode(FaceLoginOutcome.self, from: try JSONEncoder().encode(pending)) == pending)
+        let older = Data(#"{"status": "CONFIRM_REQUIRED", "confirmationId": "c-1", "transactionId": "t-2"}"#.utf8)
+        #expect(try JSONDecoder().decode(FaceLoginOutcome.self, from: older)
+                == .confirmationRequired(FaceLoginConfirmation(confirmationId: "c-1", transactionId: "t-2", expiresIn: nil)))
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(FaceLoginOutcome.self, from: Data(#"{"status": "MAYBE", "transactionId": "t"}"#.utf8))
+        }
+    }
+
+    @Test func aSerialAnswerCarriesNoModeUntilTheClientSetsIt() throws {
+        let serial = CTIDSerialNumber(bizSerialNum: "0123", randNum: "654321", expiresIn: 600)
+        #expect(try json(serial).keys.sorted() == ["bizSerialNum", "expiresIn", "randNum"])
+        var asked = serial
+        asked.authMode = "0x42"
+        #expect(try JSONDecoder().decode(CTIDSerialNumber.self, from: try JSONEncoder().encode(asked)) == asked)
+    }
+}

@@ -31,9 +31,8 @@ extension GatewayContext: CTIDJobs {
 
     func issueCTIDSerial(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         struct Body: Decodable { var authMode: String }
-        struct Answer: Encodable { var bizSerialNum: String; var randNum: String; var expiresIn: Int }
         let serial = try await ctidVerification.issueSerial(app: app) { try request.decodeJSON(Body.self).authMode }
-        return .json(Answer(bizSerialNum: serial.bizSerialNum, randNum: serial.randNum, expiresIn: serial.expiresIn))
+        return .json(CTIDSerialNumber(bizSerialNum: serial.bizSerialNum, randNum: serial.randNum, expiresIn: serial.expiresIn))
     }
 
     func verifyCTID(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {

@@ -116,8 +116,7 @@ extension GatewayContext {
                                                         signature: body.signature)
             let (token, user) = try await deviceCredentialFlow.assert(app: client, device: device.id, keyThumbprint: device.thumbprint,
                                                                      clientAddress: clientAddress(request), assertion, draft: &draft)
-            return .json(LoginSuccess(identityToken: token, expiresIn: Int(configuration.identityTokenTTL), transactionId: draft.id.wire,
-                                      userId: user.wire))
+            return .json(identity(token, user: user, transaction: draft.id))
         }
     }
 

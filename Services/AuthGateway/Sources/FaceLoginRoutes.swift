@@ -26,14 +26,6 @@ extension GatewayContext {
         }
     }
 
-    struct LoginSuccess: Encodable {
-        var status = "SUCCESS"
-        var identityToken: String
-        var expiresIn: Int
-        var transactionId: String
-        var userId: String
-    }
-
     func faceLogin(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         return try await recorded(request, kind: "face.login", appId: app.id) { draft in
             let device = try await clientDevice(request, app: app)
@@ -59,18 +51,16 @@ extension GatewayContext {
     private func response(_ answer: FaceLogin.Answer, transaction: UUID) -> HTTPResponse {
         switch answer {
         case .success(let token, let user):
-            return .json(LoginSuccess(identityToken: token, expiresIn: Int(configuration.identityTokenTTL), transactionId: transaction.wire,
-                                      userId: user.wire))
+            return .json(FaceLoginOutcome.success(identity(token, user: user, transaction: transaction)))
         case .confirmRequired(let confirmationId):
-            struct ConfirmRequired: Encodable {
-                var status = "CONFIRM_REQUIRED"
-                var confirmationId: String
-                var transactionId: String
-                var expiresIn: Int
-            }
-            return .json(ConfirmRequired(confirmationId: confirmationId.wire, transactionId: transaction.wire,
-                                         expiresIn: Int(configuration.confirmationTTL)))
+            return .json(FaceLoginOutcome.confirmationRequired(FaceLoginConfirmation(
+                confirmationId: confirmationId.wire, transactionId: transaction.wire, expiresIn: Int(configuration.confirmationTTL))))
         }
+    }
+
+    /// A login's answer to the client: its identity token and how long it lives.
+    func identity(_ token: String, user: UUID, transaction: UUID) -> FaceGateIdentity {
+        FaceGateIdentity(identityToken: token, expiresIn: Int(configuration.identityTokenTTL), transactionId: transaction.wire, userId: user.wire)
     }
 
     struct ConfirmBody: Decodable {

@@ -42,9 +42,8 @@ extension GatewayContext {
         let token = interviewTokens.token(for: id)
         let view = try await kioskCommand(KioskCommand(sessionId: id, appId: app.id, deviceId: device, clientIp: request.remoteAddress,
                                                        step: .create, tokenHash: Data(SHA256.hash(Array(token.utf8)))))
-        struct Created: Encodable { var interviewId: String; var interviewToken: String; var expiresIn: Int }
-        return .json(Created(interviewId: id.wire, interviewToken: token, expiresIn: max(0, Int(view.expiresAt.timeIntervalSinceNow.rounded()))),
-                     status: 201)
+        return .json(KioskSessionCreated(interviewId: id.wire, interviewToken: token,
+                                         expiresIn: max(0, Int(view.expiresAt.timeIntervalSinceNow.rounded()))), status: 201)
     }
 
     func kioskSelfie(_ request: HTTPRequest, _ step: KioskStepCaller) async throws -> HTTPResponse {

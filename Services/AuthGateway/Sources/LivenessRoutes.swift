@@ -19,8 +19,7 @@ extension GatewayContext {
         let actions = Self.randomActions(blink: app.faceModel.challengesBlinks)
         let challengeId = "lc_" + Base64URL.encode(SecureRandom.bytes(24))
         try await livenessChallenges.issue(challengeId, appId: app.id, deviceId: device, actions: actions, ttlSeconds: Self.livenessChallengeSeconds)
-        struct Issued: Encodable { var challengeId: String; var actions: [LivenessAction]; var expiresIn: Int }
-        return .json(Issued(challengeId: challengeId, actions: actions, expiresIn: Self.livenessChallengeSeconds))
+        return .json(LivenessChallenge(challengeId: challengeId, actions: actions, expiresIn: Self.livenessChallengeSeconds))
     }
 
     /// Two or three different actions in a random order (a shuffle of all three, cut); without blinks, both
