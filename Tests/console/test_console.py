@@ -177,8 +177,13 @@ class ConsoleTests(unittest.TestCase):
             self.wait_rows()
 
     def wait_rows(self):
-        self.wait(lambda d: "fetched" in d.find_element(By.ID, "audit-status").text or "bad" in d.find_element(By.ID, "audit-status").get_attribute("class"))
-        self.assertIn("ok", self.by_id("audit-status").get_attribute("class"), self.by_id("audit-status").text)
+        # Text and class read together: a signed-out console clears the status, so "fetched" is this session's.
+        def settled(driver):
+            status = driver.find_element(By.ID, "audit-status")
+            text, classes = status.text, status.get_attribute("class")
+            return (text, classes) if ("fetched" in text and "ok" in classes) or "bad" in classes else None
+        text, classes = self.wait(settled, message="audit rows")
+        self.assertIn("ok", classes, text)
 
     def rows(self):
         return self.driver.find_elements(By.CSS_SELECTOR, "#audit-rows tr[data-transaction-id]")

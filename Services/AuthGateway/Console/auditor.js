@@ -230,6 +230,9 @@ export function initAuditor() {
       knownApps = new Map();
       $("audit-rows").replaceChildren();
       $("chain-list").replaceChildren();
+      // The next sign-in must not show the last session's count as its own.
+      $("audit-status").className = "status";
+      $("audit-status").textContent = "";
       closeDrawer();
     },
   };

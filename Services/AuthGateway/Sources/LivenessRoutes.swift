@@ -3,37 +3,14 @@ import FaceGateCore
 import Foundation
 import HTTPServer
 
-/// Active-liveness challenges for client apps (Bearer access token + `X-Device-Id`): 2–3 distinct actions
-/// drawn from the CSPRNG, single use, bound to the app and the device, valid 120 s. The frames answering
-/// one are read by `livenessFrames(from:)` and the challenge spent by `LivenessChallengeStore.consume`.
+/// Active-liveness challenges for client apps (`ActiveLiveness`), and the bursts of frames that answer them.
 extension GatewayContext {
-    static let livenessChallengeSeconds = 120
     static let livenessFrameCount = 2...12
 
     func registerLivenessRoutes(on router: APIRoutes) {
-        router.group(client).add("GET", "/v1/liveness/challenges") { [self] request, app in try await livenessChallenge(request, app: app) }
-    }
-
-    func livenessChallenge(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        let device = try await clientDevice(request, app: app).id
-        let actions = Self.randomActions(blink: app.faceModel.challengesBlinks)
-        let challengeId = "lc_" + Base64URL.encode(SecureRandom.bytes(24))
-        try await livenessChallenges.issue(challengeId, appId: app.id, deviceId: device, actions: actions, ttlSeconds: Self.livenessChallengeSeconds)
-        return .json(LivenessChallenge(challengeId: challengeId, actions: actions, expiresIn: Self.livenessChallengeSeconds))
-    }
-
-    /// Two or three different actions in a random order (a shuffle of all three, cut); without blinks, both
-    /// head turns in a random order.
-    static func randomActions(blink: Bool) -> [LivenessAction] {
-        var pool = LivenessAction.allCases.filter { blink || $0 != .blink }
-        var chosen: [LivenessAction] = []
-        let randomBytes = SecureRandom.bytes(4)
-        let count = min(pool.count, 2 + Int(randomBytes[0] & 1))
-        for index in 0..<count {
-            let pick = Int(randomBytes[index + 1]) % pool.count
-            chosen.append(pool.remove(at: pick))
+        router.group(client).add("GET", "/v1/liveness/challenges") { [self] request, app in
+            .json(try await ActiveLiveness(challenges: livenessChallenges).challenge(app: app, device: try await clientDevice(request, app: app).id))
         }
-        return chosen
     }
 
     /// The multipart fields `challengeId` (text) and `frame` (repeated, in capture order, 2–12 JPEG/PNG
