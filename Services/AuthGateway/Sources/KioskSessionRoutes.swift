@@ -35,79 +35,39 @@ extension GatewayContext {
 
     var kioskSessions: KioskSessionStore { KioskSessionStore(database: database) }
 
+    var kioskSessionSteps: KioskSessions {
+        KioskSessions(admission: apps, commands: self, sessions: self, challenges: livenessChallenges, tickets: kioskEventTickets,
+                      interviewTokens: interviewTokens)
+    }
+
     func createKioskSession(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        let device = try await clientDevice(request, app: app).id
-        try await apps.admit(app, module: .kiosk)
-        let id = UUID()
-        let token = interviewTokens.token(for: id)
-        let view = try await kioskCommand(KioskCommand(sessionId: id, appId: app.id, deviceId: device, clientIp: request.remoteAddress,
-                                                       step: .create, tokenHash: Data(SHA256.hash(Array(token.utf8)))))
-        return .json(KioskSessionCreated(interviewId: id.wire, interviewToken: token,
-                                         expiresIn: max(0, Int(view.expiresAt.timeIntervalSinceNow.rounded()))), status: 201)
+        let caller = KioskSessions.Caller(app: app, device: try await clientDevice(request, app: app).id, clientIp: request.remoteAddress)
+        return .json(try await kioskSessionSteps.create(caller), status: 201)
     }
 
     func kioskSelfie(_ request: HTTPRequest, _ step: KioskStepCaller) async throws -> HTTPResponse {
-        let (app, device, id) = try await stepDevice(request, step)
-        let active = app.liveness.kiosk == .active
-        let (challengeId, frames) = try livenessFrames(from: request, challengeRequired: active)
-        let actions: [LivenessAction]? = if active, let challengeId {
-            try await livenessChallenges.consume(challengeId, appId: app.id, deviceId: device, frames: frames)
-        } else {
-            nil
-        }
-        return .json(try await kioskCommand(KioskCommand(sessionId: id, appId: app.id, deviceId: device, clientIp: request.remoteAddress,
-                                                         step: .selfie, frames: frames, actions: actions)))
+        let caller = try await stepCaller(request, step)
+        return .json(try await kioskSessionSteps.selfie(caller, session: step.interviewId) {
+            try livenessFrames(from: request, challengeRequired: step.app.liveness.kiosk == .active)
+        })
     }
 
-    func kioskDocument(_ request: HTTPRequest, _ caller: KioskStepCaller, _ step: KioskCommand.Step) async throws -> HTTPResponse {
-        let (app, device, id) = try await stepDevice(request, caller)
-        let image = try image(request)
-        return .json(try await kioskCommand(KioskCommand(sessionId: id, appId: app.id, deviceId: device, clientIp: request.remoteAddress,
-                                                         step: step, image: Data(image))))
+    func kioskDocument(_ request: HTTPRequest, _ step: KioskStepCaller, _ kind: KioskCommand.Step) async throws -> HTTPResponse {
+        let caller = try await stepCaller(request, step)
+        return .json(try await kioskSessionSteps.document(caller, session: step.interviewId, step: kind) { Data(try image(request)) })
     }
 
     func cancelKioskSession(_ request: HTTPRequest, id: UUID) async throws -> HTTPResponse {
-        guard let session = try await interviewSession(id) else { throw APIError(.notFound, "no such kiosk session") }
-        _ = try await kioskCommand(KioskCommand(sessionId: id, appId: session.appId, clientIp: request.remoteAddress, step: .cancel))
+        try await kioskSessionSteps.cancel(id, clientIp: request.remoteAddress)
         return HTTPResponse(status: 204)
     }
 
-    func kioskSession(_ id: UUID) async throws -> HTTPResponse {
-        let session = try await liveSession(id)
-        return .json(try await kioskSessions.view(of: session))
-    }
+    func kioskSession(_ id: UUID) async throws -> HTTPResponse { .json(try await kioskSessionSteps.view(id)) }
 
-    /// How long after its session's end an interview token still reads the session and its events, so the
-    /// kiosk can show how it ended; after that the token is dead.
-    static let interviewReadGrace: TimeInterval = 600
-
-    /// The session named in the path, while its interview token is valid: the token expires with it.
-    func liveSession(_ id: UUID) async throws -> KioskSession {
-        guard let session = try await interviewSession(id) else { throw APIError(.notFound, "no such kiosk session") }
-        guard session.expiresAt.addingTimeInterval(Self.interviewReadGrace) > Date() else {
-            throw APIError(.sessionExpired, "the kiosk session has expired, and its interview token with it")
-        }
-        return session
-    }
-
-    /// A session named by its id alone (its interview token or event ticket proves the caller): found across
-    /// apps, after which the request sees only the session's app.
-    func interviewSession(_ id: UUID) async throws -> KioskSession? {
-        guard let session = try await Tenant.acrossApps({ try await kioskSessions.session(id) }) else { return nil }
-        Tenant.enter(app: session.appId)
-        return session
-    }
-
-    static let eventTicketSeconds = 60
-
-    /// A single-use ticket that opens the event stream once, for browsers' `EventSource`, which cannot send
-    /// the interview token as a header (tokens never travel in a URL).
     func kioskEventTicket(_ id: UUID) async throws -> HTTPResponse {
-        let session = try await liveSession(id)
-        let ticket = "kt_" + Base64URL.encode(SecureRandom.bytes(24))
-        try await kioskEventTickets.issue(ticket, appId: session.appId, session: session.id, ttlSeconds: Self.eventTicketSeconds)
+        let (ticket, expiresIn) = try await kioskSessionSteps.eventTicket(id)
         struct Ticket: Encodable { var ticket: String; var expiresIn: Int }
-        return .json(Ticket(ticket: ticket, expiresIn: Self.eventTicketSeconds), status: 201)
+        return .json(Ticket(ticket: ticket, expiresIn: expiresIn), status: 201)
     }
 
     /// Server-Sent Events: the session's step events from `Last-Event-ID` on, then new ones as they are
@@ -115,7 +75,7 @@ extension GatewayContext {
     /// stream; it ends after a final event or when the session expires. Opened with `X-Interview-Token`
     /// or a ticket from `POST …/event-tickets` (`?ticket=`, spent on opening).
     func kioskEvents(_ request: HTTPRequest, id: UUID) async throws -> HTTPResponse {
-        let session = try await liveSession(id)
+        let session = try await kioskSessionSteps.live(id)
         let lastEventId = request.headers["Last-Event-ID"] ?? request.query["lastEventId"] ?? "0"
         guard let after = Int(lastEventId), after >= 0 else { throw APIError(.invalidRequest, "Last-Event-ID must be an event id") }
         let slot = try eventStreams.take(for: clientAddress(request))
@@ -185,10 +145,7 @@ extension GatewayContext {
         Authenticator { [self] request in
             guard let ticket = request.query["ticket"], request.headers["X-Interview-Token"] == nil else { return try requireInterview(request) }
             let id = try request.uuidParameter("interviewId")
-            _ = try await interviewSession(id)
-            guard try await kioskEventTickets.spend(ticket, session: id) else {
-                throw APIError(.unauthorized, "the event ticket is unknown, spent or expired; ask POST …/event-tickets for a new one")
-            }
+            try await kioskSessionSteps.openWithTicket(ticket, session: id)
             return id
         }
     }
@@ -206,11 +163,9 @@ extension GatewayContext {
         }
     }
 
-    /// The device of a step (its DPoP proof is spent here, once) and the kiosk module's admission.
-    func stepDevice(_ request: HTTPRequest, _ step: KioskStepCaller) async throws -> (AppRecord, String, UUID) {
-        let device = try await clientDevice(request, app: step.app).id
-        try await apps.admit(step.app, module: .kiosk)
-        return (step.app, device, step.interviewId)
+    /// The caller of a step, its device proven (a DPoP proof is spent here, once).
+    func stepCaller(_ request: HTTPRequest, _ step: KioskStepCaller) async throws -> KioskSessions.Caller {
+        KioskSessions.Caller(app: step.app, device: try await clientDevice(request, app: step.app).id, clientIp: request.remoteAddress)
     }
 
     /// The session named in the path, proven by its interview token (`X-Interview-Token` only: a token in
@@ -224,8 +179,11 @@ extension GatewayContext {
         return id
     }
 
+}
+
+extension GatewayContext: KioskCommands, KioskSessionReads {
     /// Sends a command to the orchestrator and answers its view of the session, or its refusal.
-    func kioskCommand(_ command: KioskCommand) async throws -> KioskSessionView {
+    func send(_ command: KioskCommand) async throws -> KioskSessionView {
         let reply: KioskCommandReply
         do {
             reply = try await requester.send(command, appId: command.appId, key: command.sessionId.wire)[0]
@@ -237,4 +195,14 @@ extension GatewayContext {
         guard let session = reply.session else { throw APIError(.internalError, "the kiosk service answered without a session") }
         return session
     }
+
+    /// A session named by its id alone (its interview token or event ticket proves the caller): found across apps, after
+    /// which the request sees only the session's app.
+    func session(_ id: UUID) async throws -> KioskSession? {
+        guard let session = try await Tenant.acrossApps({ try await kioskSessions.session(id) }) else { return nil }
+        Tenant.enter(app: session.appId)
+        return session
+    }
+
+    func view(of session: KioskSession) async throws -> KioskSessionView { try await kioskSessions.view(of: session) }
 }

@@ -30,6 +30,15 @@ public struct KioskSession: Sendable {
     public var data: KioskSessionData
     public var expiresAt: Date
 
+    public init(id: UUID, appId: UUID, deviceId: String?, state: KioskState, data: KioskSessionData, expiresAt: Date) {
+        self.id = id
+        self.appId = appId
+        self.deviceId = deviceId
+        self.state = state
+        self.data = data
+        self.expiresAt = expiresAt
+    }
+
     public var isExpired: Bool { !state.isFinal && expiresAt < Date() }
 }
 
