@@ -33,17 +33,6 @@ import Testing
         CTIDVerification(admission: admission, serials: serials, verifier: verifier, serialTTLSeconds: 600)
     }
 
-    func code(_ body: () async throws -> Void) async -> ErrorCode? {
-        do {
-            try await body()
-            return nil
-        } catch let error as APIError {
-            return error.code
-        } catch {
-            return .internalError
-        }
-    }
-
     @Test func aSerialIsRandomStoredForItsModeAndApp() async throws {
         let serials = InMemoryCTIDSerials()
         let ctid = verification(serials: serials)
@@ -64,10 +53,10 @@ import Testing
         let serials = InMemoryCTIDSerials()
         let ctid = verification(serials: serials)
         for mode in ["0x06", "0x16", "42", "0xZZ", ""] {
-            #expect(await code { _ = try await ctid.issueSerial(app: app) { mode } } == .invalidRequest, "\(mode)")
+            #expect(await errorCode { _ = try await ctid.issueSerial(app: app) { mode } } == .invalidRequest, "\(mode)")
         }
         // The module is judged before the body is read.
-        #expect(await code {
+        #expect(await errorCode {
             _ = try await verification(admission: RefuseCTID(), serials: serials).issueSerial(app: app) { throw APIError(.invalidRequest, "bad JSON") }
         } == .moduleDisabled)
         #expect(serials.issued.isEmpty)
@@ -89,12 +78,25 @@ import Testing
 
         for (result, expected) in [(CTIDJobResult(outcome: .unavailable), ErrorCode.serviceUnavailable),
                                    (CTIDJobResult(outcome: .answered), .internalError), (CTIDJobResult(outcome: .registered), .internalError)] {
-            #expect(await code { _ = try await verification(verifier: ScriptedVerifier(result)).verify(app: app, envelope: envelope, deviceId: nil, clientIp: nil) }
+            #expect(await errorCode { _ = try await verification(verifier: ScriptedVerifier(result)).verify(app: app, envelope: envelope, deviceId: nil, clientIp: nil) }
                     == expected)
         }
         let untouched = ScriptedVerifier(CTIDJobResult(outcome: .answered, envelope: sealed))
-        #expect(await code { _ = try await verification(admission: RefuseCTID(), verifier: untouched).verify(app: app, envelope: envelope, deviceId: nil, clientIp: nil) }
+        #expect(await errorCode { _ = try await verification(admission: RefuseCTID(), verifier: untouched).verify(app: app, envelope: envelope, deviceId: nil, clientIp: nil) }
                 == .moduleDisabled)
         #expect(untouched.jobs.all.isEmpty)
+    }
+
+    @Test func aRegistrationIsTheVerifiersToCheckAndAnswersTheNumberMasked() async throws {
+        let entry = CTIDRegistration(number: "11010519491231002x", name: "张三", validDateStart: "20200101", validDateEnd: "长期")
+        let verifier = ScriptedVerifier(CTIDJobResult(outcome: .registered))
+        #expect(try await verification(verifier: verifier).register(app: app, entry) == "1101**********002X")
+        let job = try #require(verifier.jobs.all.first)
+        #expect(job.kind == .register && job.appId == app.id && job.registration?.name == "张三")
+        for (outcome, code) in [(CTIDJobResult.Outcome.invalidRequest, ErrorCode.invalidRequest), (.notFound, .notFound), (.imageRejected, .lowQuality),
+                                (.unavailable, .serviceUnavailable)] {
+            #expect(await errorCode { try await verification(verifier: ScriptedVerifier(CTIDJobResult(outcome: outcome))).register(app: app, entry) }
+                    == code, "\(outcome)")
+        }
     }
 }

@@ -96,4 +96,15 @@ import Testing
         for _ in 0..<3 { if case .failure(let error) = await enroll(enrollment, app, user) { codes.append(error.code) } }
         #expect(codes == [.duplicateFace, .lowQuality, .internalError])
     }
+
+    @Test func aRetriedEnrollmentNamesTheSameJobOnlyForTheSameCallerKeyAndUser() {
+        let (app, user) = (UUID(), UUID())
+        let first = Enrollment.jobId(caller: "Bearer fgo_a", appId: app, userId: user, idempotencyKey: "k-1")
+        #expect(first?.hasPrefix("enroll-") == true && first?.count == 39)
+        #expect(Enrollment.jobId(caller: "Bearer fgo_a", appId: app, userId: user, idempotencyKey: "k-1") == first)
+        #expect(Enrollment.jobId(caller: "Bearer fgo_b", appId: app, userId: user, idempotencyKey: "k-1") != first, "another caller")
+        #expect(Enrollment.jobId(caller: "Bearer fgo_a", appId: app, userId: UUID(), idempotencyKey: "k-1") != first, "another user")
+        #expect(Enrollment.jobId(caller: "Bearer fgo_a", appId: app, userId: user, idempotencyKey: "k-2") != first, "another key")
+        #expect(Enrollment.jobId(caller: "Bearer fgo_a", appId: app, userId: user, idempotencyKey: nil) == nil, "no key: a fresh job each time")
+    }
 }

@@ -620,6 +620,8 @@ final class InMemoryAuditRecords: AuditRecords {
 
     func head(of appId: UUID) async throws -> (count: Int64, hash: [UInt8])? { state.withLock { $0.heads[appId] } }
 
+    func lengths() async throws -> [(appId: UUID, count: Int64)] { state.withLock { $0.heads.map { ($0.key, $0.value.count) } } }
+
     func verify(appId: UUID, checkpoint: AuditCheckpoint?, acceptUnkeyed: Bool) async throws -> TransactionLog.Verification {
         verified.record(checkpoint)
         let checked = state.withLock { state in state.records.filter { $0.appId == appId }.count }

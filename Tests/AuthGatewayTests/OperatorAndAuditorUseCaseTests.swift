@@ -290,6 +290,7 @@ import Testing
                 throw Down()
             }
             func head(of appId: UUID) async throws -> (count: Int64, hash: [UInt8])? { nil }
+            func lengths() async throws -> [(appId: UUID, count: Int64)] { throw Down() }
             func verify(appId: UUID, checkpoint: AuditCheckpoint?, acceptUnkeyed: Bool) async throws -> TransactionLog.Verification {
                 throw Down()
             }
@@ -299,6 +300,25 @@ import Testing
         #expect(try await export.next() == Array(AuditItem.csvHeader.utf8))
         await #expect(throws: Unreadable.Down.self) { _ = try await export.next() }
         #expect(try await export.next() == nil)
+    }
+
+    @Test func checkpointsArePublishedForTheChainsThatGrewOnly() async throws {
+        records.setHead(appA, count: 3, hash: Array(repeating: 1, count: 32))
+        records.setHead(appB, count: 5, hash: Array(repeating: 2, count: 32))
+        var published: [UUID: Int64] = [:]
+        let sent = Calls<AuditTrail.SignedCheckpoint>()
+        try await trail().publishCheckpoints(after: &published) { sent.record($0) }
+        #expect(Set(sent.all.map(\.appId)) == [appA.wire, appB.wire] && published == [appA: 3, appB: 5])
+        try await trail().publishCheckpoints(after: &published) { sent.record($0) }
+        #expect(sent.all.count == 2, "nothing grew")
+        records.setHead(appB, count: 6, hash: Array(repeating: 3, count: 32))
+        try await trail().publishCheckpoints(after: &published) { sent.record($0) }
+        #expect(sent.all.count == 3 && sent.all.last?.appId == appB.wire && sent.all.last?.count == 6 && published[appB] == 6)
+        // A checkpoint the publisher could not send is sent again next time.
+        records.setHead(appA, count: 4, hash: Array(repeating: 4, count: 32))
+        struct Down: Error {}
+        await #expect(throws: Down.self) { try await trail().publishCheckpoints(after: &published) { _ in throw Down() } }
+        #expect(published[appA] == 3)
     }
 
     @Test func onlyACheckpointThisPlatformSignedForThatAppIsTaken() async throws {

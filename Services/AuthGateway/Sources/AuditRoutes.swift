@@ -50,15 +50,12 @@ extension GatewayContext {
                             body: .stream(stream))
     }
 
-    /// Signs the head of every chain that grew since this instance last did, and publishes it on the audit
-    /// topic (header `facegate-type: audit.checkpoint`), so a copy lives outside the database.
+    /// Publishes the checkpoints of the chains that grew (`AuditTrail.publishCheckpoints`) on the audit topic, with the
+    /// header `facegate-type: audit.checkpoint`.
     func publishCheckpoints(after published: inout [UUID: Int64]) async throws {
-        for (appId, count) in try await Tenant.acrossApps({ try await transactions.lengths() }) {
-            guard published[appId] != count else { continue }
-            let signed = try await auditTrail.checkpoint(of: appId)
-            _ = try await producer.send(KafkaRecord(topic: runtime.topics.auditTransactions, key: Array(appId.wire.utf8), value: try FaceGateJSON.encode(signed),
+        try await auditTrail.publishCheckpoints(after: &published) { [self] signed in
+            _ = try await producer.send(KafkaRecord(topic: runtime.topics.auditTransactions, key: Array(signed.appId.utf8), value: try FaceGateJSON.encode(signed),
                                                     headers: [KafkaHeader(key: MessageHeader.messageType, value: Array("audit.checkpoint".utf8)), TraceContext.header]))
-            published[appId] = signed.count
         }
     }
 }

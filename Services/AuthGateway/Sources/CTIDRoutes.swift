@@ -31,8 +31,7 @@ extension GatewayContext: CTIDJobs {
 
     func issueCTIDSerial(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         struct Body: Decodable { var authMode: String }
-        let serial = try await ctidVerification.issueSerial(app: app) { try request.decodeJSON(Body.self).authMode }
-        return .json(CTIDSerialNumber(bizSerialNum: serial.bizSerialNum, randNum: serial.randNum, expiresIn: serial.expiresIn))
+        return .json(try await ctidVerification.issueSerial(app: app) { try request.decodeJSON(Body.self).authMode })
     }
 
     func verifyCTID(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
@@ -46,17 +45,9 @@ extension GatewayContext: CTIDJobs {
     }
 
     func registerCTIDIdentity(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        let body = try request.decodeJSON(CTIDRegistration.self)
-        let result = try await ctidJob(CTIDJob(kind: .register, appId: app.id, registration: body))
-        switch result.outcome {
-        case .registered:
-            struct Registered: Encodable { var number: String; var registered = true }
-            return .json(Registered(number: ResidentIDNumber.mask(body.number.uppercased())), status: 201)
-        case .invalidRequest: throw APIError(.invalidRequest, result.message ?? "invalid registry entry")
-        case .notFound: throw APIError(.notFound, "no such app")
-        case .imageRejected: throw APIError(.lowQuality, result.message ?? "the photo has no usable face")
-        default: throw APIError(.serviceUnavailable, result.message ?? "identity verification is unavailable right now; try again")
-        }
+        struct Registered: Encodable { var number: String; var registered = true }
+        let masked = try await ctidVerification.register(app: app, try request.decodeJSON(CTIDRegistration.self))
+        return .json(Registered(number: masked), status: 201)
     }
 
     /// Sends a CTID job and waits for the verifier's answer within the request deadline.

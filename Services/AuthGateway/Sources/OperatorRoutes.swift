@@ -92,15 +92,6 @@ extension GatewayContext {
         }
     }
 
-    /// The enroll job's id when the request carries an `Idempotency-Key`: the same caller, key and user always give the
-    /// same id, so a retry after an answer was lost (a 503 at the deadline while the matcher still finished) gets the
-    /// matcher's record of the first job — the same template — instead of a second template of the same face.
-    static func enrollJobId(_ request: HTTPRequest, appId: UUID, userId: UUID) -> String? {
-        guard let key = request.headers[IdempotentRequests.header] else { return nil }
-        let digest = SHA256.hash("facegate-enroll-v1\n\(request.headers["Authorization"] ?? "")\n\(appId.wire)\n\(userId.wire)\n\(key)")
-        return "enroll-" + digest.prefix(16).map { String(format: "%02x", $0) }.joined()
-    }
-
     var enrollment: Enrollment { Enrollment(roster: roster, matcher: self, maxFacesPerUser: configuration.maxFacesPerUser) }
 
     func enrollFace(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
@@ -108,7 +99,9 @@ extension GatewayContext {
         return try await recorded(request, kind: "face.enroll", appId: app.id) { draft in
             let enrolled = try await enrollment.enroll(app: app, user: userId, image: { Data(try image(request)) },
                                                        photoConsent: { try Self.photoConsent(request) },
-                                                       jobId: Self.enrollJobId(request, appId: app.id, userId: userId), draft: &draft)
+                                                       jobId: Enrollment.jobId(caller: request.headers["Authorization"] ?? "", appId: app.id, userId: userId,
+                                                                              idempotencyKey: request.headers[IdempotentRequests.header]),
+                                                       draft: &draft)
             struct Enrolled: Encodable { var templateId: String; var quality: FaceQualityReport; var photoKept: Bool }
             return .json(Enrolled(templateId: enrolled.templateId.wire, quality: enrolled.quality, photoKept: enrolled.photoKept), status: 201)
         }

@@ -10,6 +10,8 @@ protocol AuditRecords: Sendable {
     func page(_ filter: TransactionLog.Filter, before cursor: (time: Date, id: UUID)?, limit: Int) async throws -> [TransactionRecord]
     /// The app's chain head (row count and the last row's hash); nil before its first row.
     func head(of appId: UUID) async throws -> (count: Int64, hash: [UInt8])?
+    /// Every app's chain length (rows), read across apps.
+    func lengths() async throws -> [(appId: UUID, count: Int64)]
     /// Recomputes the app's chain; with a checkpoint, also checks the row it counted.
     func verify(appId: UUID, checkpoint: AuditCheckpoint?, acceptUnkeyed: Bool) async throws -> TransactionLog.Verification
 }
@@ -122,6 +124,16 @@ struct AuditTrail: Sendable {
         let claims = AuditCheckpoint(issuer: issuer, appId: appId, count: head?.count ?? 0, head: head?.hash ?? TransactionRecord.genesisHash)
         return SignedCheckpoint(appId: appId.wire, count: claims.count, headHash: claims.headHash, issuedAt: claims.issuedAt,
                                 checkpoint: try JWT.sign(claims, type: AuditCheckpoint.type, key: signingKey))
+    }
+
+    /// Signs the head of every chain that grew since `published` (the lengths last published, updated here) and hands
+    /// each checkpoint to `publish`, so a copy lives outside the database.
+    func publishCheckpoints(after published: inout [UUID: Int64], _ publish: (SignedCheckpoint) async throws -> Void) async throws {
+        for (appId, count) in try await Tenant.acrossApps({ try await records.lengths() }) where published[appId] != count {
+            let signed = try await checkpoint(of: appId)
+            try await publish(signed)
+            published[appId] = signed.count
+        }
     }
 
     private static func check(_ appId: UUID, in scope: [UUID]?) throws {

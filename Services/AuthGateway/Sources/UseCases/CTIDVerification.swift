@@ -18,14 +18,6 @@ struct CTIDVerification: Sendable {
     let verifier: any CTIDJobs
     let serialTTLSeconds: Int
 
-    struct Serial: Sendable, Equatable {
-        /// 128 random bits as hex.
-        var bizSerialNum: String
-        /// Six random digits.
-        var randNum: String
-        var expiresIn: Int
-    }
-
     /// What the verifier made of an envelope.
     enum Verdict: Sendable, Equatable {
         /// The sealed answer envelope, for the client to open.
@@ -34,9 +26,10 @@ struct CTIDVerification: Sendable {
         case invalidEnvelope
     }
 
-    /// A single-use serial for the mode `authModeCode` reads (`"0x42"`); it is read once the app's module is admitted, so a
-    /// disabled module answers as such whatever the body. Modes that need the national network credential are refused.
-    func issueSerial(app: AppRecord, authModeCode read: () throws -> String) async throws -> Serial {
+    /// A single-use serial (128 random bits as hex, with six random digits) for the mode `authModeCode` reads (`"0x42"`);
+    /// it is read once the app's module is admitted, so a disabled module answers as such whatever the body. Modes that
+    /// need the national network credential are refused.
+    func issueSerial(app: AppRecord, authModeCode read: () throws -> String) async throws -> CTIDSerialNumber {
         try await admission.admit(app, module: .ctid)
         let authModeCode = try read()
         guard CTIDAuthMode.isModeCode(authModeCode) else { throw APIError(.invalidRequest, "authMode must be a hex code such as \"0x42\"") }
@@ -51,7 +44,7 @@ struct CTIDVerification: Sendable {
             if byte < 250 { randNum.append(String(byte % 10)) }
         }
         try await serials.issue(serial, appId: app.id, authMode: mode, randNum: randNum, ttlSeconds: serialTTLSeconds)
-        return Serial(bizSerialNum: serial, randNum: randNum, expiresIn: serialTTLSeconds)
+        return CTIDSerialNumber(bizSerialNum: serial, randNum: randNum, expiresIn: serialTTLSeconds)
     }
 
     /// Hands `envelope` (nil when the body was not even an envelope: still the verifier's to judge and record) to the
@@ -69,6 +62,19 @@ struct CTIDVerification: Sendable {
             throw APIError(.serviceUnavailable, "identity verification is unavailable right now; try again")
         default:
             throw APIError(.internalError, "unexpected verifier answer")
+        }
+    }
+
+    /// Puts an identity in the app's registry (an operator's call): the verifier checks the entry and makes the portrait's
+    /// template. Answers the number masked.
+    func register(app: AppRecord, _ entry: CTIDRegistration) async throws -> String {
+        let result = try await verifier.ctidJob(CTIDJob(kind: .register, appId: app.id, registration: entry))
+        switch result.outcome {
+        case .registered: return ResidentIDNumber.mask(entry.number.uppercased())
+        case .invalidRequest: throw APIError(.invalidRequest, result.message ?? "invalid registry entry")
+        case .notFound: throw APIError(.notFound, "no such app")
+        case .imageRejected: throw APIError(.lowQuality, result.message ?? "the photo has no usable face")
+        default: throw APIError(.serviceUnavailable, result.message ?? "identity verification is unavailable right now; try again")
         }
     }
 }
