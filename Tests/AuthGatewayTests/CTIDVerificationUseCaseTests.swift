@@ -69,12 +69,12 @@ import Testing
         let verdict = try await verification(verifier: answering).verify(app: app, envelope: envelope, deviceId: "phone-1", clientIp: "10.0.0.1")
         #expect(verdict == .answered(sealed))
         let job = try #require(answering.jobs.all.first)
-        #expect(job.kind == .verify && job.appId == app.id && job.envelope == envelope && job.deviceId == "phone-1" && job.clientIp == "10.0.0.1")
+        #expect(job.appId == app.id && job.payload == .verify(envelope: envelope, deviceId: "phone-1", clientIp: "10.0.0.1"))
 
         // A body that is not even an envelope still reaches the verifier, which records the refusal.
         let refusing = ScriptedVerifier(CTIDJobResult(outcome: .invalidEnvelope))
         #expect(try await verification(verifier: refusing).verify(app: app, envelope: nil, deviceId: nil, clientIp: nil) == .invalidEnvelope)
-        #expect(refusing.jobs.all.count == 1 && refusing.jobs.all[0].envelope == nil)
+        #expect(refusing.jobs.all.map(\.payload) == [.verify(envelope: nil, deviceId: nil, clientIp: nil)])
 
         for (result, expected) in [(CTIDJobResult(outcome: .unavailable), ErrorCode.serviceUnavailable),
                                    (CTIDJobResult(outcome: .answered), .internalError), (CTIDJobResult(outcome: .registered), .internalError)] {
@@ -92,7 +92,7 @@ import Testing
         let verifier = ScriptedVerifier(CTIDJobResult(outcome: .registered))
         #expect(try await verification(verifier: verifier).register(app: app, entry) == "1101**********002X")
         let job = try #require(verifier.jobs.all.first)
-        #expect(job.kind == .register && job.appId == app.id && job.registration?.name == "张三")
+        #expect(job.appId == app.id && job.payload == .register(entry))
         for (outcome, code) in [(CTIDJobResult.Outcome.invalidRequest, ErrorCode.invalidRequest), (.notFound, .notFound), (.imageRejected, .lowQuality),
                                 (.unavailable, .serviceUnavailable)] {
             #expect(await errorCode { try await verification(verifier: ScriptedVerifier(CTIDJobResult(outcome: outcome))).register(app: app, entry) }

@@ -65,13 +65,13 @@ import Testing
         #expect(tokens.isValid(created.interviewToken, for: id) && !tokens.isValid(created.interviewToken, for: UUID()))
         #expect((598...600).contains(created.expiresIn ?? 0))
         let command = try #require(commands.sent.all.first)
-        #expect(command.step == .create && command.sessionId == id && command.appId == kiosk.app.id && command.deviceId == "kiosk-1")
-        #expect(command.tokenHash == Data(SHA256.hash(Array(created.interviewToken.utf8))) && command.clientIp == "10.0.0.7")
+        #expect(command.sessionId == id && command.appId == kiosk.app.id && command.deviceId == "kiosk-1" && command.clientIp == "10.0.0.7")
+        #expect(command.payload == .create(tokenHash: Data(SHA256.hash(Array(created.interviewToken.utf8)))))
         // A kiosk module that is off sends nothing, and reads no photo.
         #expect(await errorCode { try await steps(admission: RefuseKiosk()).create(kiosk) } == .moduleDisabled)
         let read = Calls<String>()
         #expect(await errorCode {
-            try await steps(admission: RefuseKiosk()).document(kiosk, session: id, step: .idFront) {
+            try await steps(admission: RefuseKiosk()).document(kiosk, session: id, back: false) {
                 read.record("image")
                 return Data([1])
             }
@@ -87,11 +87,11 @@ import Testing
         try await challenges.issue("lc_1", appId: live.app.id, deviceId: "kiosk-1", actions: [.turnLeft, .turnRight], ttlSeconds: 120)
         _ = try await steps().selfie(live, session: id) { ("lc_1", frames) }
         let sent = try #require(commands.sent.all.last)
-        #expect(sent.step == .selfie && sent.actions == [.turnLeft, .turnRight] && sent.frames == frames && sent.sessionId == id)
+        #expect(sent.payload == .selfie(frames: frames, actions: [.turnLeft, .turnRight]) && sent.sessionId == id)
         #expect(await errorCode { try await steps().selfie(live, session: id) { ("lc_1", [Data([3])]) } } == .spoofDetected, "spent")
         // Liveness off: one still, no challenge asked for or spent.
         _ = try await steps().selfie(caller(), session: id) { (nil, [Data([4])]) }
-        #expect(commands.sent.all.last?.actions == nil && commands.sent.all.last?.frames == [Data([4])])
+        #expect(commands.sent.all.last?.payload == .selfie(frames: [Data([4])], actions: nil))
     }
 
     @Test func aFinishedSessionStaysReadableForItsGraceThenItsTokenIsDead() async throws {

@@ -136,20 +136,19 @@ import Testing
         #expect(wide.isConfident(0.39) && !wide.isConfident(0.41), "within 0.5 by at least the job's margin 0.1")
     }
 
-    /// Shards that report no rule decided with their model's defaults: the merge decides with the same, not dlib's.
-    @Test func shardsWithoutARuleAreMergedWithTheirModelsDefaults() {
+    /// Shards that report no rule (they predate it) are merged with the job's numbers, and where it has none with the
+    /// strictest of the models' defaults: the job does not name the app's model.
+    @Test func shardsWithoutARuleAreMergedWithTheJobsNumbersOrTheStrictestDefaults() {
         let first = FaceJobResult(outcome: .match, candidates: [candidate(alice, 0.80)], shardIndex: 0, shardCount: 2)
         let second = FaceJobResult(outcome: .noMatchFace, candidates: [candidate(bob, 0.90)], shardIndex: 1, shardCount: 2)
-        var job = FaceJob(kind: .identify, appId: UUID())
-        job.model = .sface2021dec
+        var job = FaceJob(kind: .identify, appId: UUID(), threshold: 1.0)  // an SFace app's threshold, as the gateway sends it
         let merged = FaceJobResult.merged([first, second], for: job)
-        #expect(merged.rule == MatchRule(threshold: 1.0, margin: 0.05))
-        #expect(merged.outcome == .match, "0.80 against 0.90 is no tie under SFace's 0.05 margin")
+        #expect(merged.rule == MatchRule(threshold: 1.0, margin: 0.06), "the widest default margin")
+        #expect(merged.outcome == .match, "0.80 against 0.90 is no tie even under the widest margin")
         job.margin = 0.2
         #expect(FaceJobResult.merged([first, second], for: job).outcome == .ambiguousMatch, "the job's own margin wins")
-        job.model = nil
-        job.margin = nil
-        #expect(FaceJobResult.merged([first, second], for: job).outcome == .noMatchFace, "a job naming no model ran on dlib: 0.80 > 0.5")
+        job = FaceJob(kind: .identify, appId: UUID())
+        #expect(FaceJobResult.merged([first, second], for: job).outcome == .noMatchFace, "no threshold: the smallest default, 0.5")
     }
 }
 
@@ -266,5 +265,47 @@ import Testing
         var asked = serial
         asked.authMode = "0x42"
         #expect(try JSONDecoder().decode(CTIDSerialNumber.self, from: try JSONEncoder().encode(asked)) == asked)
+    }
+}
+
+/// Job payloads are one enum case per kind, and travel as the flat objects they always were.
+@Suite struct JobPayloadTests {
+    func json(_ value: some Encodable) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: try JSONEncoder().encode(value)) as? [String: Any])
+    }
+
+    @Test func aCTIDJobCarriesOnlyItsKindsFields() throws {
+        let appId = UUID()
+        let register = CTIDJob(appId: appId, .register(CTIDRegistration(number: "110105194912310029", name: "张三", validDateStart: "20200101",
+                                                                        validDateEnd: "长期")))
+        #expect(try json(register).keys.sorted() == ["appId", "kind", "registration"] && register.messageType == "ctid.register")
+        let verify = CTIDJob(appId: appId, .verify(envelope: nil, deviceId: "phone-1", clientIp: nil))
+        #expect(try json(verify).keys.sorted() == ["appId", "deviceId", "kind"] && verify.messageType == "ctid.verify")
+        for job in [register, verify] {
+            #expect(try JSONDecoder().decode(CTIDJob.self, from: try JSONEncoder().encode(job)).payload == job.payload)
+        }
+        // A registration job without its entry is no job.
+        let empty = Data(#"{"kind": "register", "appId": "\#(appId.uuidString)"}"#.utf8)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(CTIDJob.self, from: empty) }
+    }
+
+    @Test func aKioskCommandCarriesOnlyItsStepsFields() throws {
+        let (session, app) = (UUID(), UUID())
+        let commands: [(KioskCommand.Payload, [String])] = [
+            (.create(tokenHash: Data([1, 2])), ["tokenHash"]),
+            (.selfie(frames: [Data([3])], actions: [.turnLeft]), ["actions", "frames"]),
+            (.selfie(frames: [Data([3])], actions: nil), ["frames"]),
+            (.idFront(image: Data([4])), ["image"]),
+            (.idBack(image: Data([5])), ["image"]),
+            (.cancel, []),
+        ]
+        for (payload, fields) in commands {
+            let command = KioskCommand(sessionId: session, appId: app, deviceId: "kiosk-1", payload)
+            #expect(try json(command).keys.sorted() == (["appId", "commandId", "deviceId", "sessionId", "step"] + fields).sorted(), "\(command.step)")
+            let decoded = try JSONDecoder().decode(KioskCommand.self, from: try JSONEncoder().encode(command))
+            #expect(decoded.payload == payload && decoded.commandId == command.commandId && decoded.messageType == "kiosk.command")
+        }
+        let imageless = Data(#"{"commandId": "\#(UUID().uuidString)", "sessionId": "\#(session.uuidString)", "appId": "\#(app.uuidString)", "step": "idBack"}"#.utf8)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(KioskCommand.self, from: imageless) }
     }
 }

@@ -26,10 +26,10 @@ extension GatewayContext {
         let steps = router.group(kioskStep)
         steps.add("POST", "/v1/kiosk/sessions/{interviewId}/selfie", upload: true) { [self] request, step in try await kioskSelfie(request, step) }
         steps.add("POST", "/v1/kiosk/sessions/{interviewId}/id-front", upload: true) { [self] request, step in
-            try await kioskDocument(request, step, .idFront)
+            try await kioskDocument(request, step, back: false)
         }
         steps.add("POST", "/v1/kiosk/sessions/{interviewId}/id-back", upload: true) { [self] request, step in
-            try await kioskDocument(request, step, .idBack)
+            try await kioskDocument(request, step, back: true)
         }
     }
 
@@ -52,9 +52,9 @@ extension GatewayContext {
         })
     }
 
-    func kioskDocument(_ request: HTTPRequest, _ step: KioskStepCaller, _ kind: KioskCommand.Step) async throws -> HTTPResponse {
+    func kioskDocument(_ request: HTTPRequest, _ step: KioskStepCaller, back: Bool) async throws -> HTTPResponse {
         let caller = try await stepCaller(request, step)
-        return .json(try await kioskSessionSteps.document(caller, session: step.interviewId, step: kind) { Data(try image(request)) })
+        return .json(try await kioskSessionSteps.document(caller, session: step.interviewId, back: back) { Data(try image(request)) })
     }
 
     func cancelKioskSession(_ request: HTTPRequest, id: UUID) async throws -> HTTPResponse {

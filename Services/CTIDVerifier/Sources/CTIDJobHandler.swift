@@ -39,9 +39,12 @@ final class CTIDJobHandler: Sendable {
         JobResponder("ctid job", runtime: runtime, producer: producer, app: \.appId,
                      late: { _ in CTIDJobResult(outcome: .unavailable, message: "deadline passed before the job was taken") },
                      work: { [self] envelope in
-                         switch envelope.payload.kind {
-                         case .verify: try await verify(envelope.payload, messageId: envelope.id)
-                         case .register: try await register(envelope.payload)
+                         let job = envelope.payload
+                         switch job.payload {
+                         case .verify(let sealed, let deviceId, let clientIp):
+                             return try await verify(sealed, appId: job.appId, deviceId: deviceId, clientIp: clientIp, messageId: envelope.id)
+                         case .register(let entry):
+                             return try await register(entry, appId: job.appId)
                          }
                      })
     }
@@ -67,18 +70,17 @@ final class CTIDJobHandler: Sendable {
         var authMode: String?
     }
 
-    private func verify(_ job: CTIDJob, messageId: String) async throws -> CTIDJobResult {
+    private func verify(_ sealed: CTIDEnvelope?, appId: UUID, deviceId: String?, clientIp: String?, messageId: String) async throws -> CTIDJobResult {
         // A redelivered job answers what the first delivery answered (the serial is already consumed).
         if let answered = try await records.answer(to: messageId) { return try FaceGateJSON.decode(CTIDJobResult.self, from: answered) }
         let started = ContinuousClock.now
         let transactionId = UUID()
         func record(_ outcome: String, detail: [String: String], score: Float? = nil) async throws {
             try await transactions.append(TransactionRecord(
-                id: transactionId, appId: job.appId, kind: "ctid.verify", outcome: outcome, deviceId: job.deviceId, clientIp: job.clientIp,
+                id: transactionId, appId: appId, kind: "ctid.verify", outcome: outcome, deviceId: deviceId, clientIp: clientIp,
                 score: score, latencyMs: Int((ContinuousClock.now - started).milliseconds.rounded()), detail: detail))
         }
-        guard let sealed = job.envelope, let key = try await institutionKey(job.appId),
-              let plaintext = try? sealed.open(expectedAppId: job.appId, key: key) else {
+        guard let sealed, let key = try await institutionKey(appId), let plaintext = try? sealed.open(expectedAppId: appId, key: key) else {
             try await record(ErrorCode.invalidEnvelope.rawValue, detail: [:])
             return CTIDJobResult(outcome: .invalidEnvelope, transactionId: transactionId)
         }
@@ -89,7 +91,7 @@ final class CTIDJobHandler: Sendable {
         do {
             let request = try FaceGateJSON.decode(CTIDVerificationRequest.self, from: plaintext)
             bizSerialNum = request.bizSerialNum
-            verdict = try await check(request, appId: job.appId)
+            verdict = try await check(request, appId: appId)
             detail["idNumber"] = ResidentIDNumber.mask(request.idNumber)
         } catch let error as DecodingError {
             let field = CTIDVerificationRequest.field(of: error)
@@ -104,7 +106,7 @@ final class CTIDJobHandler: Sendable {
         try await record(verdict.code == .verified ? "SUCCESS" : "CTID_" + String(describing: verdict.code).uppercased(), detail: detail, score: verdict.score)
         let answer = CTIDVerificationAnswer(bizSerialNum: bizSerialNum, authResult: verdict.authResult, resultCode: verdict.code.rawValue,
                                             message: verdict.message, transactionId: transactionId.uuidString.lowercased())
-        let result = CTIDJobResult(outcome: .answered, envelope: try CTIDEnvelope.seal(try FaceGateJSON.encode(answer), appId: job.appId, key: key),
+        let result = CTIDJobResult(outcome: .answered, envelope: try CTIDEnvelope.seal(try FaceGateJSON.encode(answer), appId: appId, key: key),
                                    transactionId: transactionId)
         try await records.keep(try FaceGateJSON.encode(result), for: messageId)
         return result
@@ -204,9 +206,8 @@ final class CTIDJobHandler: Sendable {
 
     // MARK: - Registration
 
-    private func register(_ job: CTIDJob) async throws -> CTIDJobResult {
-        guard let entry = job.registration else { return CTIDJobResult(outcome: .invalidRequest, message: "no registration in the job") }
-        guard try await records.app(job.appId) != nil else {
+    private func register(_ entry: CTIDRegistration, appId: UUID) async throws -> CTIDJobResult {
+        guard try await records.app(appId) != nil else {
             return CTIDJobResult(outcome: .notFound, message: "no such app")
         }
         let number: ResidentIDNumber
@@ -219,7 +220,7 @@ final class CTIDJobHandler: Sendable {
         var template: Data?
         if let photo = entry.photoData {
             let face: FaceJobResult
-            do { face = try await faces.faceJob(FaceJob(kind: .template, appId: job.appId, image: photo))[0] } catch {
+            do { face = try await faces.faceJob(FaceJob(kind: .template, appId: appId, image: photo))[0] } catch {
                 return CTIDJobResult(outcome: .unavailable, message: "face matching is unavailable right now; try again")
             }
             switch face.outcome {
@@ -228,7 +229,7 @@ final class CTIDJobHandler: Sendable {
             default: return CTIDJobResult(outcome: .imageRejected, message: face.message ?? "the photo has no usable face (\(face.outcome.rawValue))")
             }
         }
-        try await registry.register(appId: job.appId, number: number.value,
+        try await registry.register(appId: appId, number: number.value,
                                     identity: RegisteredIdentity(name: name, validStart: entry.validDateStart, validEnd: entry.validDateEnd, sealedTemplate: template))
         return CTIDJobResult(outcome: .registered)
     }

@@ -53,7 +53,7 @@ final class KioskFlow: Sendable {
     }
 
     func process(_ command: KioskCommand) async throws -> KioskCommandReply {
-        if command.step == .create { return try await create(command) }
+        if case .create(let tokenHash) = command.payload { return try await create(command, tokenHash: tokenHash) }
         guard var session = try await store.session(command.sessionId), session.appId == command.appId else {
             return KioskCommandReply(error: .notFound, message: "no such kiosk session")
         }
@@ -79,10 +79,11 @@ final class KioskFlow: Sendable {
                 return KioskCommandReply(error: .conflict, message: "the session is waiting for the \(session.state.rawValue) step")
             }
             if session.state == wanted || resumable.contains(session.state) {
-                switch command.step {
-                case .selfie: try await selfie(&session, &run)
-                case .idFront: try await idFront(&session, &run)
-                default: try await idBack(&session, &run)
+                switch command.payload {
+                case .selfie(let frames, let actions): try await selfie(&session, &run, frames: frames, actions: actions)
+                case .idFront(let image): try await idFront(&session, &run, image: image)
+                case .idBack(let image): try await idBack(&session, &run, image: image)
+                case .create, .cancel: break
                 }
             }
         case .create:
@@ -111,7 +112,7 @@ final class KioskFlow: Sendable {
         for (id, appId) in try await store.expiredUnfinished(limit: 100) {
             expired += try await Tenant.run(app: appId) {
                 guard var session = try await store.session(id), session.isExpired else { return 0 }
-                var run = Run(command: KioskCommand(sessionId: id, appId: appId, step: .cancel))
+                var run = Run(command: KioskCommand(sessionId: id, appId: appId, .cancel))
                 do {
                     try await commit(&session, &run, to: .expired, events: [(.kioskError, KioskEventData(message: "the session has expired", code: .sessionExpired))],
                                      data: KioskSessionData())
@@ -126,8 +127,7 @@ final class KioskFlow: Sendable {
 
     // MARK: - Steps
 
-    func create(_ command: KioskCommand) async throws -> KioskCommandReply {
-        guard let tokenHash = command.tokenHash else { return KioskCommandReply(error: .invalidRequest, message: "tokenHash is required") }
+    func create(_ command: KioskCommand, tokenHash: Data) async throws -> KioskCommandReply {
         try await store.create(command.sessionId, appId: command.appId, tokenHash: Array(tokenHash), deviceId: command.deviceId,
                                ttlSeconds: configuration.sessionTTLSeconds)
         guard let session = try await store.session(command.sessionId) else { throw KioskStoreError.corrupt("session not created") }
@@ -136,13 +136,13 @@ final class KioskFlow: Sendable {
 
     /// Liveness (when the app asks for it) and 1:N search in one matcher job: a known face completes
     /// the flow as an existing customer, an unknown one moves on to the document.
-    func selfie(_ session: inout KioskSession, _ run: inout Run) async throws {
-        guard let frames = run.command.frames, !frames.isEmpty else {
+    func selfie(_ session: inout KioskSession, _ run: inout Run, frames: [Data], actions: [LivenessAction]?) async throws {
+        guard !frames.isEmpty else {
             return try await fail(&session, &run, .selfieScanCompleted, .invalidRequest, "the selfie step needs frames")
         }
         let threshold = try await records.rules(of: session.appId).threshold
         var job: FaceJob
-        if let actions = run.command.actions {
+        if let actions {
             job = FaceJob(kind: .liveness, appId: session.appId, threshold: threshold, frames: frames, actions: actions)
             job.identify = true
         } else {
@@ -166,7 +166,7 @@ final class KioskFlow: Sendable {
             let best = result.bestFrameIndex ?? 0
             var data = session.data
             data.selfie = Data(try sealer.seal(Array(frames[min(best, frames.count - 1)]), context: Self.selfieContext(session.id)))
-            data.livenessPassed = run.command.actions != nil
+            data.livenessPassed = actions != nil
             try await commit(&session, &run, to: .idFront, events: [
                 (.selfieScanCompleted, KioskEventData(success: true, existingUser: false, spoofAttempt: false)),
             ], data: data)
@@ -183,10 +183,7 @@ final class KioskFlow: Sendable {
 
     /// The document's front must show a face: its template (sealed with the platform key) is the
     /// reference of the face match. The photo itself is not kept.
-    func idFront(_ session: inout KioskSession, _ run: inout Run) async throws {
-        guard let image = run.command.image else {
-            return try await fail(&session, &run, .idFrontCompleted, .invalidRequest, "the id-front step needs an image")
-        }
+    func idFront(_ session: inout KioskSession, _ run: inout Run, image: Data) async throws {
         let result = try await faceJob(FaceJob(kind: .template, appId: session.appId, image: image))
         switch result.outcome {
         case .enrolled, .detected, .match:
@@ -205,11 +202,8 @@ final class KioskFlow: Sendable {
 
     /// Reads the MRZ, checks the document, matches its portrait against the selfie, and approves:
     /// each stage committed before the next starts.
-    func idBack(_ session: inout KioskSession, _ run: inout Run) async throws {
+    func idBack(_ session: inout KioskSession, _ run: inout Run, image: Data) async throws {
         if session.state == .idBack {
-            guard let image = run.command.image else {
-                return try await fail(&session, &run, .idBackCompleted, .invalidRequest, "the id-back step needs an image")
-            }
             let reading: DocumentReading
             do {
                 reading = try await documents.read(Array(image))

@@ -11,28 +11,63 @@ public enum CTIDJobKind: String, Codable, Sendable, CaseIterable {
     public var messageType: String { "ctid.\(rawValue)" }
 }
 
+/// A CTID job: one payload per kind. On the wire one flat object (`kind`, `appId`, and the kind's fields).
 public struct CTIDJob: Codable, Sendable {
-    public var kind: CTIDJobKind
+    public enum Payload: Sendable, Equatable {
+        /// A client's envelope (nil when the body was not even an envelope: still the verifier's to judge and record),
+        /// with the device and address that sent it.
+        case verify(envelope: CTIDEnvelope?, deviceId: String?, clientIp: String?)
+        case register(CTIDRegistration)
+    }
+
     /// The app the caller authenticated as (access token or operator path), not the envelope's claim.
     public var appId: UUID
-    public var envelope: CTIDEnvelope?
-    public var registration: CTIDRegistration?
-    public var deviceId: String?
-    public var clientIp: String?
+    public var payload: Payload
 
-    public init(kind: CTIDJobKind, appId: UUID, envelope: CTIDEnvelope? = nil, registration: CTIDRegistration? = nil,
-                deviceId: String? = nil, clientIp: String? = nil) {
-        self.kind = kind
+    public init(appId: UUID, _ payload: Payload) {
         self.appId = appId
-        self.envelope = envelope
-        self.registration = registration
-        self.deviceId = deviceId
-        self.clientIp = clientIp
+        self.payload = payload
+    }
+
+    public var kind: CTIDJobKind {
+        switch payload {
+        case .verify: .verify
+        case .register: .register
+        }
+    }
+
+    private enum Keys: String, CodingKey { case kind, appId, envelope, registration, deviceId, clientIp }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        appId = try container.decode(UUID.self, forKey: .appId)
+        switch try container.decode(CTIDJobKind.self, forKey: .kind) {
+        case .verify:
+            payload = .verify(envelope: try container.decodeIfPresent(CTIDEnvelope.self, forKey: .envelope),
+                              deviceId: try container.decodeIfPresent(String.self, forKey: .deviceId),
+                              clientIp: try container.decodeIfPresent(String.self, forKey: .clientIp))
+        case .register:
+            payload = .register(try container.decode(CTIDRegistration.self, forKey: .registration))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(appId, forKey: .appId)
+        switch payload {
+        case .verify(let envelope, let deviceId, let clientIp):
+            try container.encodeIfPresent(envelope, forKey: .envelope)
+            try container.encodeIfPresent(deviceId, forKey: .deviceId)
+            try container.encodeIfPresent(clientIp, forKey: .clientIp)
+        case .register(let registration):
+            try container.encode(registration, forKey: .registration)
+        }
     }
 }
 
 /// `POST /v1/apps/{appId}/ctid-registry` body: a trusted identity record of the app.
-public struct CTIDRegistration: Codable, Sendable {
+public struct CTIDRegistration: Codable, Sendable, Equatable {
     public var number: String
     public var name: String
     public var validDateStart: String

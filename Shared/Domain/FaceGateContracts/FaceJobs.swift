@@ -251,10 +251,9 @@ extension FaceJobResult {
         }
         if job.kind == .identify || (job.kind == .liveness && job.identify), results.allSatisfy({ [.match, .noMatchFace, .ambiguousMatch].contains($0.outcome) }) {
             merged.candidates = MatchRule.merge(results.map(\.candidates), k: job.topK)
-            // Matchers report the rule they decided with; one that reports none decided with its model's defaults (a job
-            // naming no model ran on dlib, the model of every app before there were two).
-            let rule = results.lazy.compactMap(\.rule).first
-                ?? MatchRule(model: job.model ?? .dlibResNetV1, threshold: job.threshold, margin: job.margin)
+            // Matchers report the rule they decided with. For shards that predate that, the job does not say the app's
+            // model, so the merge takes the job's numbers and, where it has none, the strictest of the models' defaults.
+            let rule = results.lazy.compactMap(\.rule).first ?? MatchRule.strictest(threshold: job.threshold, margin: job.margin)
             merged.outcome = rule.decide(merged.candidates).outcome
             merged.rule = rule
         } else if job.kind == .enroll, let owner = results.first(where: { $0.templateId != nil }) {

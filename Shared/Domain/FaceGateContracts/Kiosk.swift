@@ -28,32 +28,81 @@ public struct KioskCommand: Codable, Sendable {
         }
     }
 
+    /// What each step carries.
+    public enum Payload: Sendable, Equatable {
+        /// SHA-256 of the interview token.
+        case create(tokenHash: Data)
+        /// The burst, and the actions of the consumed challenge (nil when the app's kiosk liveness is off).
+        case selfie(frames: [Data], actions: [LivenessAction]?)
+        /// The photo of the document's front.
+        case idFront(image: Data)
+        /// The photo of the document's back.
+        case idBack(image: Data)
+        case cancel
+    }
+
     public var commandId: UUID
     public var sessionId: UUID
     public var appId: UUID
     public var deviceId: String?
     public var clientIp: String?
-    public var step: Step
-    /// `selfie`: the burst, and the actions of the consumed challenge (nil when the app's kiosk liveness is off).
-    public var frames: [Data]?
-    public var actions: [LivenessAction]?
-    /// `idFront` / `idBack`: the photo of the document.
-    public var image: Data?
-    /// `create`: SHA-256 of the interview token.
-    public var tokenHash: Data?
+    public var payload: Payload
 
-    public init(commandId: UUID = UUID(), sessionId: UUID, appId: UUID, deviceId: String? = nil, clientIp: String? = nil,
-                step: Step, frames: [Data]? = nil, actions: [LivenessAction]? = nil, image: Data? = nil, tokenHash: Data? = nil) {
+    public init(commandId: UUID = UUID(), sessionId: UUID, appId: UUID, deviceId: String? = nil, clientIp: String? = nil, _ payload: Payload) {
         self.commandId = commandId
         self.sessionId = sessionId
         self.appId = appId
         self.deviceId = deviceId
         self.clientIp = clientIp
-        self.step = step
-        self.frames = frames
-        self.actions = actions
-        self.image = image
-        self.tokenHash = tokenHash
+        self.payload = payload
+    }
+
+    public var step: Step {
+        switch payload {
+        case .create: .create
+        case .selfie: .selfie
+        case .idFront: .idFront
+        case .idBack: .idBack
+        case .cancel: .cancel
+        }
+    }
+
+    // On the wire one flat object: `step` and the step's fields (`tokenHash`, `frames` and `actions`, `image`).
+    private enum Keys: String, CodingKey { case commandId, sessionId, appId, deviceId, clientIp, step, frames, actions, image, tokenHash }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        commandId = try container.decode(UUID.self, forKey: .commandId)
+        sessionId = try container.decode(UUID.self, forKey: .sessionId)
+        appId = try container.decode(UUID.self, forKey: .appId)
+        deviceId = try container.decodeIfPresent(String.self, forKey: .deviceId)
+        clientIp = try container.decodeIfPresent(String.self, forKey: .clientIp)
+        payload = switch try container.decode(Step.self, forKey: .step) {
+        case .create: .create(tokenHash: try container.decode(Data.self, forKey: .tokenHash))
+        case .selfie: .selfie(frames: try container.decode([Data].self, forKey: .frames),
+                              actions: try container.decodeIfPresent([LivenessAction].self, forKey: .actions))
+        case .idFront: .idFront(image: try container.decode(Data.self, forKey: .image))
+        case .idBack: .idBack(image: try container.decode(Data.self, forKey: .image))
+        case .cancel: .cancel
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(commandId, forKey: .commandId)
+        try container.encode(sessionId, forKey: .sessionId)
+        try container.encode(appId, forKey: .appId)
+        try container.encodeIfPresent(deviceId, forKey: .deviceId)
+        try container.encodeIfPresent(clientIp, forKey: .clientIp)
+        try container.encode(step, forKey: .step)
+        switch payload {
+        case .create(let tokenHash): try container.encode(tokenHash, forKey: .tokenHash)
+        case .selfie(let frames, let actions):
+            try container.encode(frames, forKey: .frames)
+            try container.encodeIfPresent(actions, forKey: .actions)
+        case .idFront(let image), .idBack(let image): try container.encode(image, forKey: .image)
+        case .cancel: break
+        }
     }
 }
 

@@ -38,6 +38,13 @@ public struct MatchRule: Codable, Sendable, Equatable {
         return .match(best)
     }
 
+    /// `threshold` and `margin` where given, else the strictest of every model's defaults (the smallest threshold, the
+    /// widest margin): for deciding when the model is not known.
+    public static func strictest(threshold: Float?, margin: Float?) -> MatchRule {
+        MatchRule(threshold: threshold ?? FaceModel.allCases.map(\.defaultThreshold).min()!,
+                  margin: margin ?? FaceModel.allCases.map(\.defaultMargin).max()!)
+    }
+
     /// A 1:1 comparison's decision: the same face when within the threshold.
     public func verifies(_ distance: Float) -> Bool { distance <= threshold }
 

@@ -59,15 +59,19 @@ public final class RequesterService: Service {
         guard let requester = requester.withLock({ $0 }) else { throw RequesterUnavailable() }
         let correlationId = UUID().wire
         let wallDeadline = Date().addingTimeInterval(timeout.seconds)
-        // Only a reply signed by the service that consumes `topic`, and sealed to this one, counts: a forged answer is dropped.
+        // Only a reply signed by the service that consumes `topic`, sealed to this one and of the job's reply type counts:
+        // any other answer is dropped, and the genuine one is still waited for.
         let messages = runtime.messages
         let responder = runtime.topics.responder(of: topic) ?? ""
+        let replyType = job.replyType
         let replies: [KafkaMessage]
         do {
             replies = try await requester.request(correlationId: correlationId, deadline: .now + timeout, expectedReplies: expectedReplies,
                                                   vet: { reply in
                                                       guard let opened = try? messages.authenticate(reply, from: responder)
-                                                          .flatMap({ _ in messages.open(reply) }).get() else { return nil }
+                                                          .flatMap({ _ in messages.open(reply) }).get(),
+                                                          (try? MessageEnvelope<Job.Reply>.decode(opened, expectingType: replyType)) != nil
+                                                      else { return nil }
                                                       var kept = reply
                                                       kept.value = opened
                                                       return kept
@@ -81,7 +85,7 @@ public final class RequesterService: Service {
             runtime.deadlineMisses.increment(["topic": topic, "side": "requester"])
             throw error
         }
-        return try replies.map { try MessageEnvelope<Job.Reply>.decode($0.value, expectingType: job.replyType).payload }
+        return try replies.map { try MessageEnvelope<Job.Reply>.decode($0.value).payload }
     }
 
     /// A face job on `face.jobs.v1`: the matchers' answers, one per shard.

@@ -51,7 +51,7 @@ struct CTIDVerification: Sendable {
     /// verifier.
     func verify(app: AppRecord, envelope: CTIDEnvelope?, deviceId: String?, clientIp: String?) async throws -> Verdict {
         try await admission.admit(app, module: .ctid)
-        let result = try await verifier.ctidJob(CTIDJob(kind: .verify, appId: app.id, envelope: envelope, deviceId: deviceId, clientIp: clientIp))
+        let result = try await verifier.ctidJob(CTIDJob(appId: app.id, .verify(envelope: envelope, deviceId: deviceId, clientIp: clientIp)))
         switch result.outcome {
         case .answered:
             guard let answer = result.envelope else { throw APIError(.internalError, "the verifier answered without an envelope") }
@@ -68,7 +68,7 @@ struct CTIDVerification: Sendable {
     /// Puts an identity in the app's registry (an operator's call): the verifier checks the entry and makes the portrait's
     /// template. Answers the number masked.
     func register(app: AppRecord, _ entry: CTIDRegistration) async throws -> String {
-        let result = try await verifier.ctidJob(CTIDJob(kind: .register, appId: app.id, registration: entry))
+        let result = try await verifier.ctidJob(CTIDJob(appId: app.id, .register(entry)))
         switch result.outcome {
         case .registered: return ResidentIDNumber.mask(entry.number.uppercased())
         case .invalidRequest: throw APIError(.invalidRequest, result.message ?? "invalid registry entry")

@@ -17,9 +17,6 @@ struct Enrollment: Sendable {
         var photoKept: Bool
     }
 
-    /// `image` and `photoConsent` are read once the user is known to be in the app. `jobId`: the same for the same
-    /// caller, `Idempotency-Key` and user, so a retry gets the matcher's record of the first job instead of a second
-    /// template of the same face.
     /// The enroll job's id when the request carries an `Idempotency-Key`: the same caller (its credential), key and user
     /// always give the same id, so a retry after an answer was lost (a 503 at the deadline while the matcher still
     /// finished) gets the matcher's record of the first job — the same template — instead of a second template of the
@@ -30,6 +27,9 @@ struct Enrollment: Sendable {
         return "enroll-" + digest.prefix(16).map { String(format: "%02x", $0) }.joined()
     }
 
+    /// `image` and `photoConsent` are read once the user is known to be in the app. `jobId` (`jobId(caller:…)`): the same
+    /// for the same caller, `Idempotency-Key` and user, so a retry gets the matcher's record of the first job instead of a
+    /// second template of the same face.
     func enroll(app: AppRecord, user: UUID, image: () throws -> Data, photoConsent: () throws -> Bool, jobId: String?,
                 draft: inout TransactionDraft) async throws -> Enrolled {
         draft.userId = user

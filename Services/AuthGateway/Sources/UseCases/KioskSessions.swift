@@ -45,7 +45,7 @@ struct KioskSessions: Sendable {
         let id = UUID()
         let token = interviewTokens.token(for: id)
         let view = try await commands.send(KioskCommand(sessionId: id, appId: caller.app.id, deviceId: caller.device, clientIp: caller.clientIp,
-                                                        step: .create, tokenHash: Data(SHA256.hash(Array(token.utf8)))))
+                                                        .create(tokenHash: Data(SHA256.hash(Array(token.utf8))))))
         return KioskSessionCreated(interviewId: id.wire, interviewToken: token, expiresIn: max(0, Int(view.expiresAt.timeIntervalSinceNow.rounded())))
     }
 
@@ -62,19 +62,20 @@ struct KioskSessions: Sendable {
             actions = try await challenges.consume(challengeId, appId: caller.app.id, deviceId: caller.device, frames: frames)
         }
         return try await commands.send(KioskCommand(sessionId: id, appId: caller.app.id, deviceId: caller.device, clientIp: caller.clientIp,
-                                                    step: .selfie, frames: frames, actions: actions))
+                                                    .selfie(frames: frames, actions: actions)))
     }
 
-    /// A photo of the document's front or back, read after the module is admitted.
-    func document(_ caller: Caller, session id: UUID, step: KioskCommand.Step, image: () throws -> Data) async throws -> KioskSessionView {
+    /// A photo of the document's front (or with `back` its back), read after the module is admitted.
+    func document(_ caller: Caller, session id: UUID, back: Bool, image: () throws -> Data) async throws -> KioskSessionView {
         try await admission.admit(caller.app, module: .kiosk)
+        let image = try image()
         return try await commands.send(KioskCommand(sessionId: id, appId: caller.app.id, deviceId: caller.device, clientIp: caller.clientIp,
-                                                    step: step, image: try image()))
+                                                    back ? .idBack(image: image) : .idFront(image: image)))
     }
 
     func cancel(_ id: UUID, clientIp: String?) async throws {
         guard let session = try await sessions.session(id) else { throw APIError(.notFound, "no such kiosk session") }
-        _ = try await commands.send(KioskCommand(sessionId: id, appId: session.appId, clientIp: clientIp, step: .cancel))
+        _ = try await commands.send(KioskCommand(sessionId: id, appId: session.appId, clientIp: clientIp, .cancel))
     }
 
     /// The session while its interview token is valid: `NOT_FOUND` for none, `SESSION_EXPIRED` once it ended more than
