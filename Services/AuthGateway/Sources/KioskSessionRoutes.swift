@@ -35,37 +35,37 @@ extension GatewayContext {
 
     var kioskSessions: KioskSessionStore { KioskSessionStore(database: database) }
 
-    var kioskSessionSteps: KioskSessions {
+    var kioskSessionFlow: KioskSessions {
         KioskSessions(admission: apps, commands: self, sessions: self, challenges: livenessChallenges, tickets: kioskEventTickets,
                       interviewTokens: interviewTokens)
     }
 
     func createKioskSession(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let caller = KioskSessions.Caller(app: app, device: try await clientDevice(request, app: app).id, clientIp: request.remoteAddress)
-        return .json(try await kioskSessionSteps.create(caller), status: 201)
+        return .json(try await kioskSessionFlow.create(caller), status: 201)
     }
 
     func kioskSelfie(_ request: HTTPRequest, _ step: KioskStepCaller) async throws -> HTTPResponse {
         let caller = try await stepCaller(request, step)
-        return .json(try await kioskSessionSteps.selfie(caller, session: step.interviewId) {
+        return .json(try await kioskSessionFlow.selfie(caller, session: step.interviewId) {
             try livenessFrames(from: request, challengeRequired: step.app.liveness.kiosk == .active)
         })
     }
 
     func kioskDocument(_ request: HTTPRequest, _ step: KioskStepCaller, back: Bool) async throws -> HTTPResponse {
         let caller = try await stepCaller(request, step)
-        return .json(try await kioskSessionSteps.document(caller, session: step.interviewId, back: back) { Data(try image(request)) })
+        return .json(try await kioskSessionFlow.document(caller, session: step.interviewId, back: back) { Data(try image(request)) })
     }
 
     func cancelKioskSession(_ request: HTTPRequest, id: UUID) async throws -> HTTPResponse {
-        try await kioskSessionSteps.cancel(id, clientIp: request.remoteAddress)
+        try await kioskSessionFlow.cancel(id, clientIp: request.remoteAddress)
         return HTTPResponse(status: 204)
     }
 
-    func kioskSession(_ id: UUID) async throws -> HTTPResponse { .json(try await kioskSessionSteps.view(id)) }
+    func kioskSession(_ id: UUID) async throws -> HTTPResponse { .json(try await kioskSessionFlow.view(id)) }
 
     func kioskEventTicket(_ id: UUID) async throws -> HTTPResponse {
-        let (ticket, expiresIn) = try await kioskSessionSteps.eventTicket(id)
+        let (ticket, expiresIn) = try await kioskSessionFlow.eventTicket(id)
         struct Ticket: Encodable { var ticket: String; var expiresIn: Int }
         return .json(Ticket(ticket: ticket, expiresIn: expiresIn), status: 201)
     }
@@ -75,7 +75,7 @@ extension GatewayContext {
     /// stream; it ends after a final event or when the session expires. Opened with `X-Interview-Token`
     /// or a ticket from `POST …/event-tickets` (`?ticket=`, spent on opening).
     func kioskEvents(_ request: HTTPRequest, id: UUID) async throws -> HTTPResponse {
-        let session = try await kioskSessionSteps.live(id)
+        let session = try await kioskSessionFlow.live(id)
         let lastEventId = request.headers["Last-Event-ID"] ?? request.query["lastEventId"] ?? "0"
         guard let after = Int(lastEventId), after >= 0 else { throw APIError(.invalidRequest, "Last-Event-ID must be an event id") }
         let slot = try eventStreams.take(for: clientAddress(request))
@@ -145,7 +145,7 @@ extension GatewayContext {
         Authenticator { [self] request in
             guard let ticket = request.query["ticket"], request.headers["X-Interview-Token"] == nil else { return try requireInterview(request) }
             let id = try request.uuidParameter("interviewId")
-            try await kioskSessionSteps.openWithTicket(ticket, session: id)
+            try await kioskSessionFlow.openWithTicket(ticket, session: id)
             return id
         }
     }
