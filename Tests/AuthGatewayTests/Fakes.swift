@@ -153,12 +153,13 @@ final class InMemoryDeviceBindings: DeviceBindingStore {
 }
 
 final class InMemoryUserDirectory: UserDirectory {
-    private struct User { var appId: UUID; var id: UUID; var employeeNumber: String; var name: String }
+    private struct User { var appId: UUID; var id: UUID; var employeeNumber: String; var name: String; var hasFace: Bool }
     private let users = Mutex<[User]>([])
 
-    func add(appId: UUID, employeeNumber: String, name: String = "Someone") -> UUID {
+    /// A user of the app, enrolled (holding a template) unless `hasFace` is false.
+    func add(appId: UUID, employeeNumber: String, name: String = "Someone", hasFace: Bool = true) -> UUID {
         let id = UUID()
-        users.withLock { $0.append(User(appId: appId, id: id, employeeNumber: employeeNumber, name: name)) }
+        users.withLock { $0.append(User(appId: appId, id: id, employeeNumber: employeeNumber, name: name, hasFace: hasFace)) }
         return id
     }
 
@@ -172,7 +173,9 @@ final class InMemoryUserDirectory: UserDirectory {
         users.withLock { $0.first { $0.appId == appId && $0.id == user }.map { UserProfile(employeeNumber: $0.employeeNumber, name: $0.name) } }
     }
 
-    func hasFace(_ user: UUID, appId: UUID) async throws -> Bool { try await exists(user, appId: appId) }
+    func hasFace(_ user: UUID, appId: UUID) async throws -> Bool {
+        users.withLock { $0.contains { $0.appId == appId && $0.id == user && $0.hasFace } }
+    }
 
     func employeeNumbers(of ids: [UUID], appId: UUID) async throws -> [UUID: String] {
         users.withLock { users in

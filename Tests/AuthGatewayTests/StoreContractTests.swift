@@ -27,6 +27,9 @@ struct StoreWorld: Sendable {
     let idempotency: any IdempotencyRecords
     let spentIds: any SpentTokenIds
     let roster: any UserRoster
+    let directory: any UserDirectory
+    /// Adds a user to the app as the operator API would, with a face template or without.
+    let addDirectoryUser: @Sendable (_ employeeNumber: String, _ name: String, _ withFace: Bool) async throws -> UUID
     let migration: any ModelMigrationStore
     let eventTickets: any KioskEventTicketStore
     let serials: any CTIDSerialStore
@@ -49,11 +52,13 @@ struct StoreWorld: Sendable {
         case .memory:
             let clock = FakeClock()
             let roster = InMemoryUserRoster(clock: clock)
+            let directory = InMemoryUserDirectory()
             let credentials = InMemoryDeviceCredentials(clock: clock)
             return StoreWorld(appId: appId, apps: InMemoryApps(clock: clock), apiKeys: InMemoryApiKeys(clock: clock), attempts: InMemoryAttemptCounters(clock: clock), bindings: InMemoryDeviceBindings(clock: clock),
                               challenges: InMemoryLivenessChallenges(clock: clock), credentials: credentials,
                               idempotency: InMemoryIdempotencyRecords(clock: clock), spentIds: InMemorySpentTokenIds(),
-                              roster: roster, migration: roster, eventTickets: InMemoryKioskEventTickets(clock: clock), serials: InMemoryCTIDSerials(clock: clock), verifierSerials: nil,
+                              roster: roster, directory: directory,
+                              addDirectoryUser: { directory.add(appId: appId, employeeNumber: $0, name: $1, hasFace: $2) }, migration: roster, eventTickets: InMemoryKioskEventTickets(clock: clock), serials: InMemoryCTIDSerials(clock: clock), verifierSerials: nil,
                               storeTemplate: { roster.addTemplate($0, user: $1, appId: appId, model: $2, keptPhoto: $3) }, now: { clock.now },
                               advance: { clock.advance(seconds: $0) },
                               addUser: {
@@ -68,18 +73,30 @@ struct StoreWorld: Sendable {
             _ = try await database.pool.query("""
                 INSERT INTO apps (id, name, secret_hash, modules, liveness, quotas) VALUES (\(appId), 'contract', '\\x00', '{}', '{}', '{}')
                 """)
+            /// A template as the matcher's enrollment stores it (the embedding is not read here).
+            @Sendable func insertTemplate(_ id: UUID, _ user: UUID, _ model: FaceModel) async throws {
+                _ = try await database.pool.query("""
+                    INSERT INTO face_templates (id, app_id, user_id, embedding_sealed, model_id, quality)
+                    VALUES (\(id), \(appId), \(user), '\\x00', \(model.rawValue), '{"faceWidth": 120, "sharpness": 1, "brightness": 0.5, "yaw": 0}')
+                    """)
+            }
             return StoreWorld(appId: appId, apps: PostgresApps(database: gateway), apiKeys: PostgresApiKeys(database: gateway), attempts: PostgresAttemptCounters(database: gateway), bindings: PostgresDeviceBindings(database: gateway),
                               challenges: PostgresLivenessChallenges(database: gateway), credentials: PostgresDeviceCredentials(database: gateway),
                               idempotency: PostgresIdempotencyRecords(database: gateway), spentIds: PostgresSpentTokenIds(database: gateway),
-                              roster: PostgresUserRoster(database: gateway), migration: PostgresModelMigration(database: gateway),
+                              roster: PostgresUserRoster(database: gateway), directory: PostgresUserDirectory(database: gateway),
+                              addDirectoryUser: { number, name, withFace in
+                                  let user = UUID()
+                                  _ = try await database.pool.query("""
+                                      INSERT INTO users (id, app_id, employee_number, name) VALUES (\(user), \(appId), \(number), \(name))
+                                      """)
+                                  if withFace { try await insertTemplate(UUID(), user, .sface2021dec) }
+                                  return user
+                              },
+                              migration: PostgresModelMigration(database: gateway),
                               eventTickets: PostgresKioskEventTickets(database: gateway), serials: PostgresCTIDSerials(database: gateway),
                               verifierSerials: PostgresCTIDSerials(database: scope.ctidVerifier),
                               storeTemplate: { id, user, model, keptPhoto in
-                                  _ = try await database.pool.query("""
-                                      INSERT INTO face_templates (id, app_id, user_id, embedding_sealed, model_id, quality)
-                                      VALUES (\(id), \(appId), \(user), '\\x00', \(model.rawValue),
-                                              '{"faceWidth": 120, "sharpness": 1, "brightness": 0.5, "yaw": 0}')
-                                      """)
+                                  try await insertTemplate(id, user, model)
                                   guard keptPhoto else { return }
                                   _ = try await database.pool.query("""
                                       INSERT INTO enrollment_photos (template_id, app_id, user_id, photo_sealed, consent_at)
@@ -727,6 +744,30 @@ extension StoreContracts {
             try await world.scoped { () async throws in
                 #expect(try await spender.spend("S-2", appId: world.appId) == SpentSerial(authMode: 0x40, randNum: "654321", live: false),
                         "an expired serial is spent and says so")
+            }
+        }
+    }
+}
+
+extension StoreContracts {
+    @Suite struct UserDirectoryContract {
+        @Test(arguments: StoreKind.allCases) func usersAreFoundByNumberAndIdWithinTheirAppOnly(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let enrolled = try await world.addDirectoryUser("D1", "Dora", true)
+            let waiting = try await world.addDirectoryUser("D2", "Dan", false)
+            try await world.scoped { () async throws in
+                let users = world.directory
+                #expect(try await users.user(appId: world.appId, employeeNumber: "D1") == enrolled)
+                #expect(try await users.user(appId: world.appId, employeeNumber: "D9") == nil)
+                #expect(try await users.user(appId: UUID(), employeeNumber: "D1") == nil, "another app's")
+                #expect(try await users.profile(of: enrolled, appId: world.appId) == UserProfile(employeeNumber: "D1", name: "Dora"))
+                #expect(try await users.profile(of: enrolled, appId: UUID()) == nil)
+                #expect(try await users.exists(waiting, appId: world.appId))
+                #expect(try await !users.exists(UUID(), appId: world.appId))
+                #expect(try await users.hasFace(enrolled, appId: world.appId))
+                #expect(try await !users.hasFace(waiting, appId: world.appId), "a user without a template")
+                #expect(try await users.employeeNumbers(of: [enrolled, waiting, UUID()], appId: world.appId) == [enrolled: "D1", waiting: "D2"])
+                #expect(try await users.employeeNumbers(of: [], appId: world.appId).isEmpty)
             }
         }
     }
