@@ -35,7 +35,7 @@ func runWallsBenchmark(arguments: [String]) async throws {
     let (gateway, matcher) = (try authenticator("auth-gateway"), try authenticator("matcher-worker"))
     let job = MessageEnvelope(type: "face.identify", correlationId: UUID().wire, appId: UUID().wire, deadline: Date().addingTimeInterval(10),
                               replyTo: ReplyTo(topic: topics.replies(service: "auth-gateway"), partition: 0),
-                              payload: FaceJob(kind: .identify, appId: UUID(), image: photo))
+                              payload: FaceJob(appId: UUID(), .identify(image: photo, topK: 5)))
     let value = try job.encoded()
     func roundTrip(_ topic: String) throws -> (Double, Int) {
         let started = ContinuousClock.now

@@ -51,8 +51,9 @@ import Testing
         }
         #expect(enrolled.photoKept)
         let job = try #require(matcher.jobs.first)
-        #expect(job.kind == .enroll && job.userId == user && job.duplicateCheck && job.templateLimit == 3 && job.keepPhoto)
-        #expect(job.threshold == app.matchThreshold && job.image == Data("photo".utf8))
+        #expect(job.payload == .enroll(FaceJob.Enrollment(image: Data("photo".utf8), userId: user, duplicateCheck: true, templateLimit: 3,
+                                                          keepPhoto: true)))
+        #expect(job.threshold == app.matchThreshold)
         #expect(matcher.messageIds == ["enroll-1"])
         // Without the person's consent, or on an app that keeps no photos, the matcher is not asked to keep it.
         matcher.answer(Self.enrolled(), Self.enrolled())
@@ -61,7 +62,8 @@ import Testing
         let otherUser = UUID()
         #expect(try await roster.create(otherUser, appId: other.id, employeeNumber: "E2", name: "Other"))
         _ = await enroll(enrollment, other, otherUser, consent: true)
-        #expect(matcher.jobs.dropFirst().map(\.keepPhoto) == [false, false])
+        #expect(matcher.jobs.dropFirst().map(\.payload).allSatisfy { if case .enroll(let enrollment) = $0 { !enrollment.keepPhoto } else { false } })
+        #expect(matcher.jobs.count == 3)
     }
 
     @Test func anUnknownUserOrAFullTrialGalleryReachesNoMatcher() async throws {

@@ -39,12 +39,13 @@ import Testing
         matcher.answer(Self.result(.match, [(obama, 0.31)]), Self.result(.noMatchFace, [(obama, 0.9)]), Self.result(.noMatchFace))
         let yes = try await verify(.init(employeeNumber: " E1001 "))
         #expect(yes == FaceComparison.Verdict(match: true, userId: obama, distance: 0.31))
-        #expect(matcher.jobs.first?.kind == .verify && matcher.jobs.first?.userId == obama && matcher.jobs.first?.threshold == app.matchThreshold)
+        #expect(matcher.jobs.first?.payload == .verify(image: Data("photo".utf8), against: .user(obama)) && matcher.jobs.first?.threshold == app.matchThreshold)
         #expect(try await verify(.init(userId: obama.wire)).match == false)
         // A user not in the app: still compared, with a fresh id that holds no template, and answered like a stranger.
         let unknown = try await verify(.init(employeeNumber: "E9999"))
         #expect(unknown.match == false && unknown.userId == nil)
-        #expect(matcher.jobs.count == 3 && matcher.jobs[2].userId != nil && matcher.jobs[2].userId != obama)
+        guard case .verify(_, .user(let stranger)) = matcher.jobs[2].payload else { Issue.record("not compared with a user"); return }
+        #expect(matcher.jobs.count == 3 && stranger != obama)
         // The app server is told instead, before any comparison.
         #expect(await errorCode { try await verify(.init(employeeNumber: "E9999"), by: .appServer) } == .notFound)
         #expect(await errorCode { try await verify(.init(userId: "not-a-uuid")) } == .invalidRequest)

@@ -74,9 +74,9 @@ import Testing
         let target = try FaceModelMigration.reembedTarget(app, to: nil)
         var draft = TransactionDraft(appId: app.id, kind: "face.migrate.re-embed")
         let result = try await migration.reembed(app, to: target, after: nil, draft: &draft)
-        #expect(matcher.jobs.map(\.kind) == [.reembed, .reembed])
-        #expect(matcher.jobs.map(\.templateIds) == [Array(templates[0...1]), [templates[2]]])
-        #expect(matcher.jobs.allSatisfy { $0.model == .sface2021dec && $0.appId == app.id && !$0.duplicateCheck })
+        #expect(matcher.jobs.map(\.payload) == [.reembed(model: .sface2021dec, templateIds: Array(templates[0...1])),
+                                                .reembed(model: .sface2021dec, templateIds: [templates[2]])])
+        #expect(matcher.jobs.allSatisfy { $0.appId == app.id })
         #expect(result.reembedded == 2 && result.next == nil)
         #expect(result.refused == [.init(userId: users[2].wire, templateId: templates[2].wire, error: ErrorCode.noFace.rawValue, message: "no face")])
         #expect(draft.detail == ["to": "sface-2021dec", "reembedded": "2", "refused": "1"])
@@ -96,7 +96,7 @@ import Testing
         // A page the matcher refuses as a whole (here a time-out) fails the call; the photos are still there to re-embed.
         matcher.answer(FaceJobResult(outcome: .timeout))
         #expect(await errorCode { try await migration.reembed(app, to: .sface2021dec, after: nil, draft: &draft) } == .serviceUnavailable)
-        #expect(matcher.jobs.map(\.templateIds) == [[template]])
+        #expect(matcher.jobs.map(\.payload) == [.reembed(model: .sface2021dec, templateIds: [template])])
         // After the last photo's template: nothing to send.
         #expect(try await migration.reembed(app, to: .sface2021dec, after: template, draft: &draft).reembedded == 0)
         #expect(matcher.jobs.count == 1)
@@ -144,7 +144,7 @@ import Testing
         #expect(record.kind == "face.migrate" && record.outcome == "SUCCESS" && record.userId == waiting && record.appId == app.id)
         #expect(record.detail == ["model": "sface-2021dec", "templateId": enrolled.templateId!.wire])
         let job = try #require(matcher.jobs.first)
-        #expect(job.kind == .enroll && job.userId == waiting && job.image == Data([1, 2]) && job.model == .sface2021dec && !job.duplicateCheck)
+        #expect(job.payload == .enroll(FaceJob.Enrollment(image: Data([1, 2]), userId: waiting, duplicateCheck: false, model: .sface2021dec)))
         let refused = try #require(try await migration.reenroll(app: app, user: waiting, image: Data([3]), target: .sface2021dec))
         #expect(refused.outcome == ErrorCode.lowQuality.rawValue && refused.detail["templateId"] == "")
     }

@@ -66,7 +66,8 @@ import Testing
                                     type: TokenType.identity, issuer: "https://facegate.test", audience: world.app.id.wire)
         #expect(claims.method == "kiosk" && claims.sub == customer.wire && claims.deviceId == "kiosk-1")
         let job = try #require(world.matcher.jobs.first)
-        #expect(job.kind == .liveness && job.identify && job.actions == [.blink, .turnLeft])
+        guard case .liveness(let burst) = job.payload else { Issue.record("not a liveness job"); return }
+        #expect(burst.identify && burst.actions == [.blink, .turnLeft])
     }
 
     @Test func spoofsReplaysAndStrangersAreRefusedAnswersThatThrottleTheKiosk() async throws {

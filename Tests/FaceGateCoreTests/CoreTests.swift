@@ -5,7 +5,7 @@ import Testing
 
 @Suite struct EnvelopeTests {
     @Test func roundTripsAJobWithItsReplyAddress() throws {
-        let job = FaceJob(kind: .identify, appId: UUID(), image: Data([0xFF, 0xD8, 0xFF, 0x00]), threshold: 0.45)
+        let job = FaceJob(appId: UUID(), threshold: 0.45, .identify(image: Data([0xFF, 0xD8, 0xFF, 0x00]), topK: 5))
         let envelope = MessageEnvelope(type: job.kind.messageType, correlationId: "c-1", appId: "app", deadline: Date().addingTimeInterval(5),
                                        replyTo: ReplyTo(topic: "replies.auth-gateway.v1", partition: 3), payload: job)
         let decoded = try MessageEnvelope<FaceJob>.decode(try envelope.encoded(), expectingType: "face.identify")
@@ -19,7 +19,7 @@ import Testing
     @Test func refusesBrokenVersionedAndMistypedEnvelopes() throws {
         #expect(throws: EnvelopeError.self) { try MessageEnvelope<FaceJob>.decode(Array("{not json".utf8)) }
         let envelope = MessageEnvelope(type: "face.detect", correlationId: "c", appId: nil, deadline: Date(), replyTo: nil,
-                                       payload: FaceJob(kind: .detect, appId: UUID()))
+                                       payload: FaceJob(appId: UUID(), .detect(image: Data([1]))))
         var text = String(decoding: try envelope.encoded(), as: UTF8.self)
         #expect(throws: EnvelopeError.unexpectedType("face.detect")) {
             try MessageEnvelope<FaceJob>.decode(Array(text.utf8), expectingType: "face.identify")
@@ -119,7 +119,7 @@ import Testing
         var second = FaceJobResult(outcome: .match, candidates: [candidate(bob, 0.50)], shardIndex: 1, shardCount: 2)
         first.rule = rule
         second.rule = rule
-        let job = FaceJob(kind: .identify, appId: UUID(), threshold: 0.9)
+        let job = FaceJob(appId: UUID(), threshold: 0.9, .identify(image: Data([1]), topK: 5))
         let merged = FaceJobResult.merged([first, second], for: job)
         #expect(merged.outcome == .ambiguousMatch)
         #expect(merged.outcome == rule.decide(first.candidates + second.candidates).outcome)
@@ -141,13 +141,13 @@ import Testing
     @Test func shardsWithoutARuleAreMergedWithTheJobsNumbersOrTheStrictestDefaults() {
         let first = FaceJobResult(outcome: .match, candidates: [candidate(alice, 0.80)], shardIndex: 0, shardCount: 2)
         let second = FaceJobResult(outcome: .noMatchFace, candidates: [candidate(bob, 0.90)], shardIndex: 1, shardCount: 2)
-        var job = FaceJob(kind: .identify, appId: UUID(), threshold: 1.0)  // an SFace app's threshold, as the gateway sends it
+        var job = FaceJob(appId: UUID(), threshold: 1.0, .identify(image: Data([1]), topK: 5))  // an SFace app's threshold, as the gateway sends it
         let merged = FaceJobResult.merged([first, second], for: job)
         #expect(merged.rule == MatchRule(threshold: 1.0, margin: 0.06), "the widest default margin")
         #expect(merged.outcome == .match, "0.80 against 0.90 is no tie even under the widest margin")
         job.margin = 0.2
         #expect(FaceJobResult.merged([first, second], for: job).outcome == .ambiguousMatch, "the job's own margin wins")
-        job = FaceJob(kind: .identify, appId: UUID())
+        job = FaceJob(appId: UUID(), .identify(image: Data([1]), topK: 5))
         #expect(FaceJobResult.merged([first, second], for: job).outcome == .noMatchFace, "no threshold: the smallest default, 0.5")
     }
 }
@@ -287,6 +287,36 @@ import Testing
         // A registration job without its entry is no job.
         let empty = Data(#"{"kind": "register", "appId": "\#(appId.uuidString)"}"#.utf8)
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(CTIDJob.self, from: empty) }
+    }
+
+    @Test func aFaceJobCarriesItsKindsFieldsAndWhatOlderMatchersRequire() throws {
+        let (app, user, template) = (UUID(), UUID(), UUID())
+        let image = Data([0xFF, 0xD8])
+        let jobs: [(FaceJob.Payload, [String])] = [
+            (.identify(image: image, topK: 7), ["image"]),
+            (.verify(image: image, against: .image(Data([1]))), ["image", "referenceImage"]),
+            (.verify(image: image, against: .user(user)), ["image", "userId"]),
+            (.verify(image: image, against: .sealedTemplate(Data([2]))), ["image", "referenceSealedTemplate"]),
+            (.enroll(FaceJob.Enrollment(image: image, userId: user, templateLimit: 3, keepPhoto: true)), ["image", "keepPhoto", "templateLimit", "userId"]),
+            (.detect(image: image), ["image"]),
+            (.liveness(FaceJob.Burst(frames: [image], actions: [.turnLeft], identify: true)), ["actions", "frames", "identify"]),
+            (.template(image: image), ["image"]),
+            (.reembed(model: .sface2021dec, templateIds: [template]), ["model", "templateIds"]),
+        ]
+        for (payload, fields) in jobs {
+            let job = FaceJob(appId: app, threshold: 0.9, payload)
+            // `topK` and `duplicateCheck` are written for every kind: matchers from before payloads require them.
+            #expect(try json(job).keys.sorted() == (["appId", "duplicateCheck", "kind", "threshold", "topK"] + fields).sorted(), "\(job.kind)")
+            let decoded = try JSONDecoder().decode(FaceJob.self, from: try JSONEncoder().encode(job))
+            #expect(decoded.payload == payload && decoded.threshold == 0.9 && decoded.messageType == "face.\(job.kind.rawValue)")
+        }
+        #expect(try json(FaceJob(appId: app, .identify(image: image, topK: 7)))["topK"] as? Int == 7)
+        // A job as senders from before payloads wrote it: every field, the unused ones empty.
+        let older = Data(#"{"kind": "enroll", "appId": "\#(app.uuidString)", "image": "/9g=", "userId": "\#(user.uuidString)", "topK": 5, "duplicateCheck": true}"#.utf8)
+        #expect(try JSONDecoder().decode(FaceJob.self, from: older).payload
+                == .enroll(FaceJob.Enrollment(image: image, userId: user, duplicateCheck: true, keepPhoto: false)))
+        let imageless = Data(#"{"kind": "identify", "appId": "\#(app.uuidString)", "topK": 5, "duplicateCheck": true}"#.utf8)
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(FaceJob.self, from: imageless) }
     }
 
     @Test func aKioskCommandCarriesOnlyItsStepsFields() throws {

@@ -138,8 +138,8 @@ import Testing
                                              service: "auth-gateway", timeout: .seconds(20))
             try await requester.start()
             while !requester.isReady { try await Task.sleep(for: .milliseconds(100)) }
-            let job = FaceJob(kind: .enroll, appId: UUID(uuidString: app.id)!, image: try TestEnvironment.image("obama.jpg"),
-                              userId: UUID(uuidString: user)!, duplicateCheck: true)
+            let job = FaceJob(appId: UUID(uuidString: app.id)!,
+                              .enroll(FaceJob.Enrollment(image: try TestEnvironment.image("obama.jpg"), userId: UUID(uuidString: user)!)))
             let id = "enroll-\(UUID().uuidString.lowercased())"
             let first = try await requester.faceJob(job, messageId: id)
             let again = try await requester.faceJob(job, messageId: id)

@@ -78,7 +78,7 @@ import Testing
             let intruderFace = try TestEnvironment.image("biden.jpg")
             let enroll = MessageEnvelope(type: "face.enroll", correlationId: UUID().wire, appId: app.id, deadline: Date().addingTimeInterval(60),
                                          replyTo: ReplyTo(topic: prefix + "replies.auth-gateway.v1", partition: 0),
-                                         payload: FaceJob(kind: .enroll, appId: appId, image: intruderFace, userId: UUID(uuidString: victim)!))
+                                         payload: FaceJob(appId: appId, .enroll(FaceJob.Enrollment(image: intruderFace, userId: UUID(uuidString: victim)!))))
             let unsigned = KafkaRecord(topic: faceJobs, key: Array(enroll.correlationId.utf8), value: try enroll.encoded())
             _ = try await producer.send(unsigned)
             _ = try await producer.send(try signer("kiosk-orchestrator").sign(KafkaRecord(topic: prefix + "ctid.jobs.v1", key: unsigned.key, value: unsigned.value)))

@@ -141,12 +141,10 @@ final class KioskFlow: Sendable {
             return try await fail(&session, &run, .selfieScanCompleted, .invalidRequest, "the selfie step needs frames")
         }
         let threshold = try await records.rules(of: session.appId).threshold
-        var job: FaceJob
-        if let actions {
-            job = FaceJob(kind: .liveness, appId: session.appId, threshold: threshold, frames: frames, actions: actions)
-            job.identify = true
+        let job = if let actions {
+            FaceJob(appId: session.appId, threshold: threshold, .liveness(FaceJob.Burst(frames: frames, actions: actions, identify: true)))
         } else {
-            job = FaceJob(kind: .identify, appId: session.appId, image: frames[0], threshold: threshold)
+            FaceJob(appId: session.appId, threshold: threshold, .identify(image: frames[0], topK: 5))
         }
         let result = try await faceJob(job)
         switch result.outcome {
@@ -184,7 +182,7 @@ final class KioskFlow: Sendable {
     /// The document's front must show a face: its template (sealed with the platform key) is the
     /// reference of the face match. The photo itself is not kept.
     func idFront(_ session: inout KioskSession, _ run: inout Run, image: Data) async throws {
-        let result = try await faceJob(FaceJob(kind: .template, appId: session.appId, image: image))
+        let result = try await faceJob(FaceJob(appId: session.appId, .template(image: image)))
         switch result.outcome {
         case .enrolled, .detected, .match:
             guard let sealed = result.sealedTemplate else { throw KioskFlowError.matcher("template job answered without a template") }
@@ -241,8 +239,8 @@ final class KioskFlow: Sendable {
         let selfie = try sealer.open(Array(sealedSelfie), context: Self.selfieContext(session.id))
         let rules = try await records.rules(of: session.appId)
         let threshold = rules.approval.faceMatchThreshold ?? rules.threshold
-        let result = try await faceJob(FaceJob(kind: .verify, appId: session.appId, image: Data(selfie),
-                                               referenceSealedTemplate: portrait, threshold: threshold))
+        let result = try await faceJob(FaceJob(appId: session.appId, threshold: threshold,
+                                               .verify(image: Data(selfie), against: .sealedTemplate(portrait))))
         let distance = result.candidates.first?.distance
         var data = session.data
         data.faceDistance = distance
@@ -279,7 +277,7 @@ final class KioskFlow: Sendable {
         }
         if try await !records.isEnrolled(customerId) {
             let selfie = try sealer.open(Array(sealedSelfie), context: Self.selfieContext(session.id))
-            let result = try await faceJob(FaceJob(kind: .enroll, appId: session.appId, image: Data(selfie), userId: customerId))
+            let result = try await faceJob(FaceJob(appId: session.appId, .enroll(FaceJob.Enrollment(image: Data(selfie), userId: customerId))))
             guard result.outcome == .enrolled else {
                 if [.timeout, .internalError].contains(result.outcome) { throw KioskFlowError.matcher(result.message ?? result.outcome.rawValue) }
                 try await records.removeCustomer(customerId)

@@ -87,10 +87,15 @@ final class FaceJobHandler: Sendable {
     /// exception is an enrollment for the model the app migrates to (progressive re-enrollment).
     private func runInApp(_ job: FaceJob, messageId: String) async throws -> FaceJobResult {
         var model = try await appModels.model(of: job.appId)
-        if let target = job.model, target != model {
-            guard job.kind == .enroll || job.kind == .reembed, target == .defaultForNewApps else {
+        let named: FaceModel? = switch job.payload {
+        case .enroll(let enrollment): enrollment.model
+        case .reembed(let target, _): target
+        default: nil
+        }
+        if let target = named, target != model {
+            guard target == .defaultForNewApps else {
                 return FaceJobResult(outcome: .internalError,
-                                     message: "only an enrollment or a re-embedding may name a model: the one apps migrate to, \(FaceModel.defaultForNewApps.rawValue)")
+                                     message: "an enrollment or a re-embedding may name only the model apps migrate to, \(FaceModel.defaultForNewApps.rawValue)")
             }
             model = target
         }
@@ -98,14 +103,14 @@ final class FaceJobHandler: Sendable {
             return FaceJobResult(outcome: .internalError, message: "this matcher does not run the app's face model \(model.rawValue)")
         }
         let engine = ModelEngine(model: model, pool: pool)
-        switch job.kind {
-        case .identify: return try await identify(job, engine)
-        case .verify: return try await verify(job, engine)
-        case .enroll: return try await enroll(job, engine, messageId: messageId)
-        case .detect: return try await detect(job, engine)
-        case .liveness: return try await liveness(job, engine)
-        case .template: return try await template(job, engine)
-        case .reembed: return try await reembed(job, engine)
+        switch job.payload {
+        case .identify(let image, let topK): return try await identify(image, topK: topK, job, engine)
+        case .verify(let image, let reference): return try await verify(image, against: reference, job, engine)
+        case .enroll(let enrollment): return try await enroll(enrollment, job, engine, messageId: messageId)
+        case .detect(let image): return try await detect(image, engine)
+        case .liveness(let burst): return try await liveness(burst, job, engine)
+        case .template(let image): return try await template(image, engine)
+        case .reembed(_, let templateIds): return try await reembed(templateIds, job, engine)
         }
     }
 
@@ -133,8 +138,7 @@ final class FaceJobHandler: Sendable {
     }
 
     /// The largest face of an image with its embedding, and every face seen (largest first); throws `Stop` otherwise.
-    private func probe(_ image: Data?, _ engine: ModelEngine, timings: inout [String: Double]) async throws -> (DetectedFace, [DetectedFace]) {
-        guard let image else { throw Stop(result: FaceJobResult(outcome: .imageFormatError, message: "no image in the job")) }
+    private func probe(_ image: Data, _ engine: ModelEngine, timings: inout [String: Double]) async throws -> (DetectedFace, [DetectedFace]) {
         let analysis = try await engine.pool.analyze(Array(image))
         timings["decode"] = analysis.decodeMilliseconds
         timings["detect"] = analysis.detectMilliseconds
@@ -148,12 +152,12 @@ final class FaceJobHandler: Sendable {
         return (face, analysis.faces)
     }
 
-    private func identify(_ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
+    private func identify(_ image: Data, topK: Int, _ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
         var timings: [String: Double] = [:]
-        let (face, faces) = try await probe(job.image, engine, timings: &timings)
+        let (face, faces) = try await probe(image, engine, timings: &timings)
         let faceCount = faces.count
         let searchStart = ContinuousClock.now
-        let matches = await search(face.embedding!, k: max(1, min(job.topK, 100)), job, engine)
+        let matches = await search(face.embedding!, k: max(1, min(topK, 100)), job, engine)
         timings["search"] = (ContinuousClock.now - searchStart).milliseconds
         stageSeconds.observe(timings["search"]! / 1000, ["stage": "search"])
         let candidates = matches.map(Self.candidate)
@@ -164,13 +168,14 @@ final class FaceJobHandler: Sendable {
         return result
     }
 
-    private func verify(_ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
+    private func verify(_ image: Data, against reference: FaceJob.Reference, _ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
         var timings: [String: Double] = [:]
-        let (face, faces) = try await probe(job.image, engine, timings: &timings)
+        let (face, faces) = try await probe(image, engine, timings: &timings)
         let faceCount = faces.count
         let probe = face.embedding!
         var candidates: [FaceCandidate] = []
-        if let reference = job.referenceImage {
+        switch reference {
+        case .image(let reference):
             var referenceTimings: [String: Double] = [:]
             let referenceFace: DetectedFace
             do {
@@ -181,7 +186,7 @@ final class FaceJobHandler: Sendable {
             }
             candidates.append(FaceCandidate(userId: platformAppId, templateId: platformAppId,
                                             distance: euclideanDistance(probe, referenceFace.embedding!)))
-        } else if let sealed = job.referenceSealedTemplate {
+        case .sealedTemplate(let sealed):
             let reference: [Float]
             do {
                 reference = try sealer.openTemplate(Array(sealed), templateId: engine.model.referenceTemplateKey)
@@ -189,15 +194,13 @@ final class FaceJobHandler: Sendable {
                 return FaceJobResult(outcome: .internalError, message: "the reference template was not made with the app's face model \(engine.model.rawValue)")
             }
             candidates.append(FaceCandidate(userId: platformAppId, templateId: platformAppId, distance: euclideanDistance(probe, reference)))
-        } else if let userId = job.userId {
+        case .user(let userId):
             for (templateId, reference) in try await templates.embeddings(appId: job.appId, userId: userId, model: engine.model) {
                 candidates.append(FaceCandidate(userId: userId, templateId: templateId, distance: euclideanDistance(probe, reference)))
             }
             guard !candidates.isEmpty else {
                 return FaceJobResult(outcome: .noMatchFace, message: "the user has no enrolled face", faceCount: faceCount, timings: timings)
             }
-        } else {
-            return FaceJobResult(outcome: .internalError, message: "verify needs a reference image, template or user")
         }
         candidates.sort { $0.distance < $1.distance }
         return FaceJobResult(outcome: rule(for: job, engine.model).verifies(candidates[0].distance) ? .match : .noMatchFace, candidates: [candidates[0]],
@@ -229,22 +232,22 @@ final class FaceJobHandler: Sendable {
     /// How much wider than the next face the enrolled face must be when a photo shows several.
     static let dominanceRatio = 1.5
 
-    private func enroll(_ job: FaceJob, _ engine: ModelEngine, messageId: String) async throws -> FaceJobResult {
-        guard let userId = job.userId else { return FaceJobResult(outcome: .internalError, message: "enroll needs a user") }
+    private func enroll(_ enrollment: FaceJob.Enrollment, _ job: FaceJob, _ engine: ModelEngine, messageId: String) async throws -> FaceJobResult {
+        let userId = enrollment.userId
         // A redelivered enrollment answers what the first delivery answered.
         if let previous = try await templates.recordedAnswer(toEnrollment: messageId) { return previous }
         // Counted here to spare the embedding, and again under the user's lock when the template is stored.
-        if let limit = job.templateLimit {
+        if let limit = enrollment.templateLimit {
             let held = try await templates.count(appId: job.appId, userId: userId, model: engine.model)
             if held >= limit { return Self.limitReached(held: held, limit: limit) }
         }
         var timings: [String: Double] = [:]
-        let (face, faces) = try await probe(job.image, engine, timings: &timings)
+        let (face, faces) = try await probe(enrollment.image, engine, timings: &timings)
         let faceCount = faces.count
         let quality = Self.report(face.quality)
         if let refused = qualityGate(face, faces: faces, model: engine.model, timings: timings) { return refused }
         let embedding = face.embedding!
-        if job.duplicateCheck {
+        if enrollment.duplicateCheck {
             let threshold = min(job.threshold ?? configuration.defaultThreshold(for: engine.model), engine.model.duplicateThreshold)
             let others = await search(embedding, k: 10, job, engine)
                 .filter { $0.userId != userId && $0.distance <= threshold }
@@ -254,21 +257,21 @@ final class FaceJobHandler: Sendable {
             }
         }
         let template = TemplateStore.NewTemplate(appId: job.appId, userId: userId, model: engine.model, embedding: embedding, quality: quality,
-                                                 photo: job.keepPhoto ? job.image : nil)
+                                                 photo: enrollment.keepPhoto ? enrollment.image : nil)
         let result = FaceJobResult(outcome: .enrolled, faceCount: faceCount, quality: quality, templateId: template.id, timings: timings)
         let answer: @Sendable (Bool) -> FaceJobResult = { kept in
             var answer = result
             answer.photoKept = kept
             return answer
         }
-        switch try await templates.insert(template, limit: job.templateLimit, answering: (messageId, answer)) {
+        switch try await templates.insert(template, limit: enrollment.templateLimit, answering: (messageId, answer)) {
         case .inserted(let seq, let photoKept):
             await publish(template, seq: seq)
             return answer(photoKept)
         case .answeredBefore(let previous):
             return previous
         case .limitReached(let held):
-            return Self.limitReached(held: held, limit: job.templateLimit ?? held)
+            return Self.limitReached(held: held, limit: enrollment.templateLimit ?? held)
         case .userNotFound, .alreadyHeld:
             return FaceJobResult(outcome: .internalError, message: "user not found in this app", faceCount: faceCount, quality: quality, timings: timings)
         }
@@ -292,13 +295,13 @@ final class FaceJobHandler: Sendable {
         }
     }
 
-    /// `reembed`: the kept enrollment photos of `job.templateIds`, each embedded with the job's model and stored as its
+    /// `reembed`: the kept enrollment photos of `templateIds`, each embedded with the job's model and stored as its
     /// user's template of that model, unless the user already holds one (made by a login, or by another shard). The
     /// photos are opened here and nowhere else, and leave this process only as templates.
-    private func reembed(_ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
+    private func reembed(_ templateIds: [UUID], _ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
         var outcomes: [ReembedOutcome] = []
         // Every shard gets the job; each re-embeds the photos of the templates it holds, so each photo is embedded once.
-        for kept in try await templates.keptPhotos(appId: job.appId, templateIds: job.templateIds ?? []) where store.owns(kept.templateId) {
+        for kept in try await templates.keptPhotos(appId: job.appId, templateIds: templateIds) where store.owns(kept.templateId) {
             var outcome = ReembedOutcome(sourceTemplateId: kept.templateId, userId: kept.userId, outcome: .enrolled)
             do {
                 let photo = try sealer.openEnrollmentPhoto(kept.sealed, templateId: kept.templateId)
@@ -332,9 +335,9 @@ final class FaceJobHandler: Sendable {
     }
 
     /// The same quality gate as enrollment, then the embedding sealed as a reference template.
-    private func template(_ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
+    private func template(_ image: Data, _ engine: ModelEngine) async throws -> FaceJobResult {
         var timings: [String: Double] = [:]
-        let (face, faces) = try await probe(job.image, engine, timings: &timings)
+        let (face, faces) = try await probe(image, engine, timings: &timings)
         let quality = Self.report(face.quality)
         if let refused = qualityGate(face, faces: faces, model: engine.model, timings: timings) { return refused }
         var result = FaceJobResult(outcome: .detected, faceCount: faces.count, quality: quality, timings: timings)
@@ -342,8 +345,7 @@ final class FaceJobHandler: Sendable {
         return result
     }
 
-    private func detect(_ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
-        guard let image = job.image else { return FaceJobResult(outcome: .imageFormatError, message: "no image in the job") }
+    private func detect(_ image: Data, _ engine: ModelEngine) async throws -> FaceJobResult {
         let analysis = try await engine.pool.analyze(Array(image), options: FaceAnalysisOptions(embeddings: false, landmarks68: false, maxFaces: 1))
         let timings = ["decode": analysis.decodeMilliseconds, "detect": analysis.detectMilliseconds]
         guard let face = analysis.faces.first else { return FaceJobResult(outcome: .noFace, faceCount: 0, timings: timings) }
@@ -352,14 +354,15 @@ final class FaceJobHandler: Sendable {
 
     /// Liveness over the burst, analysed once; with `identify`, a live burst is then searched like an
     /// identify job with its most frontal open-eyed frame (same rule, threshold and margin).
-    private func liveness(_ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
-        guard let frames = job.frames, !frames.isEmpty else {
+    private func liveness(_ burst: FaceJob.Burst, _ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
+        let frames = burst.frames
+        guard !frames.isEmpty else {
             return FaceJobResult(outcome: .imageFormatError, message: "no frames in the liveness job")
         }
         var timings: [String: Double] = [:]
         let analyses = try await analyzeFrames(frames, engine.pool, timings: &timings)
         let faceCount = analyses.map(\.faceCount).max()
-        let verdict = LivenessAnalyzer.evaluate(frames: frames, analyses: analyses, actions: job.actions ?? [],
+        let verdict = LivenessAnalyzer.evaluate(frames: frames, analyses: analyses, actions: burst.actions,
                                                 sameFaceDistance: engine.model.sameFaceDistance)
         if analyses.allSatisfy({ $0.faces.isEmpty }) {
             return FaceJobResult(outcome: .noFace, faceCount: 0, liveness: verdict, timings: timings)
@@ -371,14 +374,14 @@ final class FaceJobHandler: Sendable {
         let best = analyses[bestIndex].faces[0]
         var result = FaceJobResult(outcome: .live, faceCount: faceCount, quality: Self.report(best.quality), liveness: verdict, timings: timings)
         result.bestFrameIndex = bestIndex
-        let k = job.identify ? max(1, min(job.topK, 100)) : min(job.topK, 100)
+        let k = burst.identify ? max(1, min(burst.topK, 100)) : min(burst.topK, 100)
         if k > 0, let embedding = best.embedding {
             let searchStart = ContinuousClock.now
             result.candidates = await search(embedding, k: k, job, engine).map(Self.candidate)
             result.timings["search"] = (ContinuousClock.now - searchStart).milliseconds
             stageSeconds.observe(result.timings["search"]! / 1000, ["stage": "search"])
         }
-        if job.identify {
+        if burst.identify {
             let rule = rule(for: job, engine.model)
             result.outcome = rule.decide(result.candidates).outcome
             result.rule = rule

@@ -22,85 +22,205 @@ public enum FaceJobKind: String, Codable, Sendable, CaseIterable {
     public var messageType: String { "face.\(rawValue)" }
 }
 
+/// A face job: the app, the decision rule's numbers when the app sets them, and one payload per kind. On the wire one
+/// flat object (`kind`, `appId`, `threshold`, `margin` and the kind's fields); `topK` and `duplicateCheck` are always
+/// written, as matchers from before payloads require them.
 public struct FaceJob: Codable, Sendable {
-    public var kind: FaceJobKind
-    public var appId: UUID
-    /// Probe image bytes (JPEG/PNG), base64 in JSON.
-    public var image: Data?
-    /// `verify` against a second image.
-    public var referenceImage: Data?
-    /// `verify` against this user's templates; `enroll` target user.
-    public var userId: UUID?
-    /// `verify` against a template sealed with the platform key (e.g. a CTID registry portrait).
-    public var referenceSealedTemplate: Data?
-    public var topK: Int
-    /// Per-app decision rule; the matcher's defaults apply when nil.
-    public var threshold: Float?
-    public var margin: Float?
-    /// `enroll`: refuse a face that already matches another user of the app.
-    public var duplicateCheck: Bool
-    /// `liveness`: the frames and the actions the challenge asked for, in order.
-    public var frames: [Data]?
-    public var actions: [LivenessAction]?
-    /// `liveness`: when the burst is live, also search the gallery with its most frontal frame and decide
-    /// like `identify` (same rule, threshold, margin; sent to every shard and merged like an identify).
-    public var identify: Bool
-    /// `enroll` only: embed with this model instead of the app's — the model the app is migrating to
-    /// (`FaceModel.defaultForNewApps`), for progressive re-enrollment. Every other job runs on the app's model.
-    public var model: FaceModel?
-    /// `enroll`: the most templates of the model the user may hold. The matcher refuses the enrollment past it
-    /// (`FACE_LIMIT_REACHED`) — after answering a redelivered or retried job from its record, so a retry whose first
-    /// attempt filled the last place gets that template, not a refusal. nil: no limit.
-    public var templateLimit: Int?
-    /// `enroll`: keep the photo, sealed to the new template, for a later move to another model (the app keeps
-    /// enrollment photos and the person consented).
-    public var keepPhoto: Bool
-    /// `reembed`: the templates whose kept photos to embed with `model`.
-    public var templateIds: [UUID]?
-
-    public init(kind: FaceJobKind, appId: UUID, image: Data? = nil, referenceImage: Data? = nil, userId: UUID? = nil,
-                referenceSealedTemplate: Data? = nil, topK: Int = 5, threshold: Float? = nil, margin: Float? = nil,
-                duplicateCheck: Bool = true, frames: [Data]? = nil, actions: [LivenessAction]? = nil, identify: Bool = false,
-                model: FaceModel? = nil, templateLimit: Int? = nil, keepPhoto: Bool = false, templateIds: [UUID]? = nil) {
-        self.kind = kind
-        self.appId = appId
-        self.image = image
-        self.referenceImage = referenceImage
-        self.userId = userId
-        self.referenceSealedTemplate = referenceSealedTemplate
-        self.topK = topK
-        self.threshold = threshold
-        self.margin = margin
-        self.duplicateCheck = duplicateCheck
-        self.frames = frames
-        self.actions = actions
-        self.identify = identify
-        self.model = model
-        self.templateLimit = templateLimit
-        self.keepPhoto = keepPhoto
-        self.templateIds = templateIds
+    /// What a `verify` compares the probe with.
+    public enum Reference: Sendable, Equatable {
+        /// A second image.
+        case image(Data)
+        /// The user's templates.
+        case user(UUID)
+        /// A template sealed with the platform key (e.g. a CTID registry portrait, a document's portrait).
+        case sealedTemplate(Data)
     }
 
-    /// Jobs from senders that predate a field decode with its default.
+    /// An enrollment of `image` for `userId`.
+    public struct Enrollment: Sendable, Equatable {
+        public var image: Data
+        public var userId: UUID
+        /// Refuse a face that already matches another user of the app.
+        public var duplicateCheck: Bool
+        /// Embed with this model instead of the app's — the model the app is migrating to (`FaceModel.defaultForNewApps`),
+        /// for progressive re-enrollment. Every other job runs on the app's model.
+        public var model: FaceModel?
+        /// The most templates of the model the user may hold. The matcher refuses the enrollment past it
+        /// (`FACE_LIMIT_REACHED`) — after answering a redelivered or retried job from its record, so a retry whose first
+        /// attempt filled the last place gets that template, not a refusal. nil: no limit.
+        public var templateLimit: Int?
+        /// Keep the photo, sealed to the new template, for a later move to another model (the app keeps enrollment photos
+        /// and the person consented).
+        public var keepPhoto: Bool
+
+        public init(image: Data, userId: UUID, duplicateCheck: Bool = true, model: FaceModel? = nil, templateLimit: Int? = nil,
+                    keepPhoto: Bool = false) {
+            self.image = image
+            self.userId = userId
+            self.duplicateCheck = duplicateCheck
+            self.model = model
+            self.templateLimit = templateLimit
+            self.keepPhoto = keepPhoto
+        }
+    }
+
+    /// A burst of frames answering a liveness challenge.
+    public struct Burst: Sendable, Equatable {
+        public var frames: [Data]
+        /// The actions the challenge asked for, in order.
+        public var actions: [LivenessAction]
+        /// When the burst is live, also search the gallery with its most frontal frame and decide like `identify` (same
+        /// rule, threshold, margin; sent to every shard and merged like an identify).
+        public var identify: Bool
+        public var topK: Int
+
+        public init(frames: [Data], actions: [LivenessAction], identify: Bool = false, topK: Int = 5) {
+            self.frames = frames
+            self.actions = actions
+            self.identify = identify
+            self.topK = topK
+        }
+    }
+
+    public enum Payload: Sendable, Equatable {
+        /// 1:N search of the probe (JPEG/PNG bytes, base64 in JSON) in the app's gallery.
+        case identify(image: Data, topK: Int)
+        case verify(image: Data, against: Reference)
+        case enroll(Enrollment)
+        /// Faces, boxes and quality only.
+        case detect(image: Data)
+        case liveness(Burst)
+        /// One face of an acceptable photo, as a template sealed with the platform key. Nothing is persisted.
+        case template(image: Data)
+        /// The kept enrollment photos of these templates, each embedded with `model` and stored as its user's template.
+        case reembed(model: FaceModel, templateIds: [UUID])
+    }
+
+    public var appId: UUID
+    /// The app's decision rule; the matcher's defaults for the model apply where nil.
+    public var threshold: Float?
+    public var margin: Float?
+    public var payload: Payload
+
+    public init(appId: UUID, threshold: Float? = nil, margin: Float? = nil, _ payload: Payload) {
+        self.appId = appId
+        self.threshold = threshold
+        self.margin = margin
+        self.payload = payload
+    }
+
+    public var kind: FaceJobKind {
+        switch payload {
+        case .identify: .identify
+        case .verify: .verify
+        case .enroll: .enroll
+        case .detect: .detect
+        case .liveness: .liveness
+        case .template: .template
+        case .reembed: .reembed
+        }
+    }
+
+    /// The probe image of the kinds that have one.
+    public var image: Data? {
+        switch payload {
+        case .identify(let image, _), .verify(let image, _), .detect(let image), .template(let image): image
+        case .enroll(let enrollment): enrollment.image
+        case .liveness, .reembed: nil
+        }
+    }
+
+    /// How many candidates a search answers (identify, and a liveness burst's search).
+    public var topK: Int {
+        switch payload {
+        case .identify(_, let topK): topK
+        case .liveness(let burst): burst.topK
+        default: 0
+        }
+    }
+
+    /// A search decided like `identify`: an identify job, or a liveness burst that also identifies.
+    public var identifies: Bool {
+        switch payload {
+        case .identify: true
+        case .liveness(let burst): burst.identify
+        default: false
+        }
+    }
+
+    private enum Keys: String, CodingKey {
+        case kind, appId, threshold, margin, image, referenceImage, userId, referenceSealedTemplate, topK, duplicateCheck, frames, actions,
+             identify, model, templateLimit, keepPhoto, templateIds
+    }
+
+    /// Fields a kind does without may be absent; a sender that predates `identify` or `keepPhoto` leaves them false.
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        kind = try container.decode(FaceJobKind.self, forKey: .kind)
-        appId = try container.decode(UUID.self, forKey: .appId)
-        image = try container.decodeIfPresent(Data.self, forKey: .image)
-        referenceImage = try container.decodeIfPresent(Data.self, forKey: .referenceImage)
-        userId = try container.decodeIfPresent(UUID.self, forKey: .userId)
-        referenceSealedTemplate = try container.decodeIfPresent(Data.self, forKey: .referenceSealedTemplate)
-        topK = try container.decode(Int.self, forKey: .topK)
-        threshold = try container.decodeIfPresent(Float.self, forKey: .threshold)
-        margin = try container.decodeIfPresent(Float.self, forKey: .margin)
-        duplicateCheck = try container.decode(Bool.self, forKey: .duplicateCheck)
-        frames = try container.decodeIfPresent([Data].self, forKey: .frames)
-        actions = try container.decodeIfPresent([LivenessAction].self, forKey: .actions)
-        identify = try container.decodeIfPresent(Bool.self, forKey: .identify) ?? false
-        model = try container.decodeIfPresent(FaceModel.self, forKey: .model)
-        templateLimit = try container.decodeIfPresent(Int.self, forKey: .templateLimit)
-        keepPhoto = try container.decodeIfPresent(Bool.self, forKey: .keepPhoto) ?? false
-        templateIds = try container.decodeIfPresent([UUID].self, forKey: .templateIds)
+        let c = try decoder.container(keyedBy: Keys.self)
+        appId = try c.decode(UUID.self, forKey: .appId)
+        threshold = try c.decodeIfPresent(Float.self, forKey: .threshold)
+        margin = try c.decodeIfPresent(Float.self, forKey: .margin)
+        let topK = try c.decodeIfPresent(Int.self, forKey: .topK) ?? 5
+        func image() throws -> Data { try c.decode(Data.self, forKey: .image) }
+        payload = switch try c.decode(FaceJobKind.self, forKey: .kind) {
+        case .identify: .identify(image: try image(), topK: topK)
+        case .verify:
+            if let reference = try c.decodeIfPresent(Data.self, forKey: .referenceImage) {
+                .verify(image: try image(), against: .image(reference))
+            } else if let sealed = try c.decodeIfPresent(Data.self, forKey: .referenceSealedTemplate) {
+                .verify(image: try image(), against: .sealedTemplate(sealed))
+            } else {
+                .verify(image: try image(), against: .user(try c.decode(UUID.self, forKey: .userId)))
+            }
+        case .enroll:
+            .enroll(Enrollment(image: try image(), userId: try c.decode(UUID.self, forKey: .userId),
+                               duplicateCheck: try c.decodeIfPresent(Bool.self, forKey: .duplicateCheck) ?? true,
+                               model: try c.decodeIfPresent(FaceModel.self, forKey: .model),
+                               templateLimit: try c.decodeIfPresent(Int.self, forKey: .templateLimit),
+                               keepPhoto: try c.decodeIfPresent(Bool.self, forKey: .keepPhoto) ?? false))
+        case .detect: .detect(image: try image())
+        case .liveness:
+            .liveness(Burst(frames: try c.decode([Data].self, forKey: .frames),
+                            actions: try c.decodeIfPresent([LivenessAction].self, forKey: .actions) ?? [],
+                            identify: try c.decodeIfPresent(Bool.self, forKey: .identify) ?? false, topK: topK))
+        case .template: .template(image: try image())
+        case .reembed: .reembed(model: try c.decode(FaceModel.self, forKey: .model), templateIds: try c.decode([UUID].self, forKey: .templateIds))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(appId, forKey: .appId)
+        try c.encodeIfPresent(threshold, forKey: .threshold)
+        try c.encodeIfPresent(margin, forKey: .margin)
+        var duplicateCheck = false
+        switch payload {
+        case .identify(let image, _), .detect(let image), .template(let image):
+            try c.encode(image, forKey: .image)
+        case .verify(let image, let reference):
+            try c.encode(image, forKey: .image)
+            switch reference {
+            case .image(let data): try c.encode(data, forKey: .referenceImage)
+            case .user(let user): try c.encode(user, forKey: .userId)
+            case .sealedTemplate(let data): try c.encode(data, forKey: .referenceSealedTemplate)
+            }
+        case .enroll(let enrollment):
+            try c.encode(enrollment.image, forKey: .image)
+            try c.encode(enrollment.userId, forKey: .userId)
+            duplicateCheck = enrollment.duplicateCheck
+            try c.encodeIfPresent(enrollment.model, forKey: .model)
+            try c.encodeIfPresent(enrollment.templateLimit, forKey: .templateLimit)
+            try c.encode(enrollment.keepPhoto, forKey: .keepPhoto)
+        case .liveness(let burst):
+            try c.encode(burst.frames, forKey: .frames)
+            try c.encode(burst.actions, forKey: .actions)
+            try c.encode(burst.identify, forKey: .identify)
+        case .reembed(let model, let templateIds):
+            try c.encode(model, forKey: .model)
+            try c.encode(templateIds, forKey: .templateIds)
+        }
+        try c.encode(topK, forKey: .topK)
+        try c.encode(duplicateCheck, forKey: .duplicateCheck)
     }
 }
 
@@ -249,7 +369,7 @@ extension FaceJobResult {
         guard results.count > 1, var merged = results.first(where: { $0.outcome != .noMatchFace && $0.outcome != .match && $0.outcome != .ambiguousMatch }) ?? results.first else {
             return results[0]
         }
-        if job.kind == .identify || (job.kind == .liveness && job.identify), results.allSatisfy({ [.match, .noMatchFace, .ambiguousMatch].contains($0.outcome) }) {
+        if job.identifies, results.allSatisfy({ [.match, .noMatchFace, .ambiguousMatch].contains($0.outcome) }) {
             merged.candidates = MatchRule.merge(results.map(\.candidates), k: job.topK)
             // Matchers report the rule they decided with. For shards that predate that, the job does not say the app's
             // model, so the merge takes the job's numbers and, where it has none, the strictest of the models' defaults.

@@ -40,8 +40,9 @@ struct Enrollment: Sendable {
         }
         let consent = try photoConsent()  // checked even where the app keeps no photos: a malformed value is refused
         let keepPhoto = app.keepEnrollmentPhotos && consent
-        let result = try await matcher.match(FaceJob(kind: .enroll, appId: app.id, image: image, userId: user, threshold: app.matchThreshold,
-                                                     duplicateCheck: true, templateLimit: maxFacesPerUser, keepPhoto: keepPhoto),
+        let result = try await matcher.match(FaceJob(appId: app.id, threshold: app.matchThreshold,
+                                                     .enroll(FaceJob.Enrollment(image: image, userId: user, templateLimit: maxFacesPerUser,
+                                                                                keepPhoto: keepPhoto))),
                                              messageId: jobId)
         if result.outcome.errorCode != nil { throw APIError(refusing: result) }
         guard let templateId = result.templateId, let quality = result.quality else {

@@ -48,8 +48,8 @@ struct FaceComparison: Sendable {
         if case .appServer = verifier, claimed == nil { throw APIError(.notFound, "no such user in this app") }
         return try await attempts.attempt(appId: app.id, subjects) {
             // An unknown user is compared with nobody: a fresh id holds no template.
-            let result = try await matcher.match(FaceJob(kind: .verify, appId: app.id, image: image, userId: claimed ?? UUID(),
-                                                         threshold: app.matchThreshold))
+            let result = try await matcher.match(FaceJob(appId: app.id, threshold: app.matchThreshold,
+                                                         .verify(image: image, against: .user(claimed ?? UUID()))))
             guard result.outcome == .match || result.outcome == .noMatchFace else { throw APIError(refusing: result) }
             let match = result.outcome == .match && claimed != nil
             draft.score = result.candidates.first?.distance
@@ -94,8 +94,8 @@ struct FaceComparison: Sendable {
         try await admission.admit(app, module: .faceLogin)
         let image = try image()
         return try await attempts.attempt(appId: app.id, [.clientAddress(clientAddress)]) {
-            let result = try await matcher.match(FaceJob(kind: .identify, appId: app.id, image: image, topK: max(limit * 3, 10),
-                                                         threshold: app.matchThreshold))
+            let result = try await matcher.match(FaceJob(appId: app.id, threshold: app.matchThreshold,
+                                                         .identify(image: image, topK: max(limit * 3, 10))))
             guard [.match, .noMatchFace, .ambiguousMatch].contains(result.outcome) else { throw APIError(refusing: result) }
             var bestPerUser: [FaceCandidate] = []
             for candidate in result.candidates.sorted(by: { $0.distance < $1.distance })

@@ -66,12 +66,12 @@ struct FaceLogin: Sendable {
         switch probe {
         case .burst(let challengeId, let frames):
             let actions = try await challenges.consume(challengeId, appId: app.id, deviceId: device.id, frames: frames)
-            job = FaceJob(kind: .liveness, appId: app.id, threshold: app.matchThreshold, frames: frames, actions: actions, identify: true)
+            job = FaceJob(appId: app.id, threshold: app.matchThreshold, .liveness(FaceJob.Burst(frames: frames, actions: actions, identify: true)))
             draft.detail["liveness"] = "active"
         case .image(let image):
             if device.isKey {
                 for user in bound {
-                    let result = try await matcher.match(FaceJob(kind: .verify, appId: app.id, image: image, userId: user, threshold: app.matchThreshold))
+                    let result = try await matcher.match(FaceJob(appId: app.id, threshold: app.matchThreshold, .verify(image: image, against: .user(user))))
                     guard result.outcome == .match || result.outcome == .noMatchFace else { throw APIError(refusing: result) }
                     if result.outcome == .match {
                         draft.userId = user
@@ -84,7 +84,7 @@ struct FaceLogin: Sendable {
                     }
                 }
             }
-            job = FaceJob(kind: .identify, appId: app.id, image: image, threshold: app.matchThreshold)
+            job = FaceJob(appId: app.id, threshold: app.matchThreshold, .identify(image: image, topK: 5))
         }
         let result = try await matcher.match(job)
         // The rule the matchers decided with (the app's threshold, their margin for the model).

@@ -90,7 +90,7 @@ struct FaceModelMigration: Sendable {
                 next = after
                 break
             }
-            let result = try await matcher.match(FaceJob(kind: .reembed, appId: app.id, duplicateCheck: false, model: target, templateIds: page))
+            let result = try await matcher.match(FaceJob(appId: app.id, .reembed(model: target, templateIds: page)))
             // A page not answered in time may still have been stored: calling again resumes after the last page answered.
             if result.outcome.errorCode != nil { throw APIError(refusing: result) }
             guard let done = result.reembedded else { throw APIError(.internalError, "the matcher did not re-embed") }
@@ -148,7 +148,7 @@ struct FaceModelMigration: Sendable {
     func reenroll(app: AppRecord, user: UUID, image: Data, target: FaceModel) async throws -> TransactionRecord? {
         guard try await !store.holds(user, appId: app.id, model: target) else { return nil }
         let started = ContinuousClock.now
-        let result = try await matcher.match(FaceJob(kind: .enroll, appId: app.id, image: image, userId: user, duplicateCheck: false, model: target))
+        let result = try await matcher.match(FaceJob(appId: app.id, .enroll(FaceJob.Enrollment(image: image, userId: user, duplicateCheck: false, model: target))))
         let outcome = result.outcome == .enrolled ? "SUCCESS" : (result.outcome.errorCode?.rawValue ?? result.outcome.rawValue)
         return TransactionRecord(id: UUID(), appId: app.id, kind: "face.migrate", outcome: outcome, userId: user, deviceId: nil, clientIp: nil,
                                  score: nil, latencyMs: Int((ContinuousClock.now - started).seconds * 1000),

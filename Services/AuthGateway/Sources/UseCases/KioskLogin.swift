@@ -62,11 +62,11 @@ struct KioskLogin: Sendable {
                 draft.detail["spoofReasons"] = error.message
                 return .refused(.spoofDetected, spoof: true)
             }
-            job = FaceJob(kind: .liveness, appId: app.id, threshold: app.matchThreshold, frames: sent.frames, actions: actions, identify: true)
+            job = FaceJob(appId: app.id, threshold: app.matchThreshold, .liveness(FaceJob.Burst(frames: sent.frames, actions: actions, identify: true)))
         } else {
             // Liveness off: no challenge; the first frame is identified as a face-login image would be.
             draft.detail["liveness"] = "off"
-            job = FaceJob(kind: .identify, appId: app.id, image: sent.frames[0], threshold: app.matchThreshold)
+            job = FaceJob(appId: app.id, threshold: app.matchThreshold, .identify(image: sent.frames[0], topK: 5))
         }
         let result = try await matcher.match(job)
         draft.score = result.candidates.first?.distance
