@@ -601,7 +601,14 @@ final class InMemoryAuditRecords: AuditRecords {
     private let state = Mutex(State())
     let verified = Calls<AuditCheckpoint?>()
 
-    func add(_ record: TransactionRecord) { state.withLock { $0.records.append(record) } }
+    /// Appends a row to its app's chain (the head counts it; its hash stands in for the keyed one).
+    func add(_ record: TransactionRecord) {
+        state.withLock { state in
+            state.records.append(record)
+            let head = state.heads[record.appId] ?? (0, TransactionRecord.genesisHash)
+            state.heads[record.appId] = (head.count + 1, SHA256.hash(head.hash + Array(record.id.wire.utf8)))
+        }
+    }
     func setHead(_ appId: UUID, count: Int64, hash: [UInt8]) { state.withLock { $0.heads[appId] = (count, hash) } }
     /// Every page asked for: the filter and the limit.
     var asked: [(filter: TransactionLog.Filter, limit: Int)] { state.withLock { $0.asked } }
@@ -615,6 +622,9 @@ final class InMemoryAuditRecords: AuditRecords {
                 .filter { filter.kind == nil || $0.kind == filter.kind }
                 .filter { filter.outcome == nil || $0.outcome == filter.outcome }
                 .filter { filter.userId == nil || $0.userId == filter.userId }
+                .filter { filter.deviceId == nil || $0.deviceId == filter.deviceId }
+                .filter { filter.from == nil || $0.createdAt >= filter.from! }
+                .filter { filter.to == nil || $0.createdAt < filter.to! }
                 .sorted { ($0.createdAt, $0.id.uuidString) > ($1.createdAt, $1.id.uuidString) }
                 .filter { cursor == nil || ($0.createdAt, $0.id.uuidString) < (cursor!.time, cursor!.id.uuidString) }
                 .prefix(limit).map { $0 }

@@ -27,6 +27,9 @@ struct StoreWorld: Sendable {
     let idempotency: any IdempotencyRecords
     let spentIds: any SpentTokenIds
     let roster: any UserRoster
+    let audit: any AuditRecords
+    /// Appends a transaction to the app's chain, as every recorded call does.
+    let appendAudit: @Sendable (TransactionRecord) async throws -> Void
     let directory: any UserDirectory
     /// Adds a user to the app as the operator API would, with a face template or without.
     let addDirectoryUser: @Sendable (_ employeeNumber: String, _ name: String, _ withFace: Bool) async throws -> UUID
@@ -53,11 +56,12 @@ struct StoreWorld: Sendable {
             let clock = FakeClock()
             let roster = InMemoryUserRoster(clock: clock)
             let directory = InMemoryUserDirectory()
+            let audit = InMemoryAuditRecords()
             let credentials = InMemoryDeviceCredentials(clock: clock)
             return StoreWorld(appId: appId, apps: InMemoryApps(clock: clock), apiKeys: InMemoryApiKeys(clock: clock), attempts: InMemoryAttemptCounters(clock: clock), bindings: InMemoryDeviceBindings(clock: clock),
                               challenges: InMemoryLivenessChallenges(clock: clock), credentials: credentials,
                               idempotency: InMemoryIdempotencyRecords(clock: clock), spentIds: InMemorySpentTokenIds(),
-                              roster: roster, directory: directory,
+                              roster: roster, audit: audit, appendAudit: { audit.add($0) }, directory: directory,
                               addDirectoryUser: { directory.add(appId: appId, employeeNumber: $0, name: $1, hasFace: $2) }, migration: roster, eventTickets: InMemoryKioskEventTickets(clock: clock), serials: InMemoryCTIDSerials(clock: clock), verifierSerials: nil,
                               storeTemplate: { roster.addTemplate($0, user: $1, appId: appId, model: $2, keptPhoto: $3) }, now: { clock.now },
                               advance: { clock.advance(seconds: $0) },
@@ -73,6 +77,8 @@ struct StoreWorld: Sendable {
             _ = try await database.pool.query("""
                 INSERT INTO apps (id, name, secret_hash, modules, liveness, quotas) VALUES (\(appId), 'contract', '\\x00', '{}', '{}', '{}')
                 """)
+            let auditLog = TransactionLog(database: gateway, producer: nil, topic: "", logger: Logger(label: "contract"),
+                                          keys: AuditKeys(current: Array(repeating: 7, count: 32)))
             /// A template as the matcher's enrollment stores it (the embedding is not read here).
             @Sendable func insertTemplate(_ id: UUID, _ user: UUID, _ model: FaceModel) async throws {
                 _ = try await database.pool.query("""
@@ -83,7 +89,8 @@ struct StoreWorld: Sendable {
             return StoreWorld(appId: appId, apps: PostgresApps(database: gateway), apiKeys: PostgresApiKeys(database: gateway), attempts: PostgresAttemptCounters(database: gateway), bindings: PostgresDeviceBindings(database: gateway),
                               challenges: PostgresLivenessChallenges(database: gateway), credentials: PostgresDeviceCredentials(database: gateway),
                               idempotency: PostgresIdempotencyRecords(database: gateway), spentIds: PostgresSpentTokenIds(database: gateway),
-                              roster: PostgresUserRoster(database: gateway), directory: PostgresUserDirectory(database: gateway),
+                              roster: PostgresUserRoster(database: gateway), audit: auditLog, appendAudit: { try await auditLog.append($0) },
+                              directory: PostgresUserDirectory(database: gateway),
                               addDirectoryUser: { number, name, withFace in
                                   let user = UUID()
                                   _ = try await database.pool.query("""
@@ -768,6 +775,44 @@ extension StoreContracts {
                 #expect(try await !users.hasFace(waiting, appId: world.appId), "a user without a template")
                 #expect(try await users.employeeNumbers(of: [enrolled, waiting, UUID()], appId: world.appId) == [enrolled: "D1", waiting: "D2"])
                 #expect(try await users.employeeNumbers(of: [], appId: world.appId).isEmpty)
+            }
+        }
+    }
+}
+
+extension StoreContracts {
+    @Suite struct AuditRecordsContract {
+        @Test(arguments: StoreKind.allCases) func searchesFilterPageAndCountTheAppsChain(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let (alice, bob) = (UUID(), UUID())
+            let start = Date(timeIntervalSince1970: 1_800_000_000)
+            let rows = [("face.login", "SUCCESS", alice, "d1"), ("face.login", "NO_MATCH_FACE", nil, "d2"), ("user.create", "SUCCESS", nil, nil),
+                        ("face.login", "SUCCESS", bob, "d1")].enumerated().map { index, row in
+                TransactionRecord(appId: world.appId, kind: row.0, outcome: row.1, userId: row.2, deviceId: row.3, latencyMs: 5,
+                                  createdAt: start.addingTimeInterval(Double(index)))
+            }
+            try await world.scoped { for row in rows { try await world.appendAudit(row) } }
+            try await world.scoped { () async throws in
+                let audit = world.audit
+                func ids(_ filter: TransactionLog.Filter, before cursor: (time: Date, id: UUID)? = nil, limit: Int = 10) async throws -> [UUID] {
+                    try await audit.page(filter, before: cursor, limit: limit).map(\.id)
+                }
+                let mine = world.appId.wire
+                #expect(try await ids(.init(appIds: mine)) == rows.reversed().map(\.id), "newest first")
+                #expect(try await ids(.init(appIds: UUID().wire)).isEmpty)
+                #expect(try await ids(.init(appIds: mine, kind: "face.login")) == [rows[3].id, rows[1].id, rows[0].id])
+                #expect(try await ids(.init(appIds: mine, outcome: "NO_MATCH_FACE")) == [rows[1].id])
+                #expect(try await ids(.init(appIds: mine, userId: bob)) == [rows[3].id])
+                #expect(try await ids(.init(appIds: mine, deviceId: "d1")) == [rows[3].id, rows[0].id])
+                #expect(try await ids(.init(appIds: mine, from: start.addingTimeInterval(1), to: start.addingTimeInterval(3))) == [rows[2].id, rows[1].id],
+                        "from inclusive, to exclusive")
+                #expect(try await ids(.init(appIds: mine), limit: 2) == [rows[3].id, rows[2].id])
+                #expect(try await ids(.init(appIds: mine), before: (rows[2].createdAt, rows[2].id)) == [rows[1].id, rows[0].id])
+                #expect(try await audit.head(of: world.appId)?.count == 4)
+                #expect(try await audit.head(of: UUID()) == nil)
+                #expect(try await audit.lengths().contains { $0.appId == world.appId && $0.count == 4 })
+                let verified = try await audit.verify(appId: world.appId, checkpoint: nil, acceptUnkeyed: false)
+                #expect(verified.ok && verified.checked == 4)
             }
         }
     }
