@@ -32,7 +32,9 @@ extension KioskFlowDelegate {
 }
 
 /// Kiosk calls: liveness challenges, returning-customer login, and the onboarding flow
-/// (selfie → ID front → ID back) driven by the session's event stream.
+/// (selfie → ID front → ID back) driven by the session's event stream. A kiosk is a registered device: every call is
+/// signed with the configuration's `deviceKey`, whose thumbprint (`DeviceKey.thumbprint()`) an operator registers
+/// (`facegate kiosk add APP_ID NAME JKT`); anything else is refused with `KIOSK_NOT_REGISTERED`.
 public final class KioskClient: Sendable {
     let transport: Transport
 
@@ -192,6 +194,7 @@ public final class KioskSession: Sendable {
             var sawEvent = false
             do {
                 var request = try transport.request("GET", path + "/events", accessToken: nil, headers: tokenHeader)
+                try transport.sign(&request, accessToken: nil, body: nil)
                 request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
                 request.timeoutInterval = configuration.eventStreamIdleTimeout.timeInterval
                 if let last = state.withLock({ $0.lastEventId }) { request.setValue(last, forHTTPHeaderField: "Last-Event-ID") }

@@ -176,17 +176,23 @@ final class Transport: Sendable {
         return request
     }
 
+    /// Adds the device key's DPoP proof for this request, when the configuration has a key.
+    func sign(_ request: inout URLRequest, accessToken: String?, body: Data?) throws(FaceGateError) {
+        #if os(Linux)
+        if let key = configuration.deviceKey, let url = request.url {
+            request.setValue(try key.proof(method: request.httpMethod ?? "GET", url: url, accessToken: accessToken, body: body),
+                             forHTTPHeaderField: "DPoP")
+        }
+        #endif
+    }
+
     func sendOnce(_ method: String, _ path: String, body: RequestBody?, headers: [String: String], accessToken: String?) async throws(FaceGateError) -> HTTPAnswer {
         var request = try request(method, path, accessToken: accessToken, headers: headers)
         if let body {
             request.httpBody = body.data
             request.setValue(body.contentType, forHTTPHeaderField: "Content-Type")
         }
-        #if os(Linux)
-        if let key = configuration.deviceKey, let url = request.url {
-            request.setValue(try key.proof(method: method, url: url, accessToken: accessToken, body: body?.data), forHTTPHeaderField: "DPoP")
-        }
-        #endif
+        try sign(&request, accessToken: accessToken, body: body?.data)
         let (data, response) = try await perform(request)
         if (200..<300).contains(response.statusCode) { return HTTPAnswer(status: response.statusCode, body: data) }
         throw Self.error(status: response.statusCode, body: data, retryAfter: response.value(forHTTPHeaderField: "Retry-After"))

@@ -72,10 +72,22 @@ import Testing
         // Bound to one user, the device may name nobody.
         let (issued, draft) = try await issue(fromPhone)
         #expect(issued.userId == alice.wire && draft.deviceId == phone.id && draft.detail["issuer"] == "boundDevice")
-        #expect(await errorCode { try await issue(fromPhone, userId: bob) } == .forbidden, "not bound to bob")
-        #expect(await errorCode { try await issue(fromPhone, employeeNumber: "E2") } == .forbidden)
-        // A device bound to nobody names nobody it could ask for.
-        #expect(await errorCode { try await issue(.boundDevice { ClientDevice(id: "thumbprint-stranger", isKey: true) }) } == .invalidRequest)
+        // Any user the key is not bound to, known or not, gets the same answer: no directory of numbers.
+        var refusals: [String] = []
+        for (userId, number) in [(bob, nil), (nil, "E2"), (nil, "E404"), (UUID(), nil)] as [(UUID?, String?)] {
+            do {
+                _ = try await issue(fromPhone, userId: userId, employeeNumber: number)
+                Issue.record("issued for a user the key is not bound to")
+            } catch let error as APIError {
+                refusals.append(error.code.rawValue + " " + error.message)
+            }
+        }
+        #expect(refusals.count == 4 && Set(refusals).count == 1 && refusals[0].hasPrefix("FORBIDDEN"))
+        // A key bound to nobody is refused before anything is looked up, whatever it names.
+        let stranger = BindingTickets.Issuer.boundDevice { ClientDevice(id: "thumbprint-stranger", isKey: true) }
+        #expect(await errorCode { try await issue(stranger) } == .forbidden)
+        #expect(await errorCode { try await issue(stranger, employeeNumber: "E1") } == .forbidden)
+        #expect(await errorCode { try await issue(stranger, employeeNumber: "E404") } == .forbidden)
         // On an app that identifies devices by a header there is no key to trust: refused before any proof is asked for.
         var header = app
         header.deviceBinding = .header

@@ -45,7 +45,7 @@ import Testing
 
     func faceToken(_ user: UUID, device: String = "phone-1", method: String = "face", ttl: TimeInterval = 300) throws -> String {
         try IdentityTokenIssuer(issuer: "https://facegate.test", key: signingKey, ttl: ttl)
-            .issue(app: app.id, user: user, device: device, method: method, transaction: UUID())
+            .issue(app: app.id, user: user, device: device, method: method, transaction: UUID(), amr: ["face"])
     }
 
     func key(_ key: P256PrivateKey) throws -> DeviceCredentials.NewCredential {

@@ -205,10 +205,16 @@ import Testing
         guard case .failure(let missing) = await world.confirm(key, confirmation, "E1001") else { Issue.record("bound without a ticket"); return }
         #expect(missing.code == .bindingTicketInvalid)
         try await world.bindings.issueTicket(key: BindingTicketCheck.key("fbt_a"), appId: world.app.id, user: alice, issuer: "appServer", ttlSeconds: 60)
-        guard case .success(.success(let first, _)) = await world.confirm(key, confirmation, "E1001", ticket: "fbt_a") else {
+        // The refusal spent that confirmation: the ticket binds on a new one.
+        guard case .failure(let spent) = await world.confirm(key, confirmation, "E1001", ticket: "fbt_a") else { Issue.record("a spent confirmation bound"); return }
+        #expect(spent.code == .confirmationInvalid)
+        world.matcher.answer(Self.match(alice))
+        guard case .success(.confirmRequired(let again)) = await world.login(key) else { Issue.record("not asked to confirm"); return }
+        guard case .success(.success(let first, _)) = await world.confirm(key, again, "E1001", ticket: "fbt_a") else {
             Issue.record("the ticket did not bind"); return
         }
-        #expect(try world.claims(first).cnf?.jkt == "thumbprint-alice")
+        let claims = try world.claims(first)
+        #expect(claims.cnf?.jkt == "thumbprint-alice" && claims.amr == ["face", "swk"])
 
         let before = world.matcher.jobs.count
         world.matcher.answer(Self.match(alice, 0.3))
@@ -222,6 +228,36 @@ import Testing
         world.matcher.answer(Self.match(alice, 0.47))
         _ = await world.login(key)
         #expect(world.migrations.all.count == 1)
+    }
+
+    /// The ticket is checked before the number is looked at: without a valid one, a right and a wrong number get the same
+    /// answer and the confirmation is spent; a valid ticket for someone else is a wrong number, like any other.
+    @Test func aConfirmationChecksItsTicketFirstAndTellsNoNumberFromAnother() async throws {
+        let key = ClientDevice(id: "thumbprint-attacker", isKey: true)
+        var answers: [String] = []
+        for (number, ticket) in [("E1001", nil), ("E7777", nil), ("E1001", "fbt_forged"), ("E7777", "fbt_forged")] as [(String, String?)] {
+            let world = World(binding: .dpop, policy: .appServerTicket)
+            world.matcher.answer(Self.match(world.user("E1001")))
+            guard case .success(.confirmRequired(let confirmation)) = await world.login(key) else { Issue.record("not asked to confirm"); return }
+            guard case .failure(let refused) = await world.confirm(key, confirmation, number, ticket: ticket) else { Issue.record("bound"); return }
+            answers.append(refused.code.rawValue + "|" + refused.message)
+            guard case .failure(let spent) = await world.confirm(key, confirmation, "E1001") else { Issue.record("bound"); return }
+            #expect(spent.code == .confirmationInvalid, "the refused confirmation is spent")
+        }
+        #expect(Set(answers.map { $0.split(separator: "|")[0] }) == ["BINDING_TICKET_INVALID"])
+        #expect(answers[0] == answers[1] && answers[2] == answers[3], "the same words for a right and a wrong number")
+        // Bob's genuine ticket with alice's face and either number: a mismatch, and nothing bound.
+        let world = World(binding: .dpop, policy: .appServerTicket)
+        let alice = world.user("E1001")
+        let bob = world.user("E1002")
+        try await world.bindings.issueTicket(key: BindingTicketCheck.key("fbt_bob"), appId: world.app.id, user: bob, issuer: "appServer", ttlSeconds: 60)
+        world.matcher.answer(Self.match(alice))
+        guard case .success(.confirmRequired(let confirmation)) = await world.login(key) else { Issue.record("not asked to confirm"); return }
+        for number in ["E1001", "E1002"] {
+            guard case .failure(let refused) = await world.confirm(key, confirmation, number, ticket: "fbt_bob") else { Issue.record("bound"); return }
+            #expect(refused.code == .employeeNumberMismatch)
+        }
+        #expect(try await world.bindings.boundUsers(appId: world.app.id, device: key).isEmpty)
     }
 
     @Test func anUnboundKeyIsAlwaysAskedToConfirmAndTheAnswerNamesNoOne() async throws {

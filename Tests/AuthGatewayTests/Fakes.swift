@@ -150,6 +150,18 @@ final class InMemoryDeviceBindings: DeviceBindingStore {
         let expires = clock.now.addingTimeInterval(Double(ttlSeconds))
         state.withLock { $0.tickets[key] = Ticket(appId: appId, userId: user, issuer: issuer, expires: expires) }
     }
+
+    func ticket(key: String, appId: UUID) async throws -> (user: UUID, issuer: String, userHasKey: Bool)? {
+        let now = clock.now
+        return state.withLock { state in
+            guard let stored = state.tickets[key], stored.appId == appId, !stored.used, stored.expires > now else { return nil }
+            return (stored.userId, stored.issuer, state.bindings.contains { $0.appId == appId && $0.userId == stored.userId && $0.keyBound })
+        }
+    }
+
+    func void(_ confirmation: UUID) async throws {
+        state.withLock { $0.confirmations[confirmation]?.voided = true }
+    }
 }
 
 final class InMemoryUserDirectory: UserDirectory {
@@ -549,6 +561,16 @@ final class InMemoryApps: AppStore {
             app.secretHash = secretHash
             app.secretRotatedAt = now
             state.apps[id] = app
+        }
+    }
+
+    func revokePreviousSecret(_ id: UUID) async throws -> Bool {
+        let now = clock.now
+        return state.withLock { state in
+            guard var app = state.apps[id], (app.previousSecretValidUntil ?? .distantPast) > now else { return false }
+            app.previousSecretValidUntil = now
+            state.apps[id] = app
+            return true
         }
     }
 

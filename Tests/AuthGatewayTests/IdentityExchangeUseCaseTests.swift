@@ -24,7 +24,7 @@ import Testing
 
     func token(_ user: UUID, method: String = "face", app: UUID? = nil, key: JWTSigningKey? = nil, ttl: TimeInterval = 300) throws -> String {
         try IdentityTokenIssuer(issuer: "https://facegate.test", key: key ?? gatewayKey, ttl: ttl)
-            .issue(app: app ?? self.app.id, user: user, device: "phone-1", method: method, transaction: UUID())
+            .issue(app: app ?? self.app.id, user: user, device: "phone-1", method: method, transaction: UUID(), amr: ["face"])
     }
 
     func code(_ exchange: IdentityExchange, _ token: String) async -> ErrorCode? {

@@ -109,11 +109,22 @@ import Testing
         let (created, _) = try await created(.init(name: "Shop"))
         let appId = try #require(UUID(uuidString: created.appId))
         let app = try #require(try await apps.find(appId))
-        let rotated = try await administration.rotateSecret(of: app)
+        var draft = TransactionDraft(appId: app.id, kind: "app.secret.rotate")
+        let rotated = try await administration.rotateSecret(of: app, previousSecretValidFor: nil, draft: &draft)
         #expect(rotated.appId == created.appId && rotated.previousSecretValidForSeconds == 600 && rotated.appSecret != created.appSecret)
         let stored = try #require(try await apps.find(app.id))
         #expect(stored.secretHash == SHA256.hash(Array(rotated.appSecret.utf8)) && stored.previousSecretHash == app.secretHash)
         #expect(stored.previousSecretValidUntil == clock.now.addingTimeInterval(600) && stored.secretRotatedAt == clock.now)
+        // Revoking the previous secret ends its grace now; a second revocation has nothing left to end.
+        try await administration.revokePreviousSecret(of: stored, draft: &draft)
+        #expect(draft.detail["previousSecretWasLive"] == "true")
+        #expect(try await apps.find(app.id)?.previousSecretValidUntil == clock.now)
+        try await administration.revokePreviousSecret(of: stored, draft: &draft)
+        #expect(draft.detail["previousSecretWasLive"] == "false")
+        // A rotation may cut the previous secret off at once, and no grace is longer than a day.
+        _ = try await administration.rotateSecret(of: stored, previousSecretValidFor: 0, draft: &draft)
+        #expect(try await apps.find(app.id)?.previousSecretValidUntil == clock.now)
+        #expect(await errorCode { try await administration.rotateSecret(of: stored, previousSecretValidFor: 86401, draft: &draft) } == .invalidRequest)
     }
 }
 

@@ -97,6 +97,51 @@ import Testing
         await server.shutdown()
     }
 
+    /// RFC 9112 §6.3 framing: Content-Length beside Transfer-Encoding (the smuggling pair) and a Content-Length that is not
+    /// a number are refused with 400 before the admission or the handler runs and before the body is read; any
+    /// Transfer-Encoding announces a body, so a route's admission checks the caller first.
+    @Test func ambiguousFramingIsRefusedBeforeTheBodyIsRead() async throws {
+        let admitted = Atomic<Int>(0)
+        let handled = Atomic<Int>(0)
+        let server = try startServer { router in
+            router.add("POST", "/v1/images", maxBodyBytes: 1 << 20, admission: { request in
+                admitted.add(1, ordering: .relaxed)
+                return request.headers["Authorization"] == "Bearer good" ? nil : HTTPError(status: 401, code: "UNAUTHORIZED", message: "who are you").response
+            }) { request in
+                handled.add(1, ordering: .relaxed)
+                return .text("\(request.body.count)")
+            }
+        }
+        let port = server.port
+        let heads = [
+            "Content-Length: 0\r\nTransfer-Encoding: chunked\r\n",
+            "Transfer-Encoding: chunked\r\nContent-Length: 3145728\r\n",
+            "Content-Length: +12\r\n",
+            "Content-Length: 1e3\r\n",
+        ]
+        for head in heads {
+            let response = try await onOwnThread {
+                let connection = try RawConnection(port: port, receiveTimeout: 10)
+                try connection.send("POST /v1/images HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer bogus\r\n" + head + "\r\n")
+                return try connection.readResponse()
+            }
+            #expect(response.status == 400, "\(head)")
+            // A malformed Content-Length may already be refused by libmicrohttpd, with its own body.
+            if head.contains("Transfer-Encoding") { #expect(try decodeError(response.body).code == "INVALID_REQUEST") }
+        }
+        #expect(admitted.load(ordering: .relaxed) == 0)
+        // A chunked body with no Content-Length is a body: the stranger is refused by the admission, unread.
+        let refused = try await onOwnThread {
+            let connection = try RawConnection(port: port, receiveTimeout: 10)
+            try connection.send("POST /v1/images HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer bogus\r\nTransfer-Encoding: chunked\r\n\r\n")
+            return try connection.readResponse()
+        }
+        #expect(refused.status == 401)
+        #expect(admitted.load(ordering: .relaxed) == 1)
+        #expect(handled.load(ordering: .relaxed) == 0)
+        await server.shutdown()
+    }
+
     @Test func bodyAtTheCapIsAccepted() async throws {
         let server = try startServer { router in
             router.add("POST", "/small", maxBodyBytes: 1000) { request in .text("\(request.body.count)") }

@@ -29,10 +29,14 @@ import Testing
         func userCancelledSession(_ session: KioskSession) { add("userCancelledSession") }
     }
 
-    static func client(_ stack: TestStack, _ app: TestStack.App, device: String) -> KioskClient {
-        KioskClient(configuration: FaceGateConfiguration(
-            baseURL: URL(string: stack.baseURL)!, appId: app.id, deviceId: device,
-            refreshAccessToken: { try await stack.accessToken(app) }))
+    /// A kiosk tablet: its own device key (a file, as on a real kiosk), registered to the app by the operator.
+    static func client(_ stack: TestStack, _ app: TestStack.App, device: String) async throws -> KioskClient {
+        let key = DeviceKey(file: FileManager.default.temporaryDirectory.appendingPathComponent("kiosk-\(UUID().uuidString).p256.der"))
+        _ = try await stack.registerKiosk(app, name: device, jkt: try key.thumbprint())
+        var configuration = FaceGateConfiguration(baseURL: URL(string: stack.baseURL)!, appId: app.id, deviceId: device,
+                                                  refreshAccessToken: { try await stack.accessToken(app) })
+        configuration.deviceKey = key
+        return KioskClient(configuration: configuration)
     }
 
     /// Apps with kiosk liveness off take any burst; the challenge id is then not checked.
@@ -43,7 +47,7 @@ import Testing
             let app = try await stack.createApp(extra: ["liveness": ["faceLogin": "off", "kiosk": "off"]])
             let user = try await stack.createUser(app, employeeNumber: "C-1", name: "Barack Obama")
             #expect(try await stack.enroll(app, user: user, photo: "obama.jpg").status == 201)
-            let kiosk = Self.client(stack, app, device: "kiosk-a")
+            let kiosk = try await Self.client(stack, app, device: "kiosk-a")
             let recorder = Recorder()
             let session = try await kiosk.startKioskFlow(delegate: recorder)
             #expect(UUID(uuidString: session.interviewId) != nil)
@@ -69,7 +73,7 @@ import Testing
     @Test func aRetakenFrontAndACancelReachTheDelegateOnceEach() async throws {
         try await TestStack.with(withKiosk: true) { stack in
             let app = try await stack.createApp(extra: ["liveness": ["faceLogin": "off", "kiosk": "off"]])
-            let kiosk = Self.client(stack, app, device: "kiosk-b")
+            let kiosk = try await Self.client(stack, app, device: "kiosk-b")
             let recorder = Recorder()
             let session = try await kiosk.startKioskFlow(delegate: recorder)
 
@@ -116,7 +120,7 @@ import Testing
             let app = try await stack.createApp()
             let user = try await stack.createUser(app, employeeNumber: "C-2", name: "Barack Obama")
             #expect(try await stack.enroll(app, user: user, photo: "obama2.jpg").status == 201)
-            let kiosk = Self.client(stack, app, device: "kiosk-c")
+            let kiosk = try await Self.client(stack, app, device: "kiosk-c")
             let challenge = try await kiosk.livenessChallenge()
             #expect((2...3).contains(challenge.actions.count))
             // A still photo repeated is no live person.

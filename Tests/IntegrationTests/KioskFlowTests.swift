@@ -18,18 +18,18 @@ import Testing
             #expect(view.status == 200)
             #expect(view.string("state") == "selfie")
 
-            let wrong = try await stack.call("GET", "/v1/kiosk/sessions/\(session.id)", headers: ["X-Interview-Token": "not-the-token"])
+            let wrong = try await stack.call("GET", "/v1/kiosk/sessions/\(session.id)", headers: ["X-Interview-Token": "not-the-token"], kiosk: kiosk.kiosk)
             #expect(wrong.status == 401)
             #expect(wrong.errorCode == "UNAUTHORIZED")
             let other = try await kiosk.start()
-            let crossed = try await stack.call("GET", "/v1/kiosk/sessions/\(session.id)", headers: ["X-Interview-Token": other.token])
+            let crossed = try await stack.call("GET", "/v1/kiosk/sessions/\(session.id)", headers: ["X-Interview-Token": other.token], kiosk: kiosk.kiosk)
             #expect(crossed.status == 401)
 
             let early = try await kiosk.document(session, step: "id-back", image: try TestEnvironment.image("obama.jpg"))
             #expect(early.status == 409)
             #expect(early.errorCode == "CONFLICT")
 
-            let cancelled = try await stack.call("DELETE", "/v1/kiosk/sessions/\(session.id)", headers: ["X-Interview-Token": session.token])
+            let cancelled = try await kiosk.cancel(session)
             #expect(cancelled.status == 204)
             #expect(try await kiosk.get(session).string("state") == "cancelled")
             let events = try await kiosk.events(session)
@@ -117,17 +117,20 @@ import Testing
     }
 }
 
-/// Drives kiosk sessions over HTTP as a kiosk tablet would.
+/// Drives kiosk sessions over HTTP as a registered kiosk tablet would: every call signed with its DPoP key.
 struct KioskDriver {
     let stack: TestStack
     let app: TestStack.App
     let accessToken: String
-    let device = "kiosk-" + UUID().uuidString.prefix(8)
+    let kiosk: TestStack.Kiosk
+    /// The kiosk's device id: its key's thumbprint.
+    var device: String { kiosk.jkt }
 
     init(stack: TestStack, app: TestStack.App) async throws {
         self.stack = stack
         self.app = app
         accessToken = try await stack.accessToken(app)
+        kiosk = try await stack.registerKiosk(app)
     }
 
     struct Session {
@@ -142,7 +145,7 @@ struct KioskDriver {
     }
 
     func start() async throws -> Session {
-        let reply = try await stack.call("POST", "/v1/kiosk/sessions", bearer: accessToken, headers: ["X-Device-Id": device])
+        let reply = try await stack.call("POST", "/v1/kiosk/sessions", bearer: accessToken, kiosk: kiosk)
         guard reply.status == 201, let id = reply.string("interviewId"), let token = reply.string("interviewToken") else {
             throw TestSetupError("kiosk session not created: \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
         }
@@ -150,26 +153,30 @@ struct KioskDriver {
     }
 
     func get(_ session: Session) async throws -> TestStack.Reply {
-        try await stack.call("GET", "/v1/kiosk/sessions/\(session.id)", headers: ["X-Interview-Token": session.token])
+        try await stack.call("GET", "/v1/kiosk/sessions/\(session.id)", headers: ["X-Interview-Token": session.token], kiosk: kiosk)
+    }
+
+    func cancel(_ session: Session) async throws -> TestStack.Reply {
+        try await stack.call("DELETE", "/v1/kiosk/sessions/\(session.id)", headers: ["X-Interview-Token": session.token], kiosk: kiosk)
     }
 
     func selfie(_ session: Session, frames: [Data], challengeId: String = "") async throws -> TestStack.Reply {
         let (body, contentType) = Self.multipart(fields: ["challengeId": challengeId], files: frames.map { ("frame", $0) })
         return try await stack.call("POST", "/v1/kiosk/sessions/\(session.id)/selfie", bearer: accessToken, body: body, contentType: contentType,
-                                    headers: ["X-Device-Id": device, "X-Interview-Token": session.token])
+                                    headers: ["X-Interview-Token": session.token], kiosk: kiosk)
     }
 
     func document(_ session: Session, step: String, image: Data) async throws -> TestStack.Reply {
         try await stack.call("POST", "/v1/kiosk/sessions/\(session.id)/\(step)", bearer: accessToken, body: image,
                              contentType: image.starts(with: [0x89, 0x50]) ? "image/png" : "image/jpeg",
-                             headers: ["X-Device-Id": device, "X-Interview-Token": session.token])
+                             headers: ["X-Interview-Token": session.token], kiosk: kiosk)
     }
 
     /// The whole event stream of a session that has ended (the server closes it after the final event).
     func events(_ session: Session, lastEventId: String? = nil) async throws -> [Event] {
         var headers = ["X-Interview-Token": session.token]
         if let lastEventId { headers["Last-Event-ID"] = lastEventId }
-        let reply = try await stack.call("GET", "/v1/kiosk/sessions/\(session.id)/events", headers: headers)
+        let reply = try await stack.call("GET", "/v1/kiosk/sessions/\(session.id)/events", headers: headers, kiosk: kiosk)
         guard reply.status == 200, reply.headers["content-type"]?.hasPrefix("text/event-stream") == true else {
             throw TestSetupError("no event stream: \(reply.status)")
         }

@@ -27,7 +27,7 @@ import Testing
             let token = try await stack.accessToken(app)
 
             // A challenge: 2–3 different actions, 120 s.
-            let issued = try await stack.challenge(token, device: "kiosk-1")
+            let issued = try await stack.kioskChallenge(token, app: app, device: "kiosk-1")
             #expect(issued.status == 200)
             let challengeId = try #require(issued.string("challengeId"))
             let actions = try #require((issued.json["actions"] as? [String])?.compactMap(LivenessAction.init(rawValue:)))
@@ -38,7 +38,7 @@ import Testing
 
             // The enrolled person doing the asked actions is let in.
             let burst = try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: actions, engine: engine, seed: 1)
-            let login = try await stack.kioskLogin(token, device: "kiosk-1", challengeId: challengeId, frames: burst)
+            let login = try await stack.kioskLogin(token, app: app, device: "kiosk-1", challengeId: challengeId, frames: burst)
             #expect(login.status == 200, "\(String(decoding: login.body, as: UTF8.self))")
             let whyLogin = try await stack.why(login)
             #expect(login.json["success"] as? Bool == true, "\(whyLogin)")
@@ -53,10 +53,13 @@ import Testing
             #expect(exchanged.status == 200)
             #expect(exchanged.string("userId") == obama)
             #expect(exchanged.string("method") == "kiosk")
-            #expect(exchanged.string("deviceId") == "kiosk-1")
+            // Earned by the face at a registered kiosk: its key in `cnf`, the device, and the kiosk named.
+            let kiosk = try await stack.kiosk(app, named: "kiosk-1")
+            #expect(exchanged.string("deviceId") == kiosk.jkt)
+            #expect(exchanged.json["amr"] as? [String] == ["face"] && exchanged.string("kioskId") == kiosk.id)
 
             // The same challenge again, even with fresh frames: a replay.
-            let again = try await stack.kioskLogin(token, device: "kiosk-1", challengeId: challengeId,
+            let again = try await stack.kioskLogin(token, app: app, device: "kiosk-1", challengeId: challengeId,
                                                    frames: try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: actions, engine: engine, seed: 2))
             #expect(again.status == 200)
             #expect(again.json["success"] as? Bool == false)
@@ -66,19 +69,19 @@ import Testing
 
             // The accepted burst sent again under a fresh challenge asking the same actions: a replay.
             let replayChallenge = try await stack.storeChallenge(app, device: "kiosk-1", actions: actions)
-            let replayed = try await stack.kioskLogin(token, device: "kiosk-1", challengeId: replayChallenge, frames: burst)
+            let replayed = try await stack.kioskLogin(token, app: app, device: "kiosk-1", challengeId: replayChallenge, frames: burst)
             #expect(replayed.json["success"] as? Bool == false)
             #expect(replayed.json["spoofAttempt"] as? Bool == true)
             #expect(replayed.string("error") == "SPOOF_DETECTED")
 
             // A challenge issued to another device does not answer for this one.
-            let foreign = try #require(try await stack.challenge(token, device: "kiosk-other").string("challengeId"))
-            let stolen = try await stack.kioskLogin(token, device: "kiosk-2", challengeId: foreign, frames: burst)
+            let foreign = try #require(try await stack.kioskChallenge(token, app: app, device: "kiosk-other").string("challengeId"))
+            let stolen = try await stack.kioskLogin(token, app: app, device: "kiosk-2", challengeId: foreign, frames: burst)
             #expect(stolen.string("error") == "SPOOF_DETECTED")
 
             // A photo held up to the camera: nothing moves, no action happens.
-            let stillChallenge = try await stack.challenge(token, device: "kiosk-3")
-            let still = try await stack.kioskLogin(token, device: "kiosk-3", challengeId: try #require(stillChallenge.string("challengeId")),
+            let stillChallenge = try await stack.kioskChallenge(token, app: app, device: "kiosk-3")
+            let still = try await stack.kioskLogin(token, app: app, device: "kiosk-3", challengeId: try #require(stillChallenge.string("challengeId")),
                                                    frames: try SyntheticFrames.replayedStill(photo: try Self.photo("obama.jpg"), count: 6, engine: engine))
             #expect(still.json["success"] as? Bool == false)
             #expect(still.json["spoofAttempt"] as? Bool == true)
@@ -86,13 +89,13 @@ import Testing
 
             // Asked to blink, the frames only turn the head.
             let blinkOnly = try await stack.storeChallenge(app, device: "kiosk-4", actions: [.blink])
-            let turning = try await stack.kioskLogin(token, device: "kiosk-4", challengeId: blinkOnly,
+            let turning = try await stack.kioskLogin(token, app: app, device: "kiosk-4", challengeId: blinkOnly,
                                                      frames: try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: [.turnLeft, .turnRight], engine: engine, seed: 21))
             #expect(turning.json["spoofAttempt"] as? Bool == true)
             #expect(turning.string("error") == "SPOOF_DETECTED")
             // Asked to turn right, the head turns left.
             let right = try await stack.storeChallenge(app, device: "kiosk-4", actions: [.turnRight])
-            let wrongWay = try await stack.kioskLogin(token, device: "kiosk-4", challengeId: right,
+            let wrongWay = try await stack.kioskLogin(token, app: app, device: "kiosk-4", challengeId: right,
                                                       frames: try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: [.turnLeft], engine: engine, seed: 22))
             #expect(wrongWay.string("error") == "SPOOF_DETECTED")
 
@@ -100,14 +103,14 @@ import Testing
             let mixedChallenge = try await stack.storeChallenge(app, device: "kiosk-5", actions: [.blink])
             var mixed = try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: [.blink], engine: engine, seed: 23)
             mixed[mixed.count - 1] = try SyntheticFrames.burst(photo: try Self.photo("biden.jpg"), actions: [], engine: engine, seed: 24)[0]
-            let mixedLogin = try await stack.kioskLogin(token, device: "kiosk-5", challengeId: mixedChallenge, frames: mixed)
+            let mixedLogin = try await stack.kioskLogin(token, app: app, device: "kiosk-5", challengeId: mixedChallenge, frames: mixed)
             #expect(mixedLogin.string("error") == "SPOOF_DETECTED")
 
             // (Each burst above has its own seed: a frame sent before is refused as a replay, checked above.)
             // A live burst of someone not enrolled.
-            let bidenChallenge = try await stack.challenge(token, device: "kiosk-6")
+            let bidenChallenge = try await stack.kioskChallenge(token, app: app, device: "kiosk-6")
             let bidenActions = try #require((bidenChallenge.json["actions"] as? [String])?.compactMap(LivenessAction.init(rawValue:)))
-            let biden = try await stack.kioskLogin(token, device: "kiosk-6", challengeId: try #require(bidenChallenge.string("challengeId")),
+            let biden = try await stack.kioskLogin(token, app: app, device: "kiosk-6", challengeId: try #require(bidenChallenge.string("challengeId")),
                                                    frames: try SyntheticFrames.burst(photo: try Self.photo("biden.jpg"), actions: bidenActions, engine: engine, seed: 5))
             #expect(biden.json["success"] as? Bool == false, "\(String(decoding: biden.body, as: UTF8.self))")
             #expect(biden.json["spoofAttempt"] as? Bool == false)
@@ -120,7 +123,7 @@ import Testing
                 VALUES (\(interviewId), \(UUID(uuidString: app.id)!), \([UInt8](repeating: 0, count: 32)), 'completed', \(UUID(uuidString: obama)!), now())
                 """)
             let onboarded = try await stack.storeChallenge(app, device: "kiosk-1", actions: [.blink, .turnRight])
-            let withInterview = try await stack.kioskLogin(token, device: "kiosk-1", challengeId: onboarded,
+            let withInterview = try await stack.kioskLogin(token, app: app, device: "kiosk-1", challengeId: onboarded,
                                                            frames: try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: [.blink, .turnRight], engine: engine, seed: 3))
             let whyWithInterview = try await stack.why(withInterview)
             #expect(withInterview.json["success"] as? Bool == true, "\(whyWithInterview)")
@@ -140,7 +143,7 @@ import Testing
             // Without the kiosk module the call is refused before any matching.
             _ = try await stack.call("PATCH", "/v1/apps/\(app.id)", bearer: stack.adminKey, json: ["modules": ["kiosk": "disabled"]])
             let disabledChallenge = try await stack.storeChallenge(app, device: "kiosk-1", actions: [.blink])
-            let disabled = try await stack.kioskLogin(token, device: "kiosk-1", challengeId: disabledChallenge, frames: burst)
+            let disabled = try await stack.kioskLogin(token, app: app, device: "kiosk-1", challengeId: disabledChallenge, frames: burst)
             #expect(disabled.status == 403)
             #expect(disabled.errorCode == "MODULE_DISABLED")
         }
@@ -185,16 +188,13 @@ import Testing
             #expect(still.errorCode == "SPOOF_DETECTED")
 
             // Kiosk liveness off: frames without a challenge are identified as they are.
-            let kiosk = try await stack.call("POST", "/v1/kiosk/login", bearer: token,
-                                             body: Multipart.body(challengeId: nil, frames: try SyntheticFrames.replayedStill(photo: try Self.photo("obama.jpg"), count: 2, engine: engine)),
-                                             contentType: Multipart.contentType, headers: ["X-Device-Id": "kiosk-1"])
+            let kiosk = try await stack.kioskLogin(token, app: app, device: "kiosk-1", challengeId: nil,
+                                                   frames: try SyntheticFrames.replayedStill(photo: try Self.photo("obama.jpg"), count: 2, engine: engine))
             #expect(kiosk.json["success"] as? Bool == true, "\(String(decoding: kiosk.body, as: UTF8.self))")
             #expect(kiosk.string("customerUUID") == obama)
 
             // With kiosk liveness off one photo is enough; a frame that is not an image is refused.
-            let oneFrame = try await stack.call("POST", "/v1/kiosk/login", bearer: token,
-                                                body: Multipart.body(challengeId: nil, frames: [try TestEnvironment.image("obama.jpg")]),
-                                                contentType: Multipart.contentType, headers: ["X-Device-Id": "kiosk-1"])
+            let oneFrame = try await stack.kioskLogin(token, app: app, device: "kiosk-1", challengeId: nil, frames: [try TestEnvironment.image("obama.jpg")])
             #expect(oneFrame.json["success"] as? Bool == true, "\(String(decoding: oneFrame.body, as: UTF8.self))")
             #expect(oneFrame.string("customerUUID") == obama)
             // Active liveness (face login in this app) still needs a burst: one frame is refused before its challenge is looked at.
@@ -202,9 +202,8 @@ import Testing
                                                      body: Multipart.body(challengeId: "lc_unused", frames: [try TestEnvironment.image("obama.jpg")]),
                                                      contentType: Multipart.contentType, headers: ["X-Device-Id": "phone-1"])
             #expect(oneFrameLogin.status == 400 && oneFrameLogin.errorCode == "INVALID_REQUEST", "\(String(decoding: oneFrameLogin.body, as: UTF8.self))")
-            let text = try await stack.call("POST", "/v1/kiosk/login", bearer: token,
-                                            body: Multipart.body(challengeId: nil, frames: [try TestEnvironment.image("obama.jpg"), Data("not a photo".utf8)]),
-                                            contentType: Multipart.contentType, headers: ["X-Device-Id": "kiosk-1"])
+            let text = try await stack.kioskLogin(token, app: app, device: "kiosk-1", challengeId: nil,
+                                                  frames: [try TestEnvironment.image("obama.jpg"), Data("not a photo".utf8)])
             #expect(text.json["success"] as? Bool == false)
             #expect(text.string("error") == "IMAGE_FORMAT_ERROR")
         }
@@ -231,14 +230,14 @@ import Testing
 
             for (device, photo, expected) in [("k-1", "obama.jpg", obama), ("k-2", "biden.jpg", biden)] {
                 let challenge = try await stack.storeChallenge(app, device: device, actions: [.turnLeft, .blink])
-                let login = try await stack.kioskLogin(token, device: device, challengeId: challenge,
+                let login = try await stack.kioskLogin(token, app: app, device: device, challengeId: challenge,
                                                        frames: try SyntheticFrames.burst(photo: try Self.photo(photo), actions: [.turnLeft, .blink], engine: engine))
                 let whyLogin = try await stack.why(login)
                 #expect(login.json["success"] as? Bool == true, "\(photo): \(whyLogin)")
                 #expect(login.string("customerUUID") == expected, "\(photo)")
             }
             let stillChallenge = try await stack.storeChallenge(app, device: "k-3", actions: [.blink])
-            let still = try await stack.kioskLogin(token, device: "k-3", challengeId: stillChallenge,
+            let still = try await stack.kioskLogin(token, app: app, device: "k-3", challengeId: stillChallenge,
                                                    frames: try SyntheticFrames.replayedStill(photo: try Self.photo("obama.jpg"), count: 3, engine: engine))
             #expect(still.string("error") == "SPOOF_DETECTED")
             second.group.requestStop(reason: "test finished")
@@ -265,7 +264,7 @@ import Testing
             for (index, actions) in orders.enumerated() {
                 let challenge = try await stack.storeChallenge(app, device: "kiosk-\(index)", actions: actions)
                 let frames = try SyntheticFrames.burst(photo: try Self.photo("obama.jpg"), actions: actions, engine: engine, seed: UInt64(index + 10))
-                let login = try await stack.kioskLogin(token, device: "kiosk-\(index)", challengeId: challenge, frames: frames)
+                let login = try await stack.kioskLogin(token, app: app, device: "kiosk-\(index)", challengeId: challenge, frames: frames)
                 let whyLogin = try await stack.why(login)
                 #expect(login.json["success"] as? Bool == true, "\(actions.map(\.rawValue)): \(whyLogin)")
             }
@@ -352,7 +351,14 @@ extension TestStack {
     }
 
     /// A challenge with chosen actions, written straight into the table the gateway reads.
+    /// A challenge for the registered kiosk `device` names (`kiosk(_:named:)`), as its signed request would get.
+    func kioskChallenge(_ token: String, app: App, device: String) async throws -> Reply {
+        try await call("GET", "/v1/liveness/challenges", bearer: token, kiosk: try await kiosk(app, named: device))
+    }
+
+    /// A challenge with chosen actions for the registered kiosk `device` names, written straight into the table the gateway reads.
     func storeChallenge(_ app: App, device: String, actions: [LivenessAction]) async throws -> String {
+        let device = try await kiosk(app, named: device).jkt
         let id = "lc_test_" + UUID().uuidString.lowercased()
         let data = String(decoding: try JSONEncoder().encode(["actions": actions.map(\.rawValue)]), as: UTF8.self)
         _ = try await database.pool.query("""
@@ -362,9 +368,10 @@ extension TestStack {
         return id
     }
 
-    func kioskLogin(_ token: String, device: String, challengeId: String, frames: [Data]) async throws -> Reply {
+    /// Kiosk login signed by the registered kiosk `device` names.
+    func kioskLogin(_ token: String, app: App, device: String, challengeId: String?, frames: [Data]) async throws -> Reply {
         try await call("POST", "/v1/kiosk/login", bearer: token, body: Multipart.body(challengeId: challengeId, frames: frames),
-                       contentType: Multipart.contentType, headers: ["X-Device-Id": device])
+                       contentType: Multipart.contentType, kiosk: try await kiosk(app, named: device))
     }
 
     /// Face login with a fresh challenge answered by a burst made from `photo`.

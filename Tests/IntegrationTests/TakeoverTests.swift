@@ -1,5 +1,6 @@
 import FaceGateCore
 import Foundation
+import JWT
 import Glibc
 import KafkaClient
 import PostgresClient
@@ -208,15 +209,16 @@ import Testing
             let kiosk = try await KioskDriver(stack: stack, app: app)
             let session = try await kiosk.start()
             let path = "/v1/kiosk/sessions/\(session.id)"
-            let cancelled = try await stack.call("DELETE", path, bearer: kiosk.accessToken,
-                                                 headers: ["X-Device-Id": kiosk.device, "X-Interview-Token": session.token])
+            let cancelled = try await kiosk.cancel(session)
             #expect(cancelled.status == 204)
 
             let inURL = try await stack.call("GET", path + "/events?interviewToken=\(session.token)")
             #expect(inURL.status == 401)
             #expect(try await stack.call("GET", path + "?interviewToken=\(session.token)").status == 401)
 
-            let issued = try await stack.call("POST", path + "/event-tickets", headers: ["X-Interview-Token": session.token])
+            // Only the kiosk that opened the session gets a ticket.
+            #expect(try await stack.call("POST", path + "/event-tickets", headers: ["X-Interview-Token": session.token]).errorCode == "KIOSK_NOT_REGISTERED")
+            let issued = try await stack.call("POST", path + "/event-tickets", headers: ["X-Interview-Token": session.token], kiosk: kiosk.kiosk)
             #expect(issued.status == 201)
             let ticket = try #require(issued.string("ticket"))
             let stream = try await stack.call("GET", path + "/events?ticket=\(ticket)")
@@ -233,7 +235,7 @@ import Testing
             let dead = try await kiosk.get(session)
             #expect(dead.status == 410)
             #expect(dead.errorCode == "SESSION_EXPIRED")
-            #expect(try await stack.call("POST", path + "/event-tickets", headers: ["X-Interview-Token": session.token]).status == 410)
+            #expect(try await stack.call("POST", path + "/event-tickets", headers: ["X-Interview-Token": session.token], kiosk: kiosk.kiosk).status == 410)
         }
     }
 
@@ -245,19 +247,21 @@ import Testing
             let kiosk = try await KioskDriver(stack: stack, app: app)
             let session = try await kiosk.start()
             let path = "/v1/kiosk/sessions/\(session.id)/events"
-            let held = (0..<2).map { _ in HeldStream(port: stack.gateway.httpPort, path: path, token: session.token) }
+            let held = try (0..<2).map { _ in
+                HeldStream(port: stack.gateway.httpPort, path: path, token: session.token,
+                           proof: try DPoP.proof(key: kiosk.kiosk.key, method: "GET", url: stack.baseURL + path))
+            }
             #expect(held.map(\.status) == [200, 200])
-            let refused = try await stack.call("GET", path, headers: ["X-Interview-Token": session.token])
+            let refused = try await stack.call("GET", path, headers: ["X-Interview-Token": session.token], kiosk: kiosk.kiosk)
             #expect(refused.status == 429)
             #expect(refused.errorCode == "RATE_LIMITED")
             #expect(refused.headers["retry-after"] == "5")
             // Cancelling ends the open streams (a final event), and their places come back.
-            let cancelled = try await stack.call("DELETE", "/v1/kiosk/sessions/\(session.id)", bearer: kiosk.accessToken,
-                                                 headers: ["X-Device-Id": kiosk.device, "X-Interview-Token": session.token])
+            let cancelled = try await kiosk.cancel(session)
             #expect(cancelled.status == 204)
             var reopened = 0
             for _ in 0..<50 where reopened != 200 {
-                reopened = try await stack.call("GET", path, headers: ["X-Interview-Token": session.token]).status
+                reopened = try await stack.call("GET", path, headers: ["X-Interview-Token": session.token], kiosk: kiosk.kiosk).status
                 if reopened != 200 { try await Task.sleep(for: .milliseconds(100)) }
             }
             #expect(reopened == 200)
@@ -271,7 +275,8 @@ final class HeldStream {
     let status: Int
     private let socket: Int32
 
-    init(port: Int, path: String, token: String) {
+    /// `proof`: the kiosk's DPoP proof for this GET (its `htu` names `127.0.0.1:port`, the Host sent).
+    init(port: Int, path: String, token: String, proof: String) {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.socket = socket
         var address = sockaddr_in()
@@ -281,7 +286,7 @@ final class HeldStream {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Interview-Token: \(token)\r\nAccept: text/event-stream\r\n\r\n"
+        let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nX-Interview-Token: \(token)\r\nDPoP: \(proof)\r\nAccept: text/event-stream\r\n\r\n"
         var head: [UInt8] = []
         if connected == 0 {
             _ = request.withCString { Glibc.send(socket, $0, strlen($0), 0) }

@@ -3,6 +3,7 @@ import CTIDVerifier
 import Crypto
 import FaceGateCore
 import FaceGateTestSupport
+import JWT
 import Foundation
 import KioskOrchestrator
 import MatcherWorker
@@ -42,6 +43,8 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
     var kiosk: KioskOrchestrator?
     /// How long `call` waits for an answer: longer than the gateway's request timeout where a test raises that.
     var clientTimeout: TimeInterval = 30
+    /// Kiosks registered by `kiosk(_:named:)`, by app and name.
+    let namedKiosks = Mutex<[String: Kiosk]>([:])
     private var runs: [(service: String, task: Task<Void, Never>)] = []
 
     init(database: TestDatabase, extra: [String: String] = [:]) throws {
@@ -153,8 +156,9 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
         func string(_ key: String) -> String? { json[key] as? String }
     }
 
+    /// `kiosk`: the call is signed with the kiosk's DPoP key (over its method, URL, access token and body).
     func call(_ method: String, _ path: String, bearer: String? = nil, basic: (String, String)? = nil, json: [String: Any]? = nil,
-              body: Data? = nil, contentType: String? = nil, headers: [String: String] = [:]) async throws -> Reply {
+              body: Data? = nil, contentType: String? = nil, headers: [String: String] = [:], kiosk: Kiosk? = nil) async throws -> Reply {
         var fields: [(String, String)] = []
         if let bearer { fields.append(("Authorization", "Bearer \(bearer)")) }
         if let (user, password) = basic { fields.append(("Authorization", "Basic " + Data("\(user):\(password)".utf8).base64EncodedString())) }
@@ -164,6 +168,10 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
             fields.append(("Content-Type", "application/json"))
         } else if body != nil, let contentType {
             fields.append(("Content-Type", contentType))
+        }
+        if let kiosk {
+            let url = baseURL + (path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path)
+            fields.append(("DPoP", try DPoP.proof(key: kiosk.key, method: method, url: url, accessToken: bearer, body: Array(payload ?? Data()))))
         }
         // `headers` replace fields of the same name, as URLRequest.setValue did.
         fields.removeAll { field in headers.keys.contains { $0.lowercased() == field.0.lowercased() } }
@@ -191,6 +199,38 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
             throw TestSetupError("app not created: \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
         }
         return App(id: id, secret: secret)
+    }
+
+    /// A kiosk registered to an app: its DPoP key, and the id the operator's registration gave it.
+    struct Kiosk: Sendable {
+        var id: String
+        var key: P256PrivateKey
+        var jkt: String { DPoP.thumbprint(of: key.publicKey) }
+    }
+
+    /// Registers a new kiosk key to `app` (the operator's `POST /v1/apps/{appId}/kiosks`).
+    func registerKiosk(_ app: App, name: String = "Lobby", allowedAddresses: [String]? = nil) async throws -> Kiosk {
+        let key = P256PrivateKey()
+        return Kiosk(id: try await registerKiosk(app, name: name, jkt: DPoP.thumbprint(of: key.publicKey), allowedAddresses: allowedAddresses), key: key)
+    }
+
+    /// Registers the key with thumbprint `jkt`; answers the kiosk id.
+    func registerKiosk(_ app: App, name: String, jkt: String, allowedAddresses: [String]? = nil) async throws -> String {
+        var body: [String: Any] = ["name": name, "jkt": jkt]
+        if let allowedAddresses { body["allowedAddresses"] = allowedAddresses }
+        let reply = try await call("POST", "/v1/apps/\(app.id)/kiosks", bearer: adminKey, json: body)
+        guard reply.status == 201, let id = reply.string("kioskId") else {
+            throw TestSetupError("kiosk not registered: \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+        }
+        return id
+    }
+
+    /// The kiosk of `app` that tests call `name`, registered on first use.
+    func kiosk(_ app: App, named name: String) async throws -> Kiosk {
+        if let known = namedKiosks.withLock({ $0[app.id + "/" + name] }) { return known }
+        let kiosk = try await registerKiosk(app, name: name)
+        namedKiosks.withLock { $0[app.id + "/" + name] = kiosk }
+        return kiosk
     }
 
     func createUser(_ app: App, employeeNumber: String, name: String) async throws -> String {

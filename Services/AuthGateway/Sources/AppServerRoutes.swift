@@ -8,14 +8,19 @@ import JWT
 extension GatewayContext {
     func registerAppServerRoutes(on router: APIRoutes) {
         let appServers = router.group(appServer)
-        appServers.add("POST", "/v1/access-tokens", maxBodyBytes: 4096) { [self] _, app in try issueAccessToken(app: app) }
-        appServers.add("POST", "/v1/identity/exchange", maxBodyBytes: 8192) { [self] request, app in try await exchangeIdentity(request, app: app) }
+        appServers.add("POST", "/v1/access-tokens", maxBodyBytes: 4096) { [self] _, server in try issueAccessToken(server) }
+        appServers.add("POST", "/v1/identity/exchange", maxBodyBytes: 8192) { [self] request, server in
+            try await exchangeIdentity(request, app: server.app)
+        }
     }
 
-    func issueAccessToken(app: AppRecord) throws -> HTTPResponse {
-        let claims = AccessTokenClaims(issuer: configuration.issuer, appId: app.id, issuedAt: Date(), ttl: configuration.accessTokenTTL)
+    /// An access token; minted with the previous secret, it is marked so and lives no longer than that secret's grace.
+    func issueAccessToken(_ server: AppServer) throws -> HTTPResponse {
+        var ttl = configuration.accessTokenTTL
+        if server.previousSecret, let until = server.app.previousSecretValidUntil { ttl = min(ttl, max(1, until.timeIntervalSinceNow.rounded(.down))) }
+        let claims = AccessTokenClaims(issuer: configuration.issuer, appId: server.app.id, issuedAt: Date(), ttl: ttl, previousSecret: server.previousSecret)
         struct Issued: Encodable { var accessToken: String; var tokenType = "Bearer"; var expiresIn: Int }
-        return .json(Issued(accessToken: try JWT.sign(claims, type: TokenType.access, key: signingKey), expiresIn: Int(configuration.accessTokenTTL)))
+        return .json(Issued(accessToken: try JWT.sign(claims, type: TokenType.access, key: signingKey), expiresIn: Int(ttl)))
     }
 
     struct ExchangeBody: Decodable { var identityToken: String }
@@ -27,6 +32,8 @@ extension GatewayContext {
         var appId: String
         var deviceId: String
         var method: String
+        var amr: [String]
+        var kioskId: String?
         var transactionId: String
     }
 
@@ -39,8 +46,8 @@ extension GatewayContext {
         return try await recorded(request, kind: "identity.exchange", appId: app.id) { draft in
             let exchanged = try await identityExchange.exchange(body.identityToken, app: app, draft: &draft)
             return .json(Exchanged(userId: exchanged.userId.wire, employeeNumber: exchanged.user.employeeNumber, name: exchanged.user.name,
-                                   appId: app.id.wire, deviceId: exchanged.deviceId, method: exchanged.method,
-                                   transactionId: exchanged.transactionId))
+                                   appId: app.id.wire, deviceId: exchanged.deviceId, method: exchanged.method, amr: exchanged.amr,
+                                   kioskId: exchanged.kioskId, transactionId: exchanged.transactionId))
         }
     }
 }

@@ -18,6 +18,8 @@ struct AttemptGuard: Sendable {
         case credential(UUID)
         case bindingUser(UUID)
         case clientAddress(String)
+        /// A registered kiosk: charged for spoofs only (walk-ups who match no one cost it nothing).
+        case kiosk(UUID)
 
         var key: String {
             switch self {
@@ -25,6 +27,7 @@ struct AttemptGuard: Sendable {
             case .credential(let id): "credential:" + id.wire
             case .bindingUser(let id): "binding:" + id.wire
             case .clientAddress(let address): "address:" + address
+            case .kiosk(let id): "kiosk:" + id.wire
             }
         }
     }

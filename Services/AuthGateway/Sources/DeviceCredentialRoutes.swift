@@ -128,16 +128,16 @@ extension GatewayContext {
         }
     }
 
-    /// A client call: the device proven (or named) and the body parsed, then the transaction recorded; every refusal
-    /// carries the fallback hint.
+    /// A client call, recorded whatever happens: the device proven (or named) inside the recorded call, so a forged or
+    /// replayed proof leaves a row too; then the body parsed. Every refusal carries the fallback hint.
     private func clientCall<Body>(_ request: HTTPRequest, kind: String, client: AppRecord, parse: () throws -> Body,
                                   _ handle: (ClientDevice, Body, inout TransactionDraft) async throws -> HTTPResponse) async throws -> HTTPResponse {
         do {
-            let device = try await clientDevice(request, app: client)
-            let body = try parse()
-            return try await recorded(request, kind: kind, appId: client.id, deviceId: device.id) { draft in
+            return try await recorded(request, kind: kind, appId: client.id) { draft in
                 do {
-                    return try await handle(device, body, &draft)
+                    let device = try await clientDevice(request, app: client)
+                    draft.note(device)
+                    return try await handle(device, try parse(), &draft)
                 } catch {
                     throw await withFallback(error, app: client, user: draft.userId)
                 }

@@ -1,3 +1,4 @@
+import Crypto
 import FaceGateCore
 import Foundation
 import HTTPServer
@@ -14,18 +15,19 @@ extension GatewayContext {
         }
     }
 
-    var faceComparison: FaceComparison { FaceComparison(admission: apps, attempts: attempts, users: users, matcher: self) }
+    var faceComparison: FaceComparison { FaceComparison(admission: apps, attempts: attempts, users: users, bindings: bindings, matcher: self) }
 
     /// A client app learns only `match`; the app server (HTTP Basic) also the user, the distance in the model's units,
     /// the threshold and the model (`FaceComparison.verify`).
     func verifyFace(_ request: HTTPRequest, _ caller: AppCaller) async throws -> HTTPResponse {
         let (app, isAppServer) = (caller.app, caller.isAppServer)
+        if isAppServer { try admitServerCall(request) }
         return try await recorded(request, kind: "face.verify", appId: app.id) { draft in
             var verifier = FaceComparison.Verifier.appServer
             if !isAppServer {
                 let device = try await clientDevice(request, app: app)
                 draft.note(device)
-                verifier = .client(device: device.id, address: clientAddress(request))
+                verifier = .client(device: device, address: clientAddress(request))
             }
             let verdict = try await faceComparison.verify(app: app, by: verifier, image: { Data(try image(request)) },
                                                           claim: { try claim(request) }, draft: &draft)
@@ -66,8 +68,9 @@ extension GatewayContext {
             guard let value = Int(text), (1...20).contains(value) else { throw APIError(.invalidRequest, "limit must be 1–20") }
             return value
         } ?? 5
+        try admitServerCall(request)
         return try await recorded(request, kind: "face.search", appId: app.id) { draft in
-            let search = try await faceComparison.search(app: app, forAppServer: isAppServer, clientAddress: clientAddress(request), limit: limit,
+            let search = try await faceComparison.search(app: app, forAppServer: isAppServer, limit: limit,
                                                          image: { Data(try image(request)) }, draft: &draft)
             struct Hit: Encodable { var userId: String; var employeeNumber: String; var score: Float }
             struct Answer: Encodable {
@@ -85,11 +88,21 @@ extension GatewayContext {
         }
     }
 
-    /// The app server (HTTP Basic) or a client app (access token).
+    /// The app server (HTTP Basic, its current secret) or a client app (access token).
     var appServerOrClient: Authenticator<AppCaller> {
         Authenticator { [self] request in
-            AppCaller.sendsBasic(request) ? AppCaller(app: try await requireAppServer(request), isAppServer: true)
+            AppCaller.sendsBasic(request) ? AppCaller(app: try await requireAppServer(request, previousSecret: false), isAppServer: true)
                 : AppCaller(app: try await requireClient(request), isAppServer: false)
+        }
+    }
+
+    /// Server callers (operator keys, app servers) are limited per credential (`FACEGATE_SERVER_CALL_RATE`), never by the
+    /// outcomes of their calls. The bucket is keyed by a hash of the credential, which is never kept.
+    func admitServerCall(_ request: HTTPRequest) throws {
+        let key = Hex.encode(SHA256.hash(Array((request.headers["Authorization"] ?? "").utf8)))
+        guard serverCallRate.admit(key) else {
+            let wait = serverCallRate.retryAfter(key)
+            throw APIError(.rateLimited, "this credential has used up its calls for now (FACEGATE_SERVER_CALL_RATE); wait \(wait) s", retryAfter: wait)
         }
     }
 
@@ -97,7 +110,7 @@ extension GatewayContext {
     var appServerOrOperator: Authenticator<AppCaller> {
         Authenticator { [self] request in
             guard AppCaller.sendsBasic(request) else { return AppCaller(app: try await operatorApp(request), isAppServer: false) }
-            let app = try await requireAppServer(request)
+            let app = try await requireAppServer(request, previousSecret: false)
             guard app.id == (try request.uuidParameter("appId")) else {
                 throw APIError(.forbidden, "these app server credentials are for another app")
             }

@@ -96,7 +96,12 @@ final class GatewayContext: Sendable {
     let faceJobSeconds: Histogram
     let interviewTokens: InterviewTokens
     let idempotentRequests: IdempotentRequests
-    let clientRateLimit: ClientRateLimit
+    let clientRateLimit: RateLimiter
+    /// Per kiosk (`FACEGATE_KIOSK_LOGIN_RATE` a minute) and per server credential (`FACEGATE_SERVER_CALL_RATE` a second).
+    let kioskLoginRate: RateLimiter
+    let serverCallRate: RateLimiter
+    let kioskLoginsLimited: Counter
+    let kioskRegistry: any KioskRegistry
     let eventStreams: EventStreamSlots
 
     init(configuration: GatewayConfiguration, runtime: ServiceRuntime, producer: KafkaProducer, requester: RequesterService,
@@ -128,7 +133,12 @@ final class GatewayContext: Sendable {
         faceJobSeconds = runtime.metrics.histogram("facegate_face_job_round_trip_seconds", help: "Gateway → matcher → gateway time")
         interviewTokens = try InterviewTokens(signingSeed: configuration.signingKey)
         idempotentRequests = IdempotentRequests(records: PostgresIdempotencyRecords(database: runtime.database))
-        clientRateLimit = ClientRateLimit(rate: configuration.clientRate, burst: configuration.clientBurst)
+        clientRateLimit = RateLimiter(rate: Double(configuration.clientRate), burst: configuration.clientBurst)
+        kioskLoginRate = RateLimiter(rate: Double(configuration.kioskLoginRate) / 60, burst: configuration.kioskLoginBurst)
+        serverCallRate = RateLimiter(rate: Double(configuration.serverCallRate), burst: configuration.serverCallBurst)
+        kioskLoginsLimited = runtime.metrics.counter("facegate_kiosk_logins_limited_total",
+                                                     help: "Kiosk logins refused because the kiosk used up its rate (FACEGATE_KIOSK_LOGIN_RATE)")
+        kioskRegistry = PostgresKioskRegistry(database: runtime.database)
         eventStreams = EventStreamSlots(limit: configuration.eventStreams, perClient: configuration.eventStreamsPerClient)
     }
 
@@ -148,6 +158,7 @@ final class GatewayContext: Sendable {
         registerLivenessRoutes(on: router)
         registerDeviceKeyRoutes(on: router)
         registerKioskLoginRoutes(on: router)
+        registerKioskRegistrationRoutes(on: router)
         registerKeyRoutes(on: router)
         registerFaceVerifyRoutes(on: router)
         registerFaceModelMigrationRoutes(on: router)

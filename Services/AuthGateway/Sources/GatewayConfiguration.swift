@@ -14,6 +14,15 @@ public struct GatewayConfiguration: Sendable {
     /// (`FACEGATE_CLIENT_BURST`); beyond them the answer is 429 `RATE_LIMITED`.
     public var clientRate: Int
     public var clientBurst: Int
+    /// Kiosk logins a kiosk may make a minute on average (`FACEGATE_KIOSK_LOGIN_RATE`), and at once
+    /// (`FACEGATE_KIOSK_LOGIN_BURST`): walk-ups who match no one cost a kiosk nothing else, so this is its limit.
+    public var kioskLoginRate: Int
+    public var kioskLoginBurst: Int
+    /// Calls a second that one operator key or app server may make to search, verify and enroll
+    /// (`FACEGATE_SERVER_CALL_RATE`, `FACEGATE_SERVER_CALL_BURST`): server callers are limited per credential, never
+    /// charged as failed logins.
+    public var serverCallRate: Int
+    public var serverCallBurst: Int
     /// Open kiosk event streams per gateway (`FACEGATE_EVENT_STREAMS`) and per client address (`FACEGATE_EVENT_STREAMS_PER_CLIENT`).
     public var eventStreams: Int
     public var eventStreamsPerClient: Int
@@ -75,6 +84,10 @@ public struct GatewayConfiguration: Sendable {
         httpPerIPLimit = try env.int("FACEGATE_HTTP_PER_IP_LIMIT", default: 0, range: 0...1_000_000)
         clientRate = try env.int("FACEGATE_CLIENT_RATE", default: 50, range: 0...1_000_000)
         clientBurst = try env.int("FACEGATE_CLIENT_BURST", default: 100, range: 1...1_000_000)
+        kioskLoginRate = try env.int("FACEGATE_KIOSK_LOGIN_RATE", default: 30, range: 0...100_000)
+        kioskLoginBurst = try env.int("FACEGATE_KIOSK_LOGIN_BURST", default: 10, range: 1...100_000)
+        serverCallRate = try env.int("FACEGATE_SERVER_CALL_RATE", default: 20, range: 0...1_000_000)
+        serverCallBurst = try env.int("FACEGATE_SERVER_CALL_BURST", default: 40, range: 1...1_000_000)
         eventStreams = try env.int("FACEGATE_EVENT_STREAMS", default: 256, range: 1...100_000)
         eventStreamsPerClient = try env.int("FACEGATE_EVENT_STREAMS_PER_CLIENT", default: 8, range: 1...100_000)
         bootstrapAdminKeyHash = env.optionalString("FACEGATE_ADMIN_KEY").map { SHA256.hash(Array($0.utf8)) }
@@ -113,7 +126,7 @@ public struct GatewayConfiguration: Sendable {
         addressThrottleAfter = try env.int("FACEGATE_ADDRESS_THROTTLE_AFTER", default: 20, range: 1...100_000)
         trustedProxies = Set((env.optionalString("FACEGATE_TRUSTED_PROXIES") ?? "").split(separator: ",")
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
-        secretGraceSeconds = try env.int("FACEGATE_SECRET_GRACE_SECONDS", default: 86400, range: 0...2_592_000)
+        secretGraceSeconds = try env.int("FACEGATE_SECRET_GRACE_SECONDS", default: 3600, range: 0...86400)
         ctidSerialTTLSeconds = try env.int("FACEGATE_CTID_SERIAL_TTL_SECONDS", default: 600, range: 30...86400)
         sweepInterval = .seconds(try env.int("FACEGATE_SWEEP_SECONDS", default: 60, range: 1...86400))
         consoleDirectory = env.optionalString("FACEGATE_CONSOLE_DIR")

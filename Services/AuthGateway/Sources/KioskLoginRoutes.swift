@@ -3,8 +3,8 @@ import Foundation
 import HTTPServer
 import ServiceKit
 
-/// Kiosk login (Bearer access token + `X-Device-Id`): a burst of camera frames answering a liveness
-/// challenge, 1:N identification with the most frontal frame, then an identity token (method `kiosk`) and
+/// Kiosk login (Bearer access token + a DPoP proof by a registered kiosk's key): a burst of camera frames answering a
+/// liveness challenge, 1:N identification with the most frontal frame, then an identity token (method `kiosk`) and
 /// the id of the kiosk session that onboarded the customer — never that session's interview token, which
 /// would open the customer's onboarding events to whoever matches the face. A failure on the face's merits
 /// is a 200 with `success: false` and the wire code in `error`; auth, module and limit problems use the
@@ -46,13 +46,18 @@ extension GatewayContext {
 
     var kioskLoginFlow: KioskLogin {
         KioskLogin(admission: apps, attempts: attempts, users: users, sessions: kioskSessions, challenges: livenessChallenges,
-                   matcher: self, tokens: identityTokens)
+                   matcher: self, tokens: identityTokens) { [self] kiosk in
+            let key = kiosk.wire
+            if kioskLoginRate.admit(key) { return (true, 0) }
+            kioskLoginsLimited.increment()
+            return (false, kioskLoginRate.retryAfter(key))
+        }
     }
 
     func kioskLogin(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        let device = try await clientDevice(request, app: app).id
-        return try await recorded(request, kind: "kiosk.login", appId: app.id, deviceId: device) { draft in
-            let answer = try await kioskLoginFlow.login(app: app, device: device, clientAddress: clientAddress(request), probe: {
+        try await recorded(request, kind: "kiosk.login", appId: app.id) { draft in
+            let kiosk = try await kioskDevice(request, app: app, draft: &draft).kiosk
+            let answer = try await kioskLoginFlow.login(app: app, kiosk: kiosk, probe: {
                 let (challengeId, frames) = try livenessFrames(from: request, challengeRequired: app.liveness.kiosk == .active)
                 return KioskLogin.Probe(challengeId: challengeId, frames: frames)
             }, draft: &draft)

@@ -7,18 +7,18 @@ import Synchronization
 
 /// Kiosk onboarding sessions. The kiosk-orchestrator owns them: every step is a command on
 /// `kiosk.commands.v1` keyed by session and answered with the session after it. The gateway checks the
-/// caller (access token, `X-Interview-Token`), consumes liveness challenges, and serves the session and
-/// its events from PostgreSQL.
+/// caller (a DPoP proof by the registered kiosk that opened the session, `X-Interview-Token`, and on creation and
+/// uploads the access token), consumes liveness challenges, and serves the session and its events from PostgreSQL.
 extension GatewayContext {
     func registerKioskSessionRoutes(on router: APIRoutes) {
         router.group(client).add("POST", "/v1/kiosk/sessions", maxBodyBytes: 4096) { [self] request, app in
             try await createKioskSession(request, app: app)
         }
         let interviews = router.group(interview)
-        interviews.add("GET", "/v1/kiosk/sessions/{interviewId}") { [self] _, id in try await kioskSession(id) }
+        interviews.add("GET", "/v1/kiosk/sessions/{interviewId}") { [self] request, id in try await kioskSession(request, id) }
         interviews.add("DELETE", "/v1/kiosk/sessions/{interviewId}") { [self] request, id in try await cancelKioskSession(request, id: id) }
-        interviews.add("POST", "/v1/kiosk/sessions/{interviewId}/event-tickets", maxBodyBytes: 1024) { [self] _, id in
-            try await kioskEventTicket(id)
+        interviews.add("POST", "/v1/kiosk/sessions/{interviewId}/event-tickets", maxBodyBytes: 1024) { [self] request, id in
+            try await kioskEventTicket(request, id)
         }
         router.group(interviewOrEventTicket).add("GET", "/v1/kiosk/sessions/{interviewId}/events") { [self] request, id in
             try await kioskEvents(request, id: id)
@@ -41,7 +41,8 @@ extension GatewayContext {
     }
 
     func createKioskSession(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        let caller = KioskSessions.Caller(app: app, device: try await clientDevice(request, app: app).id, clientIp: request.remoteAddress)
+        let kiosk = try await provenKiosk(request, app: app).kiosk
+        let caller = KioskSessions.Caller(app: app, device: kiosk.jkt, kioskId: kiosk.id, clientIp: clientAddress(request))
         return .json(try await kioskSessionFlow.create(caller), status: 201)
     }
 
@@ -58,13 +59,21 @@ extension GatewayContext {
     }
 
     func cancelKioskSession(_ request: HTTPRequest, id: UUID) async throws -> HTTPResponse {
-        try await kioskSessionFlow.cancel(id, clientIp: request.remoteAddress)
+        let session = try await kioskSessionFlow.live(id)
+        _ = try await provenKiosk(request, session: session)
+        try await kioskSessionFlow.cancel(id, clientIp: clientAddress(request))
         return HTTPResponse(status: 204)
     }
 
-    func kioskSession(_ id: UUID) async throws -> HTTPResponse { .json(try await kioskSessionFlow.view(id)) }
+    /// The session and its result, whose token only the kiosk that opened it may read.
+    func kioskSession(_ request: HTTPRequest, _ id: UUID) async throws -> HTTPResponse {
+        let session = try await kioskSessionFlow.live(id)
+        _ = try await provenKiosk(request, session: session)
+        return .json(try await view(of: session))
+    }
 
-    func kioskEventTicket(_ id: UUID) async throws -> HTTPResponse {
+    func kioskEventTicket(_ request: HTTPRequest, _ id: UUID) async throws -> HTTPResponse {
+        _ = try await provenKiosk(request, session: try await kioskSessionFlow.live(id))
         let (ticket, expiresIn) = try await kioskSessionFlow.eventTicket(id)
         struct Ticket: Encodable { var ticket: String; var expiresIn: Int }
         return .json(Ticket(ticket: ticket, expiresIn: expiresIn), status: 201)
@@ -76,6 +85,8 @@ extension GatewayContext {
     /// or a ticket from `POST …/event-tickets` (`?ticket=`, spent on opening).
     func kioskEvents(_ request: HTTPRequest, id: UUID) async throws -> HTTPResponse {
         let session = try await kioskSessionFlow.live(id)
+        // A ticket was issued to the proven kiosk (a browser's EventSource cannot sign); the token needs the kiosk's proof.
+        if request.query["ticket"] == nil { _ = try await provenKiosk(request, session: session) }
         let lastEventId = request.headers["Last-Event-ID"] ?? request.query["lastEventId"] ?? "0"
         guard let after = Int(lastEventId), after >= 0 else { throw APIError(.invalidRequest, "Last-Event-ID must be an event id") }
         let slot = try eventStreams.take(for: clientAddress(request))
@@ -163,9 +174,13 @@ extension GatewayContext {
         }
     }
 
-    /// The caller of a step, its device proven (a DPoP proof is spent here, once).
+    /// The caller of a step: the kiosk that opened the session, proven by its key (a DPoP proof is spent here, once).
     func stepCaller(_ request: HTTPRequest, _ step: KioskStepCaller) async throws -> KioskSessions.Caller {
-        KioskSessions.Caller(app: step.app, device: try await clientDevice(request, app: step.app).id, clientIp: request.remoteAddress)
+        guard let session = try await kioskSessions.session(step.interviewId), session.appId == step.app.id else {
+            throw APIError(.notFound, "no such kiosk session")
+        }
+        let kiosk = try await provenKiosk(request, app: step.app, session: session).kiosk
+        return KioskSessions.Caller(app: step.app, device: kiosk.jkt, kioskId: kiosk.id, clientIp: clientAddress(request))
     }
 
     /// The session named in the path, proven by its interview token (`X-Interview-Token` only: a token in

@@ -9,8 +9,18 @@ extension GatewayContext {
 
     func registerLivenessRoutes(on router: APIRoutes) {
         router.group(client).add("GET", "/v1/liveness/challenges") { [self] request, app in
-            .json(try await ActiveLiveness(challenges: livenessChallenges).challenge(app: app, device: try await clientDevice(request, app: app).id))
+            let device = try await refusalRecorded(request, kind: "liveness.challenge.refused", appId: app.id) { _ in
+                try await challengedDevice(request, app: app)
+            }
+            return .json(try await ActiveLiveness(challenges: livenessChallenges).challenge(app: app, device: device))
         }
+    }
+
+    /// The device a challenge is bound to: the app's device identity, except that a signed request on an app that names
+    /// devices by header binds it to the signing key (a registered kiosk signs on every app, and logs in by its key).
+    private func challengedDevice(_ request: HTTPRequest, app: AppRecord) async throws -> String {
+        if app.deviceBinding == .header, request.headers["DPoP"] != nil { return try await dpopProof(request, appId: app.id).thumbprint }
+        return try await clientDevice(request, app: app).id
     }
 
     /// The multipart fields `challengeId` (text) and `frame` (repeated, in capture order, 2–12 JPEG/PNG

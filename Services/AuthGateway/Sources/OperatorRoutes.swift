@@ -14,7 +14,13 @@ extension GatewayContext {
         let operators = router.group(appOperator)
         operators.add("GET", "/v1/apps/{appId}") { _, app in .json(app.publicView) }
         operators.add("PATCH", "/v1/apps/{appId}") { [self] request, app in try await patchApp(request, app: app) }
-        operators.add("POST", "/v1/apps/{appId}/secret") { [self] request, app in try await rotateSecret(request, app: app) }
+        operators.add("POST", "/v1/apps/{appId}/secret", maxBodyBytes: 1024) { [self] request, app in try await rotateSecret(request, app: app) }
+        operators.add("DELETE", "/v1/apps/{appId}/secret/previous") { [self] request, app in
+            try await recorded(request, kind: "app.secret.revoke-previous", appId: app.id) { draft in
+                try await appAdministration.revokePreviousSecret(of: app, draft: &draft)
+                return .noContent
+            }
+        }
         operators.add("POST", "/v1/apps/{appId}/users", idempotent: true) { [self] request, app in try await createUser(request, app: app) }
         operators.add("GET", "/v1/apps/{appId}/users") { [self] request, app in try await listUsers(request, app: app) }
         operators.add("GET", "/v1/apps/{appId}/users/{userId}") { [self] request, app in
@@ -63,9 +69,12 @@ extension GatewayContext {
         }
     }
 
+    /// `{"previousSecretValidFor": seconds}` (optional; an empty body takes the default grace).
     func rotateSecret(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        try await recorded(request, kind: "app.secret.rotate", appId: app.id) { _ in
-            .json(try await appAdministration.rotateSecret(of: app), status: 201)
+        struct Body: Decodable { var previousSecretValidFor: Int? }
+        let grace = request.body.isEmpty ? nil : try request.decodeJSON(Body.self).previousSecretValidFor
+        return try await recorded(request, kind: "app.secret.rotate", appId: app.id) { draft in
+            .json(try await appAdministration.rotateSecret(of: app, previousSecretValidFor: grace, draft: &draft))
         }
     }
 
@@ -96,6 +105,7 @@ extension GatewayContext {
 
     func enrollFace(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let userId = try request.uuidParameter("userId")
+        try admitServerCall(request)
         return try await recorded(request, kind: "face.enroll", appId: app.id) { draft in
             let enrolled = try await enrollment.enroll(app: app, user: userId, image: { Data(try image(request)) },
                                                        photoConsent: { try Self.photoConsent(request) },

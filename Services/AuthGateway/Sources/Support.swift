@@ -86,19 +86,7 @@ extension GatewayContext {
             failure = error
             logger.error("call failed", ["request.id": request.requestId, "error": "\(error)"])
         }
-        let record = TransactionRecord(id: draft.id, appId: draft.appId, kind: kind, outcome: draft.outcome, userId: draft.userId,
-                                       deviceId: draft.deviceId, clientIp: clientAddress(request), score: draft.score,
-                                       latencyMs: Int((ContinuousClock.now - started).milliseconds.rounded()), detail: draft.detail)
-        do {
-            // Written outside the handler's task: a client that hangs up cancels that task, and the
-            // attempt must still reach the trail (with the call's trace, which a detached task does not inherit).
-            let (transactions, trace) = (self.transactions, TraceContext.current)
-            try await Task.detached { try await TraceContext.$current.withValue(trace) { try await transactions.append(record) } }.value
-        } catch {
-            // No audit record, no answer: an unrecorded success would be a hole in the trail.
-            logger.error("transaction not recorded", ["request.id": request.requestId, "error": "\(error)"])
-            throw APIError(.serviceUnavailable, "the audit trail is unavailable; try again")
-        }
+        try await append(draft, for: request, started: started)
         if let error = failure as? APIError { throw error.http(transactionId: draft.id) }
         if let error = failure as? HTTPError {
             throw HTTPError(status: error.status, code: error.code, message: error.message, transactionId: draft.id.uuidString.lowercased(), headers: error.headers)
@@ -107,12 +95,44 @@ extension GatewayContext {
         return response!
     }
 
+    /// Writes `draft` as the call's transaction. Written outside the handler's task: a client that hangs up cancels that
+    /// task, and the attempt must still reach the trail (with the call's trace, which a detached task does not inherit).
+    /// No audit record, no answer: an unrecorded success would be a hole in the trail (`SERVICE_UNAVAILABLE`).
+    func append(_ draft: TransactionDraft, for request: HTTPRequest, started: ContinuousClock.Instant) async throws {
+        let record = TransactionRecord(id: draft.id, appId: draft.appId, kind: draft.kind, outcome: draft.outcome, userId: draft.userId,
+                                       deviceId: draft.deviceId, clientIp: clientAddress(request), score: draft.score,
+                                       latencyMs: Int((ContinuousClock.now - started).milliseconds.rounded()), detail: draft.detail)
+        do {
+            let (transactions, trace) = (self.transactions, TraceContext.current)
+            try await Task.detached { try await TraceContext.$current.withValue(trace) { try await transactions.append(record) } }.value
+        } catch {
+            logger.error("transaction not recorded", ["request.id": request.requestId, "error": "\(error)"])
+            throw APIError(.serviceUnavailable, "the audit trail is unavailable; try again")
+        }
+    }
+
+    /// For calls that write no transaction unless refused (reads, challenges): runs `prove` (a device or kiosk proof) and
+    /// records its refusal on the app's chain as `kind`, so a forged or replayed proof leaves a row like a refused login.
+    func refusalRecorded<T>(_ request: HTTPRequest, kind: String, appId: UUID, _ prove: (inout TransactionDraft) async throws -> T) async throws -> T {
+        let started = ContinuousClock.now
+        var draft = TransactionDraft(appId: appId, kind: kind)
+        do {
+            return try await prove(&draft)
+        } catch let error as APIError {
+            draft.outcome = error.code.rawValue
+            draft.detail["route"] = request.method + " " + request.routeTemplate
+            try await append(draft, for: request, started: started)
+            throw error.http(transactionId: draft.id)
+        }
+    }
+
     // MARK: - Callers
 
     /// Client apps: a Bearer access token (`requireClient`).
     var client: Authenticator<AppRecord> { Authenticator { [self] in try await requireClient($0) } }
-    /// App servers: HTTP Basic `appId:appSecret` (`requireAppServer`).
-    var appServer: Authenticator<AppRecord> { Authenticator { [self] in try await requireAppServer($0) } }
+    /// App servers: HTTP Basic `appId:appSecret` (`requireAppServer`), the previous secret during its grace included
+    /// (access tokens and identity exchange only).
+    var appServer: Authenticator<AppServer> { Authenticator { [self] in try await appServerCaller($0) } }
     /// Operators whose key covers the route's `{appId}` (`operatorApp`).
     var appOperator: Authenticator<AppRecord> { Authenticator { [self] in try await operatorApp($0) } }
     /// Any operator key, with the apps it covers.
@@ -169,8 +189,27 @@ extension GatewayContext {
         return key.appIds
     }
 
-    /// App server: HTTP Basic `appId:appSecret`; the previous secret is honoured during its grace period.
-    func requireAppServer(_ request: HTTPRequest) async throws -> AppRecord {
+    /// An app server, and whether it proved itself with the previous secret (during its grace).
+    struct AppServer: Sendable {
+        var app: AppRecord
+        var previousSecret: Bool
+    }
+
+    func appServerCaller(_ request: HTTPRequest) async throws -> AppServer {
+        var usedPrevious = false
+        let app = try await requireAppServer(request, previousSecret: true, usedPrevious: &usedPrevious)
+        return AppServer(app: app, previousSecret: usedPrevious)
+    }
+
+    func requireAppServer(_ request: HTTPRequest, previousSecret: Bool) async throws -> AppRecord {
+        var usedPrevious = false
+        return try await requireAppServer(request, previousSecret: previousSecret, usedPrevious: &usedPrevious)
+    }
+
+    /// App server: HTTP Basic `appId:appSecret`. With `previousSecret`, the previous secret is honoured during its grace
+    /// period (`usedPrevious` says so); elsewhere it is refused like a wrong secret, so a leaked old secret can mint
+    /// short-lived access tokens at most, never tickets, searches or verdicts.
+    func requireAppServer(_ request: HTTPRequest, previousSecret: Bool, usedPrevious: inout Bool) async throws -> AppRecord {
         guard let header = request.headers["Authorization"], header.lowercased().hasPrefix("basic "),
               let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
               let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":"),
@@ -178,11 +217,12 @@ extension GatewayContext {
             throw APIError(.unauthorized, "app server credentials (HTTP Basic appId:appSecret) are required")
         }
         let secretHash = SHA256.hash(Array(text[text.index(after: colon)...].utf8))
-        guard let app = try await apps.find(appId),
-              constantTimeEquals(app.secretHash, secretHash)
-                || (app.previousSecretHash.map { constantTimeEquals($0, secretHash) } ?? false) && (app.previousSecretValidUntil ?? .distantPast) > Date()
-        else {
-            throw APIError(.unauthorized, "unknown app or wrong secret")
+        guard let app = try await apps.find(appId) else { throw APIError(.unauthorized, "unknown app or wrong secret") }
+        if !constantTimeEquals(app.secretHash, secretHash) {
+            guard previousSecret, app.previousSecretIsLive, let previous = app.previousSecretHash, constantTimeEquals(previous, secretHash) else {
+                throw APIError(.unauthorized, "unknown app or wrong secret")
+            }
+            usedPrevious = true
         }
         Tenant.enter(app: app.id)
         return app
@@ -205,6 +245,9 @@ extension GatewayContext {
         }
         if let rotated = app.secretRotatedAt, claims.iat < Int64(rotated.timeIntervalSince1970) {
             throw APIError(.accessTokenExpired, "the app's secret was rotated since this access token was issued; get a new one from your app server")
+        }
+        if claims.prev == true, !app.previousSecretIsLive {
+            throw APIError(.accessTokenExpired, "this access token was minted with the app's previous secret, which has expired or was revoked")
         }
         Tenant.enter(app: app.id)
         return app

@@ -129,6 +129,7 @@ final class KioskFlow: Sendable {
 
     func create(_ command: KioskCommand, tokenHash: Data) async throws -> KioskCommandReply {
         try await store.create(command.sessionId, appId: command.appId, tokenHash: Array(tokenHash), deviceId: command.deviceId,
+                               kioskId: command.kioskId,
                                ttlSeconds: configuration.sessionTTLSeconds)
         guard let session = try await store.session(command.sessionId) else { throw KioskStoreError.corrupt("session not created") }
         return KioskCommandReply(session: try await store.view(of: session))
@@ -370,7 +371,9 @@ final class KioskFlow: Sendable {
     }
 
     func identityToken(_ session: KioskSession, user: UUID, transaction: UUID) throws -> String {
-        try identityTokens.issue(app: session.appId, user: user, device: session.deviceId ?? "kiosk", method: "kiosk", transaction: transaction)
+        // A registered kiosk's key (its thumbprint is the session's device) goes in `cnf`; the face is the user's only factor.
+        try identityTokens.issue(app: session.appId, user: user, device: session.deviceId ?? "kiosk", method: "kiosk", transaction: transaction,
+                                 keyThumbprint: session.kioskId == nil ? nil : session.deviceId, amr: ["face"], kioskId: session.kioskId)
     }
 
     /// The customer number: the document's, prefixed by its issuer, unique per app.

@@ -45,6 +45,9 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     /// The app binds new device keys only with a ticket (from the app server or a bound device), and
     /// none valid for the claimed user came with the confirmation.
     case bindingTicketInvalid = "BINDING_TICKET_INVALID"
+    /// A kiosk route called without a proof by a registered, unrevoked kiosk key of the app (or from an address the kiosk
+    /// is not pinned to).
+    case kioskNotRegistered = "KIOSK_NOT_REGISTERED"
     /// The user already holds the most face templates a user may hold; delete one first.
     case faceLimitReached = "FACE_LIMIT_REACHED"
     /// An `Idempotency-Key` whose first request has not been answered yet.
@@ -55,7 +58,7 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
         switch self {
         case .invalidRequest, .invalidEnvelope: 400
         case .unauthorized, .accessTokenInvalid, .accessTokenExpired, .identityTokenInvalid, .identityTokenExpired, .dpopProofInvalid: 401
-        case .forbidden, .moduleDisabled, .moduleNotFormal, .bindingTicketInvalid: 403
+        case .forbidden, .moduleDisabled, .moduleNotFormal, .bindingTicketInvalid, .kioskNotRegistered: 403
         case .notFound, .credentialNotEnrolled: 404
         case .conflict, .identityTokenUsed, .confirmationInvalid, .faceLimitReached, .idempotencyInProgress: 409
         case .payloadTooLarge: 413

@@ -45,14 +45,19 @@ public struct KioskCommand: Codable, Sendable {
     public var sessionId: UUID
     public var appId: UUID
     public var deviceId: String?
+    /// The registered kiosk that sent the command (its key's thumbprint is `deviceId`); a session remembers the one that
+    /// created it.
+    public var kioskId: UUID?
     public var clientIp: String?
     public var payload: Payload
 
-    public init(commandId: UUID = UUID(), sessionId: UUID, appId: UUID, deviceId: String? = nil, clientIp: String? = nil, _ payload: Payload) {
+    public init(commandId: UUID = UUID(), sessionId: UUID, appId: UUID, deviceId: String? = nil, kioskId: UUID? = nil, clientIp: String? = nil,
+                _ payload: Payload) {
         self.commandId = commandId
         self.sessionId = sessionId
         self.appId = appId
         self.deviceId = deviceId
+        self.kioskId = kioskId
         self.clientIp = clientIp
         self.payload = payload
     }
@@ -68,7 +73,7 @@ public struct KioskCommand: Codable, Sendable {
     }
 
     // On the wire one flat object: `step` and the step's fields (`tokenHash`, `frames` and `actions`, `image`).
-    private enum Keys: String, CodingKey { case commandId, sessionId, appId, deviceId, clientIp, step, frames, actions, image, tokenHash }
+    private enum Keys: String, CodingKey { case commandId, sessionId, appId, deviceId, kioskId, clientIp, step, frames, actions, image, tokenHash }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
@@ -76,6 +81,7 @@ public struct KioskCommand: Codable, Sendable {
         sessionId = try container.decode(UUID.self, forKey: .sessionId)
         appId = try container.decode(UUID.self, forKey: .appId)
         deviceId = try container.decodeIfPresent(String.self, forKey: .deviceId)
+        kioskId = try container.decodeIfPresent(UUID.self, forKey: .kioskId)
         clientIp = try container.decodeIfPresent(String.self, forKey: .clientIp)
         payload = switch try container.decode(Step.self, forKey: .step) {
         case .create: .create(tokenHash: try container.decode(Data.self, forKey: .tokenHash))
@@ -93,6 +99,7 @@ public struct KioskCommand: Codable, Sendable {
         try container.encode(sessionId, forKey: .sessionId)
         try container.encode(appId, forKey: .appId)
         try container.encodeIfPresent(deviceId, forKey: .deviceId)
+        try container.encodeIfPresent(kioskId, forKey: .kioskId)
         try container.encodeIfPresent(clientIp, forKey: .clientIp)
         try container.encode(step, forKey: .step)
         switch payload {

@@ -27,8 +27,12 @@ public struct AccessTokenClaims: Codable, Sendable {
     public var iat: Int64
     public var jti: String
     public var appId: String
+    /// True when the app server minted it with its previous secret, during that secret's grace: the token then dies with
+    /// the previous secret (its expiry or its revocation), not at `exp`.
+    public var prev: Bool?
 
-    public init(issuer: String, appId: UUID, issuedAt: Date, ttl: TimeInterval, jti: String = UUID().uuidString.lowercased()) {
+    public init(issuer: String, appId: UUID, issuedAt: Date, ttl: TimeInterval, previousSecret: Bool = false,
+                jti: String = UUID().uuidString.lowercased()) {
         self.iss = issuer
         self.aud = Self.audience
         self.sub = appId.uuidString.lowercased()
@@ -37,6 +41,7 @@ public struct AccessTokenClaims: Codable, Sendable {
         self.exp = iat + Int64(ttl)
         self.jti = jti
         self.appId = sub
+        self.prev = previousSecret ? true : nil
     }
 }
 
@@ -57,6 +62,11 @@ public struct IdentityTokenClaims: Codable, Sendable {
     /// RFC 7800 confirmation: the thumbprint of the device key the token was issued to (RFC 9449 §6.1),
     /// absent on apps that identify devices by header.
     public var cnf: KeyConfirmation?
+    /// RFC 8176 authentication methods: `face` (a face match), `swk` (proof of a software-held device key bound to the
+    /// user). Absent on tokens issued before the claim existed.
+    public var amr: [String]?
+    /// The registered kiosk that asked, on kiosk logins (its key is in `cnf`; it is not the user's possession factor).
+    public var kioskId: String?
 
     public struct KeyConfirmation: Codable, Sendable, Equatable {
         public var jkt: String
@@ -64,7 +74,8 @@ public struct IdentityTokenClaims: Codable, Sendable {
     }
 
     public init(issuer: String, appId: UUID, userId: UUID, deviceId: String, method: String, transactionId: UUID,
-                issuedAt: Date, ttl: TimeInterval, keyThumbprint: String? = nil, jti: String = UUID().uuidString.lowercased()) {
+                issuedAt: Date, ttl: TimeInterval, keyThumbprint: String? = nil, amr: [String]? = nil, kioskId: UUID? = nil,
+                jti: String = UUID().uuidString.lowercased()) {
         self.iss = issuer
         self.aud = appId.uuidString.lowercased()
         self.sub = userId.uuidString.lowercased()
@@ -77,5 +88,7 @@ public struct IdentityTokenClaims: Codable, Sendable {
         self.method = method
         self.transactionId = transactionId.uuidString.lowercased()
         self.cnf = keyThumbprint.map(KeyConfirmation.init)
+        self.amr = amr
+        self.kioskId = kioskId?.uuidString.lowercased()
     }
 }

@@ -16,10 +16,13 @@ public struct IdentityTokenIssuer: Sendable {
         self.ttl = ttl
     }
 
-    /// A signed identity token for `user` of `app` on `device`; `keyThumbprint` binds it to a DPoP key (`cnf.jkt`).
-    public func issue(app: UUID, user: UUID, device: String, method: String, transaction: UUID, keyThumbprint: String? = nil) throws -> String {
+    /// A signed identity token for `user` of `app` on `device`; `keyThumbprint` binds it to a DPoP key (`cnf.jkt`), `amr`
+    /// says which factors earned it (RFC 8176) and `kioskId` which registered kiosk asked.
+    public func issue(app: UUID, user: UUID, device: String, method: String, transaction: UUID, keyThumbprint: String? = nil,
+                      amr: [String], kioskId: UUID? = nil) throws -> String {
         let claims = IdentityTokenClaims(issuer: issuer, appId: app, userId: user, deviceId: device, method: method,
-                                         transactionId: transaction, issuedAt: Date(), ttl: ttl, keyThumbprint: keyThumbprint)
+                                         transactionId: transaction, issuedAt: Date(), ttl: ttl, keyThumbprint: keyThumbprint, amr: amr,
+                                         kioskId: kioskId)
         return try JWT.sign(claims, type: TokenType.identity, key: key)
     }
 }

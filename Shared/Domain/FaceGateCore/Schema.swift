@@ -35,10 +35,11 @@ public enum Schema {
         Step(version: 12, name: "secret rotation time", sql: secretRotationTime),
         Step(version: 13, name: "forced row-level security", sql: forcedRowLevelSecurity),
         Step(version: 14, name: "kept enrollment photos", sql: keptEnrollmentPhotos),
+        Step(version: 15, name: "registered kiosks, per-app liveness frames", sql: registeredKiosks),
     ]
 
     /// The tables that hold an app's data, each with an `app_id` column.
-    public static let tenantTables = tenantTablesAtStep13 + ["enrollment_photos"]
+    public static let tenantTables = tenantTablesAtStep13 + ["enrollment_photos", "kiosks"]
 
     /// The tenant tables when step 13 forced row-level security on them (a shipped step's SQL never changes).
     static let tenantTablesAtStep13 = [
@@ -488,5 +489,29 @@ public enum Schema {
     GRANT SELECT, INSERT ON enrollment_photos TO facegate_matcher;
     GRANT SELECT (template_id, app_id, user_id, consent_at, created_at) ON enrollment_photos TO facegate_gateway;
     \(forcedPolicies("enrollment_photos"))
+    """
+
+    /// A kiosk is a registered device: an operator records the RFC 7638 thumbprint of its P-256 DPoP key (`jkt`), and only
+    /// a live kiosk's key may call the kiosk routes. A revoked row stays (its sessions and audit rows still name it), and a
+    /// key is live in at most one kiosk of an app. Each kiosk session names the kiosk that opened it. A replayed liveness
+    /// burst is recognised within its app only: one app's frames say nothing about another's.
+    static let registeredKiosks = """
+    CREATE TABLE kiosks (
+        id uuid PRIMARY KEY,
+        app_id uuid NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+        name text NOT NULL CHECK (length(name) BETWEEN 1 AND 200),
+        jkt text NOT NULL CHECK (length(jkt) = 43),
+        allowed_addresses text[],
+        created_at timestamptz NOT NULL DEFAULT now(),
+        revoked_at timestamptz
+    );
+    CREATE UNIQUE INDEX kiosks_live_key ON kiosks (app_id, jkt) WHERE revoked_at IS NULL;
+    GRANT SELECT, INSERT, UPDATE ON kiosks TO facegate_gateway;
+    \(forcedPolicies("kiosks"))
+    ALTER TABLE kiosk_sessions ADD COLUMN kiosk_id uuid;
+    CREATE INDEX kiosk_sessions_open_by_kiosk ON kiosk_sessions (kiosk_id) WHERE kiosk_id IS NOT NULL
+        AND state NOT IN ('completed', 'failed', 'cancelled', 'expired');
+    ALTER TABLE used_liveness_frames DROP CONSTRAINT used_liveness_frames_pkey;
+    ALTER TABLE used_liveness_frames ADD PRIMARY KEY (app_id, digest);
     """
 }

@@ -26,14 +26,17 @@ public struct KioskSession: Sendable {
     public var id: UUID
     public var appId: UUID
     public var deviceId: String?
+    /// The registered kiosk that created it (nil for sessions from before kiosks were registered).
+    public var kioskId: UUID?
     public var state: KioskState
     public var data: KioskSessionData
     public var expiresAt: Date
 
-    public init(id: UUID, appId: UUID, deviceId: String?, state: KioskState, data: KioskSessionData, expiresAt: Date) {
+    public init(id: UUID, appId: UUID, deviceId: String?, kioskId: UUID? = nil, state: KioskState, data: KioskSessionData, expiresAt: Date) {
         self.id = id
         self.appId = appId
         self.deviceId = deviceId
+        self.kioskId = kioskId
         self.state = state
         self.data = data
         self.expiresAt = expiresAt
@@ -53,7 +56,7 @@ public struct KioskSessionStore: Sendable {
 
     public func session(_ id: UUID, lock connection: PostgresConnection? = nil) async throws -> KioskSession? {
         var sql: PostgresQuery = """
-            SELECT id, app_id, device_id, state, data::text AS data, expires_at FROM kiosk_sessions WHERE id = \(id)
+            SELECT id, app_id, device_id, kiosk_id, state, data::text AS data, expires_at FROM kiosk_sessions WHERE id = \(id)
             """
         let rows: PostgresRows
         if let connection {
@@ -67,16 +70,16 @@ public struct KioskSessionStore: Sendable {
             throw KioskStoreError.corrupt("unknown state")
         }
         return KioskSession(id: try row.decode("id"), appId: try row.decode("app_id"), deviceId: try row.decode("device_id", as: String?.self),
-                            state: state, data: try FaceGateJSON.decode(KioskSessionData.self, from: Array(try row.decode("data", as: String.self).utf8)),
+                            kioskId: try row.decode("kiosk_id", as: UUID?.self), state: state, data: try FaceGateJSON.decode(KioskSessionData.self, from: Array(try row.decode("data", as: String.self).utf8)),
                             expiresAt: try row.decode("expires_at"))
     }
 
     /// Creates the session at the selfie step unless one with this id exists (a redelivered create).
-    public func create(_ id: UUID, appId: UUID, tokenHash: [UInt8], deviceId: String?, ttlSeconds: Int) async throws {
+    public func create(_ id: UUID, appId: UUID, tokenHash: [UInt8], deviceId: String?, kioskId: UUID?, ttlSeconds: Int) async throws {
         let data = String(decoding: try FaceGateJSON.encode(KioskSessionData()), as: UTF8.self)
         _ = try await database.query("""
-            INSERT INTO kiosk_sessions (id, app_id, token_hash, device_id, state, data, expires_at)
-            VALUES (\(id), \(appId), \(tokenHash), \(deviceId), \(KioskState.selfie.rawValue), \(data)::jsonb,
+            INSERT INTO kiosk_sessions (id, app_id, token_hash, device_id, kiosk_id, state, data, expires_at)
+            VALUES (\(id), \(appId), \(tokenHash), \(deviceId), \(kioskId), \(KioskState.selfie.rawValue), \(data)::jsonb,
                     now() + make_interval(secs => \(ttlSeconds)))
             ON CONFLICT (id) DO NOTHING
             """)
@@ -122,6 +125,14 @@ public struct KioskSessionStore: Sendable {
                 ORDER BY expires_at LIMIT \(limit)
                 """).map { (try $0.decode("id"), try $0.decode("app_id")) }
         }
+    }
+
+    /// The unfinished sessions the kiosk opened (to end them when it is revoked).
+    public func openSessions(ofKiosk kioskId: UUID, appId: UUID) async throws -> [UUID] {
+        try await database.query("""
+            SELECT id FROM kiosk_sessions
+            WHERE app_id = \(appId) AND kiosk_id = \(kioskId) AND state NOT IN ('completed', 'failed', 'cancelled', 'expired')
+            """).map { try $0.decode("id", as: UUID.self) }
     }
 
     /// Deletes the sessions of every app that ended more than `seconds` ago, with their events; answers how many.

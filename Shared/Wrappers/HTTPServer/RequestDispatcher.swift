@@ -95,6 +95,16 @@ final class RequestDispatcher: Sendable {
         if suspended.withLock({ $0.stopping }) {
             return queue(Self.stoppingResponse, for: context)
         }
+        // RFC 9112 §6.3: a message with both Content-Length and Transfer-Encoding is a request-smuggling vector, and a
+        // Content-Length that is not one decimal number has no meaning; both are refused before any body is read.
+        let declaredLength = context.request.headers["Content-Length"]
+        let transferEncoding = context.request.headers["Transfer-Encoding"]
+        if declaredLength != nil, transferEncoding != nil {
+            return queue(HTTPError.badRequest("a request may carry Content-Length or Transfer-Encoding, not both").response, for: context)
+        }
+        if let declaredLength, declaredLength.isEmpty || !declaredLength.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
+            return queue(HTTPError.badRequest("Content-Length must be one decimal number").response, for: context)
+        }
         switch router.lookup(method: context.request.method, path: context.request.path) {
         case .notFound:
             return queue(HTTPError.notFound().response, for: context)
@@ -112,7 +122,8 @@ final class RequestDispatcher: Sendable {
                 }
                 context.request.body.reserveCapacity(Int(declared))
             }
-            let hasBody = context.request.headers["Content-Length"].map { $0 != "0" } ?? (context.request.headers["Transfer-Encoding"] != nil)
+            // Any Transfer-Encoding announces a body, whatever its coding: the credentials are checked before it is read.
+            let hasBody = transferEncoding != nil || declaredLength.map { UInt64($0) != 0 } ?? false
             if let admission = route.admission, hasBody {
                 return admit(context, with: admission)
             }

@@ -11,8 +11,9 @@ struct Modules: Codable, Sendable, Equatable {
     var kiosk: ModuleState
     var deviceAuth: ModuleState
 
-    /// New apps start on trial everywhere; an operator promotes modules to formal.
-    static let initial = Modules(faceLogin: .trial, ctid: .trial, kiosk: .trial, deviceAuth: .trial)
+    /// New apps start on trial, but for kiosks, which stay off until an operator has registered one and turned them on;
+    /// an operator promotes modules to formal.
+    static let initial = Modules(faceLogin: .trial, ctid: .trial, kiosk: .disabled, deviceAuth: .trial)
 
     subscript(module: Module) -> ModuleState {
         switch module {
@@ -81,6 +82,9 @@ struct AppRecord: Sendable {
     var keepEnrollmentPhotos: Bool
     var createdAt: Date
 
+    /// The previous secret is inside its grace (neither expired nor revoked).
+    var previousSecretIsLive: Bool { previousSecretHash != nil && (previousSecretValidUntil ?? .distantPast) > Date() }
+
     /// The app as operators see it: never a secret.
     struct Public: Codable, Sendable {
         var appId: String
@@ -134,6 +138,8 @@ protocol AppStore: ModuleAdmission {
     func update(_ id: UUID, settings: AppSettings) async throws
     /// A new secret; the previous one keeps working for `graceSeconds`, and access tokens issued before now are dead.
     func rotateSecret(_ id: UUID, to secretHash: [UInt8], graceSeconds: Int) async throws
+    /// Ends the previous secret's grace now; false when it had none left.
+    func revokePreviousSecret(_ id: UUID) async throws -> Bool
     /// Moves the app to `model` with `threshold`, if it is still on `from`; false when it changed meanwhile.
     func switchModel(_ id: UUID, from: FaceModel, to model: FaceModel, threshold: Float) async throws -> Bool
     /// The apps `covered` lets through, oldest first (of the first 1,000).
@@ -172,6 +178,13 @@ struct PostgresApps: AppStore {
                    secret_hash = \(secretHash), secret_rotated_at = now(), updated_at = now()
             WHERE id = \(id)
             """)
+    }
+
+    func revokePreviousSecret(_ id: UUID) async throws -> Bool {
+        try await database.query("""
+            UPDATE apps SET previous_secret_valid_until = now(), updated_at = now()
+            WHERE id = \(id) AND previous_secret_valid_until > now()
+            """).affectedRows == 1
     }
 
     func switchModel(_ id: UUID, from: FaceModel, to model: FaceModel, threshold: Float) async throws -> Bool {

@@ -78,6 +78,10 @@ protocol DeviceBindingStore: Sendable {
     func bind(confirmation: UUID, appId: UUID, device: ClientDevice, user: UUID, ticket: BindingTicketCheck?) async throws
     /// Stores a ticket (by `BindingTicketCheck.key`) that lets one new key be bound to `user`.
     func issueTicket(key: String, appId: UUID, user: UUID, issuer: String, ttlSeconds: Int) async throws
+    /// The unspent, unexpired ticket of the app stored under `key`: its user and what `BindingTicketCheck.accept` weighs.
+    func ticket(key: String, appId: UUID) async throws -> (user: UUID, issuer: String, userHasKey: Bool)?
+    /// Spends the confirmation without binding anything (a confirm refused for its ticket).
+    func void(_ confirmation: UUID) async throws
 }
 
 enum DeviceBindings {
@@ -147,6 +151,20 @@ struct PostgresDeviceBindings: DeviceBindingStore {
                 ON CONFLICT DO NOTHING
                 """)
         }
+    }
+
+    func ticket(key: String, appId: UUID) async throws -> (user: UUID, issuer: String, userHasKey: Bool)? {
+        guard let row = try await database.query("""
+            SELECT subject, data->>'issuer' AS issuer,
+                   EXISTS (SELECT 1 FROM devices d WHERE d.app_id = \(appId) AND d.user_id::text = c.subject AND d.key_bound) AS has_key
+            FROM one_time_challenges c
+            WHERE id = \(key) AND app_id = \(appId) AND purpose = 'device-binding' AND used_at IS NULL AND expires_at > now()
+            """).first, let user = UUID(uuidString: try row.decode("subject", as: String.self)) else { return nil }
+        return (user, try row.decode("issuer"), try row.decode("has_key"))
+    }
+
+    func void(_ confirmation: UUID) async throws {
+        _ = try await database.query("UPDATE login_confirmations SET voided_at = coalesce(voided_at, now()) WHERE id = \(confirmation)")
     }
 
     func issueTicket(key: String, appId: UUID, user: UUID, issuer: String, ttlSeconds: Int) async throws {

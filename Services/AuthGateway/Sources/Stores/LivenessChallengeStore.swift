@@ -51,7 +51,7 @@ struct PostgresLivenessChallenges: LivenessChallengeStore {
                 fresh += try await connection.query("""
                     INSERT INTO used_liveness_frames (digest, app_id, expires_at)
                     VALUES (\(digest), \(appId), now() + make_interval(secs => \(retention)))
-                    ON CONFLICT (digest) DO NOTHING
+                    ON CONFLICT (app_id, digest) DO NOTHING
                     """).affectedRows
             }
             return (try row.decode("data", as: String.self), fresh < digests.count)

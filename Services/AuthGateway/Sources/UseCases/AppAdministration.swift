@@ -118,11 +118,23 @@ struct AppAdministration: Sendable {
         return updated
     }
 
-    /// A new secret now; the old one keeps working for the grace period so app servers can roll over.
-    func rotateSecret(of app: AppRecord) async throws -> Rotated {
+    /// A new secret now. The old one keeps working for `previousSecretValidFor` seconds (0–86,400; default
+    /// `FACEGATE_SECRET_GRACE_SECONDS`, 3,600) so app servers can roll over, but only to mint access tokens and exchange
+    /// identity tokens; 0 cuts it off at once. Access tokens issued before now are dead, and those it mints during the
+    /// grace die with it.
+    func rotateSecret(of app: AppRecord, previousSecretValidFor: Int?, draft: inout TransactionDraft) async throws -> Rotated {
+        let grace = previousSecretValidFor ?? secretGraceSeconds
+        guard (0...86400).contains(grace) else { throw APIError(.invalidRequest, "previousSecretValidFor must be 0–86400 seconds") }
         let secret = newSecret(prefix: "fgs_")
-        try await apps.rotateSecret(app.id, to: SHA256.hash(Array(secret.utf8)), graceSeconds: secretGraceSeconds)
-        return Rotated(appId: app.id.wire, appSecret: secret, previousSecretValidForSeconds: secretGraceSeconds)
+        try await apps.rotateSecret(app.id, to: SHA256.hash(Array(secret.utf8)), graceSeconds: grace)
+        draft.detail = ["previousSecretValidFor": String(grace)]
+        return Rotated(appId: app.id.wire, appSecret: secret, previousSecretValidForSeconds: grace)
+    }
+
+    /// Ends the previous secret's grace now, and with it the access tokens it minted.
+    func revokePreviousSecret(of app: AppRecord, draft: inout TransactionDraft) async throws {
+        let ended = try await apps.revokePreviousSecret(app.id)
+        draft.detail = ["previousSecretWasLive": String(ended)]
     }
 
     /// A threshold is in the units of the app's face model: Euclidean distance (for SFace, whose vectors have

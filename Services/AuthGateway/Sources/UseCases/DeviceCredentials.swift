@@ -156,7 +156,8 @@ struct DeviceCredentials: Sendable {
             }
             try await advanceCounter(credential, to: assertion.counter)
             let token = try tokens.issue(app: app.id, user: credential.userId, device: device, method: "device_biometric",
-                                         transaction: transaction, keyThumbprint: keyThumbprint)
+                                         transaction: transaction, keyThumbprint: keyThumbprint,
+                                         amr: TrustPolicy.amr(.deviceCredentialAssertion))
             return ((token, credential.userId), .success)
         }
     }

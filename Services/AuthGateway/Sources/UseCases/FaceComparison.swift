@@ -3,18 +3,19 @@ import Foundation
 
 /// Face comparisons without a login, without HTTP: 1:1 "is this photo user X?" (`/v1/face-verify`, Rekognition
 /// CompareFaces / Azure Verify) and 1:N search of an app (`/v1/apps/{appId}/faces/search`, Rekognition
-/// SearchFacesByImage). Both are throttled and counted against the face-login module like a login; the routes
-/// authenticate, prove a client's device and record the transaction.
+/// SearchFacesByImage). Both count against the face-login module; the routes authenticate, limit server callers per
+/// credential, prove a client's device and record the transaction.
 struct FaceComparison: Sendable {
     let admission: any ModuleAdmission
     let attempts: AttemptGuard
     let users: any UserDirectory
+    let bindings: any DeviceBindingStore
     let matcher: any FaceMatching
 
     /// Who asks for a verification: the app server (HTTP Basic), or a client app on a device at an address.
     enum Verifier: Sendable {
         case appServer
-        case client(device: String, address: String)
+        case client(device: ClientDevice, address: String)
     }
 
     /// The user a verification names, as sent (`userId` wins when both are given).
@@ -31,30 +32,40 @@ struct FaceComparison: Sendable {
         var distance: Float?
     }
 
-    /// A client learns only yes or no: a score would let an attacker tune a face, and an unknown user gets the same
-    /// `false` as a stranger's face (the probe is still compared, with nobody, so the time tells nothing either). The
-    /// app server gets 404 for an unknown user. Charged like a binding attempt to the claimed user (shared with
-    /// face-login confirmations, so the two cannot be alternated for more tries), and for clients to the device and
-    /// the address. `image` and `claim` are read after the module is admitted.
+    /// A client learns only yes or no, and only about users its device is bound to (`TrustPolicy`'s `clientFaceVerify`):
+    /// anyone else — an unknown number, another person's, a stranger's face — gets the same `false`, the probe compared
+    /// with nobody, so neither the answer nor its time confirms a number. A client re-verifying its own user is charged
+    /// like a binding attempt of that user; every client try costs the device and the address. The app server gets 404
+    /// for an unknown user and is charged to the claimed user (shared with face-login confirmations, so the two cannot be
+    /// alternated for more tries). `image` and `claim` are read after the module is admitted.
     func verify(app: AppRecord, by verifier: Verifier, image: () throws -> Data, claim: () throws -> Claim,
                 draft: inout TransactionDraft) async throws -> Verdict {
-        var subjects: [AttemptGuard.Subject] = []
-        if case .client(let device, let address) = verifier { subjects = [.device(device), .clientAddress(address)] }
         try await admission.admit(app, module: .faceLogin)
         let image = try image()
-        let claimed = try await user(named: try claim(), app: app)
-        draft.userId = claimed
-        if let claimed { subjects.insert(.bindingUser(claimed), at: 0) }
-        if case .appServer = verifier, claimed == nil { throw APIError(.notFound, "no such user in this app") }
+        let named = try await user(named: try claim(), app: app)
+        draft.userId = named
+        var compared = named
+        var subjects: [AttemptGuard.Subject] = []
+        switch verifier {
+        case .appServer:
+            guard let named else { throw APIError(.notFound, "no such user in this app") }
+            subjects = [.bindingUser(named)]
+        case .client(let device, let address):
+            if let named, try await !bindings.boundUsers(appId: app.id, device: device).contains(named) {
+                compared = nil
+                draft.detail["compared"] = "nobody: the device is not bound to the user"
+            }
+            subjects = [.device(device.id)] + (compared.map { [AttemptGuard.Subject.bindingUser($0)] } ?? []) + [.clientAddress(address)]
+        }
         return try await attempts.attempt(appId: app.id, subjects) {
-            // An unknown user is compared with nobody: a fresh id holds no template.
+            // Nobody is a fresh id, which holds no template.
             let result = try await matcher.match(FaceJob(appId: app.id, threshold: app.matchThreshold,
-                                                         .verify(image: image, against: .user(claimed ?? UUID()))))
+                                                         .verify(image: image, against: .user(compared ?? UUID()))))
             guard result.outcome == .match || result.outcome == .noMatchFace else { throw APIError(refusing: result) }
-            let match = result.outcome == .match && claimed != nil
+            let match = result.outcome == .match && compared != nil
             draft.score = result.candidates.first?.distance
             if !match { draft.outcome = ErrorCode.noMatchFace.rawValue }
-            return (Verdict(match: match, userId: claimed, distance: result.candidates.first?.distance), match ? .success : .failure)
+            return (Verdict(match: match, userId: named, distance: result.candidates.first?.distance), match ? .success : .failure)
         }
     }
 
@@ -86,32 +97,30 @@ struct FaceComparison: Sendable {
         var candidates: [Hit]
     }
 
-    /// 1:N search at the app's operating point, the same decision as face login (threshold, ambiguity margin).
-    /// Charged to the client address like a login (a stranger's face is a failed attempt, so a flood of probes waits).
+    /// 1:N search at the app's operating point, the same decision as face login (threshold, ambiguity margin). Only
+    /// server callers search, limited per credential by the route: a search that finds no one is an answer, never a
+    /// failed attempt (an app server behind one address must not be throttled by its users' strangers).
     /// `limit` is 1–20 (the route checks it before anything is recorded); `image` is read after the module is admitted.
-    func search(app: AppRecord, forAppServer: Bool, clientAddress: String, limit: Int, image: () throws -> Data,
-                draft: inout TransactionDraft) async throws -> Search {
+    func search(app: AppRecord, forAppServer: Bool, limit: Int, image: () throws -> Data, draft: inout TransactionDraft) async throws -> Search {
         try await admission.admit(app, module: .faceLogin)
         let image = try image()
-        return try await attempts.attempt(appId: app.id, [.clientAddress(clientAddress)]) {
-            let result = try await matcher.match(FaceJob(appId: app.id, threshold: app.matchThreshold,
-                                                         .identify(image: image, topK: max(limit * 3, 10))))
-            guard [.match, .noMatchFace, .ambiguousMatch].contains(result.outcome) else { throw APIError(refusing: result) }
-            var bestPerUser: [FaceCandidate] = []
-            for candidate in result.candidates.sorted(by: { $0.distance < $1.distance })
-            where !bestPerUser.contains(where: { $0.userId == candidate.userId }) {
-                bestPerUser.append(candidate)
-            }
-            let shown = Array(bestPerUser.prefix(forAppServer ? 1 : limit))
-            let numbers = try await users.employeeNumbers(of: shown.map(\.userId), appId: app.id)
-            let hits = shown.compactMap { candidate in
-                numbers[candidate.userId].map { Hit(userId: candidate.userId, employeeNumber: $0, distance: candidate.distance) }
-            }
-            let match = result.outcome == .match ? hits.first : nil
-            draft.userId = match?.userId
-            draft.score = bestPerUser.first?.distance
-            if result.outcome != .match { draft.outcome = result.outcome.rawValue }
-            return (Search(outcome: result.outcome, match: match, candidates: hits), result.outcome == .match ? .success : .failure)
+        let result = try await matcher.match(FaceJob(appId: app.id, threshold: app.matchThreshold,
+                                                     .identify(image: image, topK: max(limit * 3, 10))))
+        guard [.match, .noMatchFace, .ambiguousMatch].contains(result.outcome) else { throw APIError(refusing: result) }
+        var bestPerUser: [FaceCandidate] = []
+        for candidate in result.candidates.sorted(by: { $0.distance < $1.distance })
+        where !bestPerUser.contains(where: { $0.userId == candidate.userId }) {
+            bestPerUser.append(candidate)
         }
+        let shown = Array(bestPerUser.prefix(forAppServer ? 1 : limit))
+        let numbers = try await users.employeeNumbers(of: shown.map(\.userId), appId: app.id)
+        let hits = shown.compactMap { candidate in
+            numbers[candidate.userId].map { Hit(userId: candidate.userId, employeeNumber: $0, distance: candidate.distance) }
+        }
+        let match = result.outcome == .match ? hits.first : nil
+        draft.userId = match?.userId
+        draft.score = bestPerUser.first?.distance
+        if result.outcome != .match { draft.outcome = result.outcome.rawValue }
+        return Search(outcome: result.outcome, match: match, candidates: hits)
     }
 }

@@ -130,9 +130,9 @@ struct FaceLogin: Sendable {
         reenroll(app, user, image, target)
     }
 
-    private func success(app: AppRecord, user: UUID, device: ClientDevice, transaction: UUID) throws -> Answer {
+    private func success(app: AppRecord, user: UUID, device: ClientDevice, transaction: UUID, door: Door = .faceLogin) throws -> Answer {
         .success(identityToken: try tokens.issue(app: app.id, user: user, device: device.id, method: "face", transaction: transaction,
-                                                 keyThumbprint: device.thumbprint),
+                                                 keyThumbprint: device.thumbprint, amr: TrustPolicy.amr(door, deviceIsKey: device.isKey)),
                  userId: user)
     }
 
@@ -148,11 +148,13 @@ struct FaceLogin: Sendable {
     }
 
     /// Binds the device to the user the person claims with their employee number, when the face was within the
-    /// threshold of that user (and, on a `dpop` app whose policy asks for one, with a binding ticket for that user).
-    /// Every try is charged to the device, to the binding attempts of the users the face may be and of the claimed
-    /// user (whatever device sends them) and to the client address before anything is compared; a wrong number and a
-    /// face that is not the claimed user's get the same answer; five of them void the confirmation. It is single use
-    /// and expires.
+    /// threshold of that user (`TrustPolicy`'s `faceLoginConfirm` door). Where the app's policy needs a binding ticket, the
+    /// ticket is checked first, without looking at the number: a missing, foreign or spent one is `BINDING_TICKET_INVALID`
+    /// whatever the number, and spends the confirmation. Only then is the number looked up, and a wrong or unknown number,
+    /// a face that is not the claimed user's, and a ticket for another user all answer `EMPLOYEE_NUMBER_MISMATCH`; five
+    /// of them void the confirmation. Every try is charged to the device, to the binding attempts of the users the face
+    /// may be and to the client address before anything is compared, and (once a ticket has passed) to the claimed user,
+    /// whatever device sends it. The confirmation is single use and expires.
     func confirm(app: AppRecord, device: ClientDevice, clientAddress: String, confirmationId: UUID, employeeNumber: String,
                  bindingTicket: String?, draft: inout TransactionDraft) async throws -> Answer {
         try await admission.admit(app, module: .faceLogin)
@@ -163,29 +165,43 @@ struct FaceLogin: Sendable {
                 throw APIError(.confirmationInvalid, "no such confirmation for this device; log in again")
             }
         }
-        let typed = employeeNumber.trimmingCharacters(in: .whitespaces)
-        let claimed = typed.isEmpty || typed.utf8.count > 64 ? nil : try await users.user(appId: app.id, employeeNumber: typed)
-        draft.userId = claimed
-        // Charged to every user the face may be and to the one claimed: guessing numbers for a victim's photo counts
-        // against the victim, whichever numbers, devices and addresses are tried.
-        var charged = confirmation.candidates.map(\.userId)
-        if let claimed, !charged.contains(claimed) { charged.append(claimed) }
-        let subjects: [AttemptGuard.Subject] = [.device(device.id)] + charged.map { .bindingUser($0) } + [.clientAddress(clientAddress)]
+        let candidates = confirmation.candidates.map(\.userId)
+        let subjects: [AttemptGuard.Subject] = [.device(device.id)] + candidates.map { .bindingUser($0) } + [.clientAddress(clientAddress)]
         return try await attempts.attempt(appId: app.id, subjects) {
             guard confirmation.usable else {
                 throw APIError(.confirmationInvalid, "the confirmation was already used, voided or has expired; log in again")
             }
-            guard let claimed, let match = confirmation.candidates.first(where: { $0.userId == claimed }) else {
-                let left = try await bindings.recordMismatch(confirmationId)
-                throw APIError(.employeeNumberMismatch, left <= 0
-                               ? "the employee number does not match the face; the confirmation is now void, log in again"
-                               : "the employee number does not match the face; \(left) tries left")
+            var ticket: BindingTicketCheck?
+            var ticketUser: UUID?
+            if device.isKey && app.deviceBindingPolicy != .employeeNumber {
+                let check = BindingTicketCheck(ticket: bindingTicket, policy: app.deviceBindingPolicy)
+                do {
+                    let held = try await bindings.ticket(key: try check.key(), appId: app.id)
+                    try check.accept(held.map { ($0.issuer, $0.userHasKey) })
+                    ticketUser = held?.user
+                } catch let error as APIError where error.code == .bindingTicketInvalid {
+                    try await bindings.void(confirmationId)
+                    throw APIError(.bindingTicketInvalid, error.message + "; the confirmation is spent, log in again")
+                }
+                ticket = check
             }
-            draft.score = match.distance
-            let ticket = device.isKey && app.deviceBindingPolicy != .employeeNumber
-                ? BindingTicketCheck(ticket: bindingTicket, policy: app.deviceBindingPolicy) : nil
-            try await bindings.bind(confirmation: confirmationId, appId: app.id, device: device, user: claimed, ticket: ticket)
-            return (try success(app: app, user: claimed, device: device, transaction: draft.id), .success)
+            let typed = employeeNumber.trimmingCharacters(in: .whitespaces)
+            let claimed = typed.isEmpty || typed.utf8.count > 64 ? nil : try await users.user(appId: app.id, employeeNumber: typed)
+            draft.userId = claimed
+            // Guessing numbers for a victim's photo counts against the victim, whichever numbers, devices and addresses are tried.
+            let claimedSubject: [AttemptGuard.Subject] = claimed.map { candidates.contains($0) ? [] : [.bindingUser($0)] } ?? []
+            let answer = try await attempts.attempt(appId: app.id, claimedSubject) { () async throws -> (Answer, AttemptGuard.Outcome) in
+                guard let claimed, let match = confirmation.candidates.first(where: { $0.userId == claimed }), ticketUser.map({ $0 == claimed }) ?? true else {
+                    let left = try await bindings.recordMismatch(confirmationId)
+                    throw APIError(.employeeNumberMismatch, left <= 0
+                                   ? "the employee number does not match the face; the confirmation is now void, log in again"
+                                   : "the employee number does not match the face; \(left) tries left")
+                }
+                draft.score = match.distance
+                try await bindings.bind(confirmation: confirmationId, appId: app.id, device: device, user: claimed, ticket: ticket)
+                return (try success(app: app, user: claimed, device: device, transaction: draft.id, door: .faceLoginConfirm), .success)
+            }
+            return (answer, .success)
         }
     }
 }

@@ -19,6 +19,10 @@ struct IdentityExchange: Sendable {
         var user: UserProfile
         var deviceId: String
         var method: String
+        /// How the login was earned (RFC 8176); tokens from before the claim answer what their method implies.
+        var amr: [String]
+        /// The registered kiosk that asked, for kiosk logins: an app server may refuse those where it wants a user's device.
+        var kioskId: String?
         /// The transaction of the login that issued the token.
         var transactionId: String
     }
@@ -40,7 +44,11 @@ struct IdentityExchange: Sendable {
         }
         guard let user = try await users.profile(of: userId, appId: app.id) else { throw APIError(.notFound, "the user no longer exists") }
         draft.detail = ["method": claims.method, "sourceTransactionId": claims.transactionId]
-        return Exchanged(userId: userId, user: user, deviceId: claims.deviceId, method: claims.method, transactionId: claims.transactionId)
+        let amr = claims.amr ?? (claims.method == "device_biometric" ? ["swk"] : ["face"])
+        draft.detail["amr"] = amr.joined(separator: " ")
+        if let kioskId = claims.kioskId { draft.detail["kioskId"] = kioskId }
+        return Exchanged(userId: userId, user: user, deviceId: claims.deviceId, method: claims.method, amr: amr, kioskId: claims.kioskId,
+                         transactionId: claims.transactionId)
     }
 
     /// An identity token of the gateway's keys, or of the kiosk-orchestrator's when its method is `kiosk`.

@@ -7,10 +7,11 @@ protocol OnboardingSessions: Sendable {
     func onboardingSession(of customer: UUID, appId: UUID) async throws -> UUID?
 }
 
-/// Kiosk login (`POST /v1/kiosk/login`), without HTTP: a burst answering a liveness challenge (or, with the app's kiosk
-/// liveness off, one selfie) identified 1:N, then an identity token (method `kiosk`) and the id of the session that
-/// onboarded the customer — never that session's interview token, which would open the customer's onboarding events to
-/// whoever matches the face. A refusal on the face's merits is an answer, not an error.
+/// Kiosk login (`POST /v1/kiosk/login`), without HTTP: a registered kiosk (the route proved its key) sends a burst
+/// answering a liveness challenge (or, with the app's kiosk liveness off, one selfie), identified 1:N; then an identity
+/// token (method `kiosk`, `amr` `face`, `cnf` the kiosk's key, `kioskId`) and the id of the session that onboarded the
+/// customer — never that session's interview token, which would open the customer's onboarding events to whoever matches
+/// the face. A refusal on the face's merits is an answer, not an error.
 struct KioskLogin: Sendable {
     let admission: any ModuleAdmission
     let attempts: AttemptGuard
@@ -19,6 +20,8 @@ struct KioskLogin: Sendable {
     let challenges: any LivenessChallengeStore
     let matcher: any FaceMatching
     let tokens: IdentityTokenIssuer
+    /// Takes one of the kiosk's logins from its rate; false when it has used them up.
+    let rate: @Sendable (_ kiosk: UUID) -> (admitted: Bool, retryAfter: Int)
 
     /// The frames sent, in capture order, and the challenge they answer (required with the app's kiosk liveness active).
     struct Probe: Sendable {
@@ -31,22 +34,27 @@ struct KioskLogin: Sendable {
         case refused(ErrorCode, spoof: Bool)
     }
 
-    /// Charges the attempt to the kiosk and the client address; `probe` is read inside it. A frame that is not an image
-    /// is a refusal that costs nothing; a spent or unknown challenge, a spoof verdict, or a face that matches no one (or
-    /// more than one) is a failed attempt.
-    func login(app: AppRecord, device: String, clientAddress: String, probe: () throws -> Probe,
-               draft: inout TransactionDraft) async throws -> Answer {
+    /// A kiosk serves walk-ups, most of them not enrolled: a face that matches no one costs the kiosk nothing but a login
+    /// from its rate (`RATE_LIMITED` when it is used up), so strangers can neither throttle nor lock it. A spoof verdict
+    /// (or a replayed burst) is a failed attempt of the kiosk. `probe` is read inside the attempt; a frame that is not an
+    /// image is a refusal that costs nothing.
+    func login(app: AppRecord, kiosk: RegisteredKiosk, probe: () throws -> Probe, draft: inout TransactionDraft) async throws -> Answer {
         try await admission.admit(app, module: .kiosk)
-        return try await attempts.attempt(appId: app.id, [.device(device), .clientAddress(clientAddress)]) {
-            let answer = try await identify(app: app, device: device, probe: probe, draft: &draft)
+        let (admitted, retryAfter) = rate(kiosk.id)
+        guard admitted else {
+            throw APIError(.rateLimited, "this kiosk has used up its kiosk logins for now (FACEGATE_KIOSK_LOGIN_RATE); wait \(retryAfter) s",
+                           retryAfter: retryAfter)
+        }
+        return try await attempts.attempt(appId: app.id, [.kiosk(kiosk.id)]) {
+            let answer = try await identify(app: app, kiosk: kiosk, probe: probe, draft: &draft)
             guard case .refused(let code, let spoof) = answer else { return (answer, .success) }
             draft.outcome = code.rawValue
             if spoof { draft.detail["spoofAttempt"] = "true" }
-            return (answer, code.isFailedAttempt ? .failure : .neutral)
+            return (answer, spoof ? .failure : .neutral)
         }
     }
 
-    private func identify(app: AppRecord, device: String, probe: () throws -> Probe, draft: inout TransactionDraft) async throws -> Answer {
+    private func identify(app: AppRecord, kiosk: RegisteredKiosk, probe: () throws -> Probe, draft: inout TransactionDraft) async throws -> Answer {
         let sent: Probe
         do {
             sent = try probe()
@@ -57,7 +65,7 @@ struct KioskLogin: Sendable {
         if app.liveness.kiosk == .active, let challengeId = sent.challengeId {
             let actions: [LivenessAction]
             do {
-                actions = try await challenges.consume(challengeId, appId: app.id, deviceId: device, frames: sent.frames)
+                actions = try await challenges.consume(challengeId, appId: app.id, deviceId: kiosk.jkt, frames: sent.frames)
             } catch let error as APIError where error.code == .spoofDetected {
                 draft.detail["spoofReasons"] = error.message
                 return .refused(.spoofDetected, spoof: true)
@@ -87,7 +95,8 @@ struct KioskLogin: Sendable {
         guard let name = try await users.profile(of: userId, appId: app.id)?.name else { return .refused(.noMatchFace, spoof: false) }
         let interview = try await sessions.onboardingSession(of: userId, appId: app.id)
         if let interview { draft.detail["interviewId"] = interview.wire }
-        let token = try tokens.issue(app: app.id, user: userId, device: device, method: "kiosk", transaction: draft.id)
+        let token = try tokens.issue(app: app.id, user: userId, device: kiosk.jkt, method: "kiosk", transaction: draft.id,
+                                     keyThumbprint: kiosk.jkt, amr: TrustPolicy.amr(.kioskLogin), kioskId: kiosk.id)
         return .identified(userId: userId, firstName: name.split(separator: " ").first.map(String.init), identityToken: token, interviewId: interview)
     }
 }

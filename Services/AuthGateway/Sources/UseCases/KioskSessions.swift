@@ -32,10 +32,11 @@ struct KioskSessions: Sendable {
     static let interviewReadGrace: TimeInterval = 600
     static let eventTicketSeconds = 60
 
-    /// A client's device at a kiosk step: the app, the device it proved, its address.
+    /// A registered kiosk at a step: the app, the kiosk's key (its device), the kiosk, its address.
     struct Caller: Sendable {
         var app: AppRecord
         var device: String
+        var kioskId: UUID?
         var clientIp: String?
     }
 
@@ -44,7 +45,8 @@ struct KioskSessions: Sendable {
         try await admission.admit(caller.app, module: .kiosk)
         let id = UUID()
         let token = interviewTokens.token(for: id)
-        let view = try await commands.send(KioskCommand(sessionId: id, appId: caller.app.id, deviceId: caller.device, clientIp: caller.clientIp,
+        let view = try await commands.send(KioskCommand(sessionId: id, appId: caller.app.id, deviceId: caller.device, kioskId: caller.kioskId,
+                                                        clientIp: caller.clientIp,
                                                         .create(tokenHash: Data(SHA256.hash(Array(token.utf8))))))
         return KioskSessionCreated(interviewId: id.wire, interviewToken: token, expiresIn: max(0, Int(view.expiresAt.timeIntervalSinceNow.rounded())))
     }

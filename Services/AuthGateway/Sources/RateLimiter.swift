@@ -1,11 +1,11 @@
 import Foundation
 import Synchronization
 
-/// A per-client-address token bucket: `rate` requests a second on average, `burst` at once. It stands in front of
-/// every public route, so one address cannot flood the gateway, the audit trail (refused credentials are recorded)
-/// or the matchers. Each gateway replica counts for itself; the per-subject attempt limits of face login
-/// (`AttemptGuard`, in PostgreSQL) are unaffected by it.
-final class ClientRateLimit: Sendable {
+/// Token buckets by key: `rate` requests a second on average, `burst` at once. Per client address it stands in front of
+/// every public route, so one address cannot flood the gateway, the audit trail (refused credentials are recorded) or
+/// the matchers; per server credential it limits operators and app servers; per kiosk, kiosk logins. Each gateway
+/// replica counts for itself; the per-subject attempt limits (`AttemptGuard`, in PostgreSQL) are unaffected by it.
+final class RateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
         var updated: ContinuousClock.Instant
@@ -16,27 +16,34 @@ final class ClientRateLimit: Sendable {
     private let buckets = Mutex<[String: Bucket]>([:])
 
     /// `rate` 0 admits everything.
-    init(rate: Int, burst: Int) {
-        self.rate = Double(rate)
+    init(rate: Double, burst: Int) {
+        self.rate = rate
         self.burst = Double(max(burst, 1))
     }
 
-    /// Takes a token for `client`; false when its bucket is empty.
-    func admit(_ client: String, now: ContinuousClock.Instant = .now) -> Bool {
+    /// Takes a token for `key`; false when its bucket is empty.
+    func admit(_ key: String, now: ContinuousClock.Instant = .now) -> Bool {
         guard rate > 0 else { return true }
         return buckets.withLock { buckets in
             // Full buckets carry no state: drop them now and then, so the table holds only recent clients.
             if buckets.count > 10_000 {
                 buckets = buckets.filter { (now - $0.value.updated).seconds * rate + $0.value.tokens < burst }
             }
-            var bucket = buckets[client] ?? Bucket(tokens: burst, updated: now)
+            var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
             bucket.tokens = min(burst, bucket.tokens + (now - bucket.updated).seconds * rate)
             bucket.updated = now
             let admitted = bucket.tokens >= 1
             if admitted { bucket.tokens -= 1 }
-            buckets[client] = bucket
+            buckets[key] = bucket
             return admitted
         }
+    }
+
+    /// Seconds until `key` has a token again (at least 1).
+    func retryAfter(_ key: String, now: ContinuousClock.Instant = .now) -> Int {
+        guard rate > 0 else { return 1 }
+        let tokens = buckets.withLock { $0[key].map { min(burst, $0.tokens + (now - $0.updated).seconds * rate) } } ?? burst
+        return max(1, Int(((1 - tokens) / rate).rounded(.up)))
     }
 }
 

@@ -1,0 +1,64 @@
+import FaceGateCore
+import Foundation
+import PostgresClient
+
+/// A registered kiosk (`kiosks`): the device an operator trusts to run kiosk login and onboarding for an app, known by the
+/// RFC 7638 thumbprint of its P-256 DPoP key.
+struct RegisteredKiosk: Sendable, Equatable {
+    var id: UUID
+    var appId: UUID
+    var name: String
+    var jkt: String
+    /// Client addresses the kiosk may call from; nil: any.
+    var allowedAddresses: [String]?
+    var createdAt: Date
+    var revokedAt: Date?
+}
+
+/// The kiosks of an app. A key is live in at most one unrevoked kiosk of an app; a revoked kiosk stays listed.
+protocol KioskRegistry: Sendable {
+    /// False when the key is already live in another kiosk of the app.
+    func register(_ kiosk: RegisteredKiosk) async throws -> Bool
+    func kiosks(appId: UUID) async throws -> [RegisteredKiosk]
+    /// The unrevoked kiosk of the app holding this key.
+    func live(appId: UUID, jkt: String) async throws -> RegisteredKiosk?
+    /// Revokes it (a revoked kiosk stays revoked at its first time); nil when the app has no such kiosk.
+    func revoke(_ id: UUID, appId: UUID) async throws -> RegisteredKiosk?
+}
+
+struct PostgresKioskRegistry: KioskRegistry {
+    let database: PostgresPool
+
+    private static let columns = "id, app_id, name, jkt, array_to_string(allowed_addresses, ',') AS allowed, created_at, revoked_at"
+
+    func register(_ kiosk: RegisteredKiosk) async throws -> Bool {
+        let allowed = kiosk.allowedAddresses.map { "{" + $0.joined(separator: ",") + "}" }
+        return try await database.query("""
+            INSERT INTO kiosks (id, app_id, name, jkt, allowed_addresses, created_at)
+            VALUES (\(kiosk.id), \(kiosk.appId), \(kiosk.name), \(kiosk.jkt), \(allowed)::text[], \(kiosk.createdAt))
+            ON CONFLICT (app_id, jkt) WHERE revoked_at IS NULL DO NOTHING
+            """).affectedRows == 1
+    }
+
+    func kiosks(appId: UUID) async throws -> [RegisteredKiosk] {
+        try await database.query("SELECT \(unsafeRaw: Self.columns) FROM kiosks WHERE app_id = \(appId) ORDER BY created_at, id").map(Self.kiosk)
+    }
+
+    func live(appId: UUID, jkt: String) async throws -> RegisteredKiosk? {
+        try await database.query("""
+            SELECT \(unsafeRaw: Self.columns) FROM kiosks WHERE app_id = \(appId) AND jkt = \(jkt) AND revoked_at IS NULL
+            """).first.map(Self.kiosk)
+    }
+
+    func revoke(_ id: UUID, appId: UUID) async throws -> RegisteredKiosk? {
+        try await database.query("""
+            UPDATE kiosks SET revoked_at = coalesce(revoked_at, now()) WHERE id = \(id) AND app_id = \(appId) RETURNING \(unsafeRaw: Self.columns)
+            """).first.map(Self.kiosk)
+    }
+
+    private static func kiosk(_ row: PostgresRow) throws -> RegisteredKiosk {
+        RegisteredKiosk(id: try row.decode("id"), appId: try row.decode("app_id"), name: try row.decode("name"), jkt: try row.decode("jkt"),
+                        allowedAddresses: try row.decode("allowed", as: String?.self).map { $0.split(separator: ",").map(String.init) },
+                        createdAt: try row.decode("created_at"), revokedAt: try row.decode("revoked_at"))
+    }
+}
