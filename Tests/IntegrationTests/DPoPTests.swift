@@ -67,10 +67,15 @@ import Testing
             #expect(first.string("status") == "CONFIRM_REQUIRED", "\(String(decoding: first.body, as: UTF8.self))")
             let noTicket = try await phone.confirm(stack, token, first, number: "E7001")
             #expect(noTicket.status == 403 && noTicket.errorCode == "BINDING_TICKET_INVALID")
-            let bound = try await phone.confirm(stack, token, first, number: "E7001", ticket: try await Self.ticket(stack, app, employeeNumber: "E7001"))
+            // That refusal spent the confirmation: the ticket binds on the next login's.
+            let ticket = try await Self.ticket(stack, app, employeeNumber: "E7001")
+            #expect(try await phone.confirm(stack, token, first, number: "E7001", ticket: ticket).errorCode == "CONFIRMATION_INVALID")
+            let second = try await phone.login(stack, token, photo: "obama2.jpg")
+            let bound = try await phone.confirm(stack, token, second, number: "E7001", ticket: ticket)
             #expect(bound.string("status") == "SUCCESS", "\(String(decoding: bound.body, as: UTF8.self))")
             let claims = try Self.claims(try #require(bound.string("identityToken")))
             #expect((claims["cnf"] as? [String: String])?["jkt"] == phone.thumbprint)
+            #expect(claims["amr"] as? [String] == ["face", "swk"])
             #expect(claims["deviceId"] as? String == phone.thumbprint)
             // From now on the bound key logs in at once (1:1 against its user).
             let again = try await phone.login(stack, token, photo: "obama3.jpg")
@@ -84,20 +89,23 @@ import Testing
 
             // The attacker's own key with the victim's photo and number: asked to confirm, never bound.
             let attacker = Device()
-            let stolen = try await attacker.login(stack, token, photo: "obama3.jpg")
-            #expect(stolen.string("status") == "CONFIRM_REQUIRED")
-            #expect(try await attacker.confirm(stack, token, stolen, number: "E7001").errorCode == "BINDING_TICKET_INVALID")
             let foreignTicket = try await Self.ticket(stack, app, employeeNumber: "E7002")
-            #expect(try await attacker.confirm(stack, token, stolen, number: "E7001", ticket: foreignTicket).errorCode == "BINDING_TICKET_INVALID")
-            #expect(try await attacker.confirm(stack, token, stolen, number: "E7001", ticket: "fbt_guess").errorCode == "BINDING_TICKET_INVALID")
+            for ticket in [nil, "fbt_guess"] as [String?] {
+                let stolen = try await attacker.login(stack, token, photo: "obama3.jpg")
+                #expect(stolen.string("status") == "CONFIRM_REQUIRED")
+                #expect(try await attacker.confirm(stack, token, stolen, number: "E7001", ticket: ticket).errorCode == "BINDING_TICKET_INVALID")
+            }
+            // A genuine ticket for someone else is a wrong number, like any other.
+            let stolen = try await attacker.login(stack, token, photo: "obama3.jpg")
+            #expect(try await attacker.confirm(stack, token, stolen, number: "E7001", ticket: foreignTicket).errorCode == "EMPLOYEE_NUMBER_MISMATCH")
 
             // No enrolment oracle: an unbound key hears CONFIRM_REQUIRED for a stranger's face too, and
             // the confirmation then fails like a wrong number, even with a real ticket for the claimed user.
             let stranger = try await attacker.login(stack, token, photo: "biden.jpg")
             #expect(stranger.string("status") == "CONFIRM_REQUIRED")
-            let claimed = try await attacker.confirm(stack, token, stranger, number: "E7002", ticket: try await Self.ticket(stack, app, employeeNumber: "E7002"))
+            let claimed = try await attacker.confirm(stack, token, stranger, number: "E7002", ticket: foreignTicket)
             #expect(claimed.errorCode == "EMPLOYEE_NUMBER_MISMATCH")
-            let wrongNumber = try await attacker.confirm(stack, token, stranger, number: "E9999")
+            let wrongNumber = try await attacker.confirm(stack, token, stranger, number: "E9999", ticket: foreignTicket)
             #expect(wrongNumber.errorCode == "EMPLOYEE_NUMBER_MISMATCH")
             #expect(claimed.json["error"].map { "\($0)" }?.contains("does not match the face") == true)
 
@@ -178,6 +186,8 @@ import Testing
                 "DPoP": try DPoP.proof(key: try Self.privateKey(firstKey), method: "POST", url: stack.baseURL + "/v1/device-bindings", accessToken: token,
                                        body: Array(body))])
             #expect(approval.status == 201, "\(String(decoding: approval.body, as: UTF8.self))")
+            // The refused confirmation was spent: the second phone logs in again and confirms with the approval.
+            _ = try await second.validate(image: try TestEnvironment.image("obama3.jpg"))
             let approved = try await second.confirm(employeeNumber: "E1001", bindingTicket: try #require(approval.string("bindingTicket")))
             #expect(approved.userId == user)
             let exchanged = try await stack.call("POST", "/v1/identity/exchange", basic: (app.id, app.secret), json: ["identityToken": approved.identityToken])

@@ -22,6 +22,14 @@ import Testing
                                      headers: ["X-Device-Id": "verify-phone"])
             }
 
+            // A client compares only with the users its device is bound to: this phone binds to E1 by a confirmed face login.
+            #expect(try await clientVerify("employeeNumber=E1").json["match"] as? Bool == false, "not bound yet")
+            let login = try await stack.faceLogin(token, device: "verify-phone", photo: "obama2.jpg")
+            let confirmed = try await stack.call("POST", "/v1/face-login/confirm", bearer: token,
+                                                 json: ["confirmationId": try #require(login.string("confirmationId")), "employeeNumber": "E1"],
+                                                 headers: ["X-Device-Id": "verify-phone"])
+            #expect(confirmed.string("status") == "SUCCESS")
+
             // A client learns yes or no, never a score; an unknown user is a plain no.
             let yes = try await clientVerify("employeeNumber=E1")
             #expect(yes.status == 200)
@@ -110,7 +118,7 @@ import Testing
             // Every comparison is in the audit trail, the client's without a score.
             let audited = try await stack.call("GET", "/v1/audit/transactions?appId=\(app.id)&kind=face.verify", bearer: stack.adminKey)
             let rows = audited.json["items"] as? [[String: Any]] ?? []
-            #expect(rows.count == 7)
+            #expect(rows.count == 8)
             #expect(rows.contains { $0["outcome"] as? String == "NO_MATCH_FACE" })
             let searches = try await stack.call("GET", "/v1/audit/transactions?appId=\(app.id)&kind=face.search", bearer: stack.adminKey)
             #expect((searches.json["items"] as? [Any])?.count ?? 0 >= 3)

@@ -47,6 +47,7 @@ enum OpenAPIDocument {
       "operatorKeyId": {"name": "operatorKeyId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
       "auditorId": {"name": "auditorId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
       "deviceIdPath": {"name": "deviceId", "in": "path", "required": true, "schema": {"type": "string", "minLength": 1, "maxLength": 128}},
+      "kioskId": {"name": "kioskId", "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}},
       "deviceId": {"name": "X-Device-Id", "in": "header", "schema": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[!-~]+$"},
         "description": "1–128 printable ASCII. Required on apps with deviceBinding header (it is the device); on apps with deviceBinding dpop only a label"},
       "dpop": {"name": "DPoP", "in": "header", "schema": {"type": "string"},
@@ -67,7 +68,7 @@ enum OpenAPIDocument {
       "Unauthorized": {"description": "UNAUTHORIZED (operator, auditor or app-server credential missing, wrong, expired or revoked), ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID",
         "headers": {"WWW-Authenticate": {"$ref": "#/components/headers/WWWAuthenticate"}},
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-      "Forbidden": {"description": "FORBIDDEN (the credential does not cover this app or action), MODULE_DISABLED, MODULE_NOT_FORMAL (trial quota used up)",
+      "Forbidden": {"description": "FORBIDDEN (the credential does not cover this app or action), MODULE_DISABLED, MODULE_NOT_FORMAL (trial quota used up), KIOSK_NOT_REGISTERED (a kiosk route called without a DPoP proof by a registered, unrevoked kiosk key of the app, or from an address the kiosk is not pinned to)",
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
       "NotFound": {"description": "NOT_FOUND", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
       "Conflict": {"description": "CONFLICT, IDEMPOTENCY_IN_PROGRESS", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
@@ -82,7 +83,7 @@ enum OpenAPIDocument {
       "ServiceUnavailable": {"description": "SERVICE_UNAVAILABLE: a worker did not answer in time, the broker or the audit trail is unavailable, or the server is shutting down; try again",
         "headers": {"Retry-After": {"$ref": "#/components/headers/RetryAfter"}},
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-      "Unexpected": {"description": "INTERNAL (500), METHOD_NOT_ALLOWED (405, with Allow), RATE_LIMITED (429 with Retry-After, on any route, once the client address exceeds FACEGATE_CLIENT_RATE), SERVICE_UNAVAILABLE (503 while shutting down or while PostgreSQL is unreachable)",
+      "Unexpected": {"description": "INTERNAL (500), METHOD_NOT_ALLOWED (405, with Allow), RATE_LIMITED (429 with Retry-After, on any route, once the client address exceeds FACEGATE_CLIENT_RATE; on search, app-server verify and enrollment once the credential exceeds FACEGATE_SERVER_CALL_RATE; on kiosk login once the kiosk exceeds FACEGATE_KIOSK_LOGIN_RATE), SERVICE_UNAVAILABLE (503 while shutting down or while PostgreSQL is unreachable)",
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     },
     "schemas": {
@@ -92,7 +93,7 @@ enum OpenAPIDocument {
           "SPOOF_DETECTED", "AMBIGUOUS_MATCH", "LOW_QUALITY", "DUPLICATE_FACE", "AUTHENTICATION_FAILED", "CREDENTIAL_LOCKED", "CREDENTIAL_NOT_ENROLLED",
           "RATE_LIMITED", "SERVICE_UNAVAILABLE", "TIMEOUT", "INVALID_ENVELOPE", "IDENTITY_TOKEN_INVALID", "IDENTITY_TOKEN_EXPIRED", "IDENTITY_TOKEN_USED",
           "CONFIRMATION_INVALID", "DOCUMENT_UNREADABLE", "DOCUMENT_EXPIRED", "DOCUMENT_INVALID", "DOCUMENT_ALREADY_REGISTERED", "NO_PORTRAIT", "FACE_MISMATCH",
-          "SESSION_EXPIRED", "TOO_MANY_ATTEMPTS", "APPROVAL_DENIED", "DPOP_PROOF_INVALID", "BINDING_TICKET_INVALID", "FACE_LIMIT_REACHED",
+          "SESSION_EXPIRED", "TOO_MANY_ATTEMPTS", "APPROVAL_DENIED", "DPOP_PROOF_INVALID", "BINDING_TICKET_INVALID", "KIOSK_NOT_REGISTERED", "FACE_LIMIT_REACHED",
           "IDEMPOTENCY_IN_PROGRESS", "INTERNAL", "METHOD_NOT_ALLOWED", "UNSUPPORTED_MEDIA_TYPE"]},
       "ErrorBody": {"type": "object", "required": ["code", "message"], "properties": {
         "code": {"$ref": "#/components/schemas/ErrorCode"}, "message": {"type": "string"},
@@ -151,6 +152,17 @@ enum OpenAPIDocument {
         "kioskApproval": {"$ref": "#/components/schemas/KioskApproval"}, "quotas": {"$ref": "#/components/schemas/Quotas"},
         "keepEnrollmentPhotos": {"type": "boolean"}}},
       "AppList": {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/App"}}}},
+      "NewKiosk": {"type": "object", "required": ["name", "jkt"], "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 200},
+        "jkt": {"type": "string", "minLength": 43, "maxLength": 43, "description": "RFC 7638 SHA-256 thumbprint (base64url) of the kiosk's P-256 DPoP key"},
+        "allowedAddresses": {"type": "array", "minItems": 1, "maxItems": 32, "items": {"type": "string"}, "description": "Client addresses the kiosk may call from; absent: any"}}},
+      "Kiosk": {"type": "object", "required": ["kioskId", "name", "jkt", "createdAt"], "properties": {
+        "kioskId": {"type": "string", "format": "uuid"}, "name": {"type": "string"}, "jkt": {"type": "string"},
+        "allowedAddresses": {"type": "array", "items": {"type": "string"}}, "createdAt": {"type": "string", "format": "date-time"},
+        "revokedAt": {"type": "string", "format": "date-time"}}},
+      "KioskList": {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/Kiosk"}}}},
+      "RotateSecret": {"type": "object", "properties": {
+        "previousSecretValidFor": {"type": "integer", "minimum": 0, "maximum": 86400, "description": "Seconds the previous secret keeps minting access tokens and exchanging identity tokens (nothing else); 0 cuts it off now. Default FACEGATE_SECRET_GRACE_SECONDS (3600)"}}},
       "RotatedSecret": {"type": "object", "required": ["appId", "appSecret", "previousSecretValidForSeconds"], "properties": {
         "appId": {"type": "string", "format": "uuid"}, "appSecret": {"type": "string"}, "previousSecretValidForSeconds": {"type": "integer"}}},
       "MigrationPending": {"type": "object", "required": ["userId", "employeeNumber", "keptPhoto"], "properties": {"userId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"},
@@ -233,10 +245,12 @@ enum OpenAPIDocument {
       "AccessToken": {"type": "object", "required": ["accessToken", "tokenType", "expiresIn"], "properties": {
         "accessToken": {"type": "string"}, "tokenType": {"type": "string", "const": "Bearer"}, "expiresIn": {"type": "integer"}}},
       "IdentityTokenExchange": {"type": "object", "required": ["identityToken"], "properties": {"identityToken": {"type": "string"}}},
-      "Identity": {"type": "object", "required": ["userId", "employeeNumber", "name", "appId", "deviceId", "method", "transactionId"], "properties": {
+      "Identity": {"type": "object", "required": ["userId", "employeeNumber", "name", "appId", "deviceId", "method", "amr", "transactionId"], "properties": {
         "userId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"}, "name": {"type": "string"},
         "appId": {"type": "string", "format": "uuid"}, "deviceId": {"type": "string"},
         "method": {"type": "string", "description": "How the user was verified: face, device_biometric, kiosk"},
+        "amr": {"type": "array", "items": {"type": "string", "enum": ["face", "swk"]}, "description": "RFC 8176 methods the login proved: face (a face match), swk (a device key bound to the user). Face login on a bound key: face, swk; on a header-mode app: face; kiosk login: face (the kiosk's key is not the user's); device-credential assertion: swk"},
+        "kioskId": {"type": "string", "format": "uuid", "description": "The registered kiosk that asked, on kiosk logins; refuse these where you want the user's own device"},
         "transactionId": {"type": "string", "format": "uuid", "description": "The verifying call's transaction"}}},
       "BindingTicketRequest": {"type": "object", "description": "The user; a bound device may send {} when it is bound to one user", "properties": {
         "userId": {"type": "string", "format": "uuid"}, "employeeNumber": {"type": "string"}}},
@@ -394,12 +408,47 @@ enum OpenAPIDocument {
     },
     "/v1/apps/{appId}/secret": {
       "parameters": [{"$ref": "#/components/parameters/appId"}],
-      "post": {"operationId": "rotateAppSecret", "tags": ["apps"], "summary": "Rotate the app secret; the previous one stays valid for the grace period, access tokens issued before are refused", "security": [{"operatorKey": []}],
+      "post": {"operationId": "rotateAppSecret", "tags": ["apps"], "summary": "Rotate the app secret. Access tokens issued before are refused; the previous secret may mint access tokens and exchange identity tokens during its grace (and those tokens die with it), nothing else", "security": [{"operatorKey": []}],
+        "requestBody": {"required": false, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RotateSecret"}}}},
         "responses": {
-          "201": {"description": "The new secret", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RotatedSecret"}}}},
+          "200": {"description": "The new secret", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RotatedSecret"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"},
           "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
           "404": {"$ref": "#/components/responses/NotFound"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
           "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/apps/{appId}/secret/previous": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}],
+      "delete": {"operationId": "revokePreviousAppSecret", "tags": ["apps"], "summary": "End the previous secret's grace now: it stops minting access tokens at once, and the access tokens it minted stop working", "security": [{"operatorKey": []}],
+        "responses": {
+          "204": {"description": "Revoked (also when it had no grace left)"}, "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"}, "404": {"$ref": "#/components/responses/NotFound"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/apps/{appId}/kiosks": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}],
+      "post": {"operationId": "registerKiosk", "tags": ["kiosk"], "summary": "Register a kiosk by its DPoP key's thumbprint: only a registered, unrevoked kiosk of the app may call the kiosk routes", "security": [{"operatorKey": []}],
+        "parameters": [{"$ref": "#/components/parameters/idempotencyKey"}],
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewKiosk"}}}},
+        "responses": {
+          "201": {"description": "Registered", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Kiosk"}}}},
+          "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"}, "404": {"$ref": "#/components/responses/NotFound"},
+          "409": {"description": "CONFLICT: the key is already live in another kiosk of the app", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}},
+      "get": {"operationId": "listKiosks", "tags": ["kiosk"], "summary": "The app's kiosks, revoked ones included", "security": [{"operatorKey": []}],
+        "responses": {
+          "200": {"description": "Kiosks", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskList"}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"}, "403": {"$ref": "#/components/responses/Forbidden"},
+          "404": {"$ref": "#/components/responses/NotFound"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/apps/{appId}/kiosks/{kioskId}": {
+      "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/kioskId"}],
+      "delete": {"operationId": "revokeKiosk", "tags": ["kiosk"], "summary": "Revoke a kiosk: refused from its next request, its open sessions cancelled", "security": [{"operatorKey": []}],
+        "responses": {
+          "204": {"description": "Revoked"}, "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"}, "404": {"$ref": "#/components/responses/NotFound"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/apps/{appId}/face-model-migration": {
       "parameters": [{"$ref": "#/components/parameters/appId"}],

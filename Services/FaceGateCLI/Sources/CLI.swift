@@ -34,7 +34,14 @@ public enum FaceGateCLI {
                                                 --switch moves the app to M (its users without an M template must enroll again);
                                                 --re-embed first makes M templates from the kept enrollment photos
       app modules APP_ID MODULE=STATE...        e.g. faceLogin=formal ctid=disabled
-      app rotate-secret APP_ID
+      app rotate-secret APP_ID [--grace S | --revoke-previous]
+                                                a new secret; the previous one mints access tokens for S seconds
+                                                (default 3600; --revoke-previous: not at all)
+      app revoke-previous-secret APP_ID         the previous secret, and the access tokens it minted, stop now
+      kiosk add APP_ID NAME JKT [--allow ADDRESS]...
+                                                register a kiosk by its DPoP key's RFC 7638 thumbprint (JKT);
+                                                --allow pins it to client addresses
+      kiosk list APP_ID | kiosk revoke APP_ID KIOSK_ID
       user create APP_ID EMPLOYEE_NUMBER NAME
       user list APP_ID                          every user (all pages)
       user delete APP_ID USER_ID
@@ -131,14 +138,8 @@ public enum FaceGateCLI {
                 }
                 body["falseMatchRate"] = value
             }
-            if let index = rest.firstIndex(of: "--model") {
-                guard index + 1 < rest.count else { throw CLIError("--model needs a face model name", exitCode: 2) }
-                body["faceModel"] = rest[index + 1]
-            }
-            for (flag, field) in [("--binding", "deviceBinding"), ("--binding-policy", "deviceBindingPolicy")] {
-                guard let index = rest.firstIndex(of: flag) else { continue }
-                guard index + 1 < rest.count else { throw CLIError("\(flag) needs a value", exitCode: 2) }
-                body[field] = rest[index + 1]
+            for (flag, field) in [("--model", "faceModel"), ("--binding", "deviceBinding"), ("--binding-policy", "deviceBindingPolicy")] {
+                if let value = try option(rest, flag) { body[field] = value }
             }
             try await admin(environment).print("POST", "/v1/apps", json: body)
         case ("app", "binding"):
@@ -184,7 +185,28 @@ public enum FaceGateCLI {
             }
             try await admin(environment).print("PATCH", "/v1/apps/\(try argument(rest, 1, "APP_ID"))", json: ["modules": modules])
         case ("app", "rotate-secret"):
-            try await admin(environment).print("POST", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/secret")
+            let app = try argument(rest, 1, "APP_ID")
+            var body: [String: Any] = [:]
+            if let grace = try option(rest, "--grace") {
+                guard let seconds = Int(grace), (0...86400).contains(seconds) else { throw CLIError("--grace takes 0–86400 seconds", exitCode: 2) }
+                body["previousSecretValidFor"] = seconds
+            }
+            if rest.contains("--revoke-previous") {
+                guard body.isEmpty else { throw CLIError("--grace and --revoke-previous exclude each other", exitCode: 2) }
+                body["previousSecretValidFor"] = 0
+            }
+            try await admin(environment).print("POST", "/v1/apps/\(app)/secret", json: body)
+        case ("app", "revoke-previous-secret"):
+            try await admin(environment).print("DELETE", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/secret/previous")
+        case ("kiosk", "add"):
+            var body: [String: Any] = ["name": try argument(rest, 2, "NAME"), "jkt": try argument(rest, 3, "JKT")]
+            let allowed = zip(rest, rest.dropFirst()).filter { $0.0 == "--allow" }.map(\.1)
+            if !allowed.isEmpty { body["allowedAddresses"] = allowed }
+            try await admin(environment).print("POST", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/kiosks", json: body)
+        case ("kiosk", "list"):
+            try await admin(environment).print("GET", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/kiosks")
+        case ("kiosk", "revoke"):
+            try await admin(environment).print("DELETE", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/kiosks/\(try argument(rest, 2, "KIOSK_ID"))")
         case ("user", "create"):
             try await admin(environment).print("POST", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/users",
                                                json: ["employeeNumber": try argument(rest, 2, "EMPLOYEE_NUMBER"), "name": try argument(rest, 3, "NAME")])
@@ -285,6 +307,13 @@ public enum FaceGateCLI {
             if taking { lines.append(line) }
         }
         return lines.isEmpty ? usage : "usage: facegate " + command + " …\n" + lines.joined(separator: "\n")
+    }
+
+    /// The value after `flag`, nil when the flag is absent; a flag without a value stops with exit 2.
+    static func option(_ list: [String], _ flag: String) throws -> String? {
+        guard let index = list.firstIndex(of: flag) else { return nil }
+        guard index + 1 < list.count, !list[index + 1].hasPrefix("--") else { throw CLIError("\(flag) needs a value", exitCode: 2) }
+        return list[index + 1]
     }
 
     static func argument(_ list: [String], _ index: Int, _ name: String) throws -> String {
