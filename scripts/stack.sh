@@ -34,6 +34,7 @@ MRZ_ORACLE="mrz==0.6.2"  # an independent MRZ generator/checker the MRZ tests co
 # Tests/openapi generates a Python client from the served OpenAPI document with it and logs in through that client.
 OPENAPI_PYTHON_CLIENT="openapi-python-client==0.29.1"
 OPENAPI_SPEC_VALIDATOR="openapi-spec-validator==0.9.0"
+CRYPTOGRAPHY="cryptography==46.0.3"  # DPoP proofs from Python (Client/python/facegate_dpop.py): kiosks in the chaos run
 
 APT_PACKAGES=(librdkafka-dev libpq-dev libssl-dev libmicrohttpd-dev libdlib-dev libopenblas-dev liblapack-dev
   libjpeg62-turbo-dev libpng-dev postgresql tesseract-ocr libtesseract-dev fonts-ocr-b imagemagick pkg-config python3-venv
@@ -91,6 +92,10 @@ install_python() {
       "${OPENAPI_SPEC_VALIDATOR#*==}" 2>/dev/null; then
     log "installing $OPENAPI_SPEC_VALIDATOR"
     "$VENV/bin/pip" install -q --disable-pip-version-check "$OPENAPI_SPEC_VALIDATOR"
+  fi
+  if ! "$VENV/bin/python" -c 'import cryptography, sys; sys.exit(cryptography.__version__ != sys.argv[1])' "${CRYPTOGRAPHY#*==}" 2>/dev/null; then
+    log "installing $CRYPTOGRAPHY"
+    "$VENV/bin/pip" install -q --disable-pip-version-check "$CRYPTOGRAPHY"
   fi
   local site; site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
   # Debian's librdkafka 2.0.2 cannot parse the broker's ApiVersions reply; the wheel's 2.16 can.

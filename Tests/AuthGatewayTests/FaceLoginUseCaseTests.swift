@@ -260,6 +260,42 @@ import Testing
         #expect(try await world.bindings.boundUsers(appId: world.app.id, device: key).isEmpty)
     }
 
+    /// An address's failures are not cleared by someone else's success: an attacker who logs in as themselves between
+    /// guesses is throttled all the same.
+    @Test func anAddressIsNotClearedByAnotherLoginsSuccess() async throws {
+        let world = World()
+        let flow = FaceLogin(admission: AdmitEverything(),
+                             attempts: AttemptGuard(store: world.counters, rule: .init(throttleAfter: 3, throttleSeconds: 30, lockAfter: 6),
+                                                    addressRule: .init(throttleAfter: 3, throttleSeconds: 30, lockAfter: 0, failureWindow: 600)),
+                             bindings: world.bindings, users: world.users, challenges: world.challenges, matcher: world.matcher,
+                             tokens: IdentityTokenIssuer(issuer: "https://facegate.test", key: world.signingKey, ttl: 300), confirmationTTL: 120) { _, _, _, _ in }
+        let mine = world.user("E1001")
+        let own = ClientDevice(id: "attacker-own-phone", isKey: false)
+        let pending = PendingConfirmation(appId: world.app.id, deviceId: own.id, userId: mine, candidates: [.init(userId: mine, distance: 0.2)],
+                                          transactionId: UUID(), score: 0.2, ttlSeconds: 60)
+        try await world.bindings.open(pending)
+        try await world.bindings.bind(confirmation: pending.id, appId: world.app.id, device: own, user: mine, ticket: nil)
+        func attempt(_ device: String, _ answer: FaceJobResult) async -> ErrorCode? {
+            world.matcher.answer(answer)
+            var draft = TransactionDraft(appId: world.app.id, kind: "face.login")
+            do {
+                _ = try await flow.login(app: world.app, device: ClientDevice(id: device, isKey: false), clientAddress: "203.0.113.5",
+                                         probe: { .image(Data("photo".utf8)) }, draft: &draft)
+                return nil
+            } catch let error as APIError {
+                return error.code
+            } catch {
+                return .internalError
+            }
+        }
+        // A stranger's face from a fresh device each time, the attacker's own login in between.
+        for guess in 0..<3 {
+            #expect(await attempt("stranger-\(guess)", Self.noMatch) == .noMatchFace)
+            #expect(await attempt(own.id, Self.match(mine)) == nil)
+        }
+        #expect(await attempt("stranger-3", Self.noMatch) == .rateLimited)
+    }
+
     @Test func anUnboundKeyIsAlwaysAskedToConfirmAndTheAnswerNamesNoOne() async throws {
         let world = World(binding: .dpop)
         let alice = world.user("E1001")

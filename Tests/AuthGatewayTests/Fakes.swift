@@ -34,7 +34,8 @@ final class InMemoryAttemptCounters: AttemptCounterStore {
             var counter = counters[appId.wire + subject] ?? Counter()
             let waited = counter.lastFailure.addingTimeInterval(Double(rule.throttleSeconds)) <= now
             guard !counter.locked, counter.consecutive < rule.throttleAfter || waited else { return false }
-            counter.consecutive += 1
+            let lapsed = rule.failureWindow > 0 && counter.lastFailure.addingTimeInterval(Double(rule.failureWindow)) <= now
+            counter.consecutive = lapsed ? 1 : counter.consecutive + 1
             counter.total += 1
             counter.lastFailure = now
             if rule.lockAfter > 0, counter.total >= rule.lockAfter { counter.locked = true }
@@ -48,7 +49,9 @@ final class InMemoryAttemptCounters: AttemptCounterStore {
         return counters.withLock { counters in
             counters[appId.wire + subject].map { counter in
                 let wait = counter.lastFailure.addingTimeInterval(Double(rule.throttleSeconds)).timeIntervalSince(now)
-                return AttemptState(locked: counter.locked, throttled: counter.consecutive >= rule.throttleAfter, waitSeconds: Int(wait.rounded(.up)))
+                let current = rule.failureWindow == 0 || counter.lastFailure.addingTimeInterval(Double(rule.failureWindow)) > now
+                return AttemptState(locked: counter.locked, throttled: counter.consecutive >= rule.throttleAfter && current,
+                                    waitSeconds: Int(wait.rounded(.up)))
             }
         }
     }

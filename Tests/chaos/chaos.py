@@ -35,8 +35,10 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "Client", "python"))
 import ctid  # noqa: E402
 import stack as stack_module  # noqa: E402
+import facegate_dpop  # noqa: E402
 import traffic  # noqa: E402
 
 ROOT = stack_module.ROOT
@@ -260,6 +262,11 @@ class Run:
         token = self.must(self.call("access token", "POST", "/v1/access-tokens", b"", {"Authorization": traffic.basic(app)}),
                           200, "access token")
         app["accessToken"] = token.json["accessToken"]
+        if kiosk:
+            # A kiosk is a registered device: its DPoP key signs every kiosk call.
+            app["kioskKey"] = facegate_dpop.DeviceKey.generate()
+            self.admin_json("register kiosk", "POST", f"/v1/apps/{app['appId']}/kiosks", {"name": "chaos kiosk", "jkt": app["kioskKey"].thumbprint},
+                            201, route="/v1/apps/{appId}/kiosks")
         return app
 
     def register_identities(self, app, count=3):
@@ -459,14 +466,14 @@ class Run:
 
     def probe_kiosk(self):
         app = self.setup["kioskApps"][0]
-        headers = {"Authorization": f"Bearer {app['accessToken']}", "X-Device-Id": "probe-kiosk"}
-        created = self.client.call("probe", "create session", "POST", "/v1/kiosk/sessions", b"", headers, traffic=False)
+        headers = {"Authorization": f"Bearer {app['accessToken']}"}
+        created = self.client.call("probe", "create session", "POST", "/v1/kiosk/sessions", b"", headers, traffic=False, key=app["kioskKey"])
         if created.status != 201:
             return False
         name, photo = self.photo_set.pick(self.rng, "obama")
         selfie = self.client.call("probe", "selfie", "POST", f"/v1/kiosk/sessions/{created.get('interviewId')}/selfie", photo,
                                   dict(headers, **{"X-Interview-Token": created.get("interviewToken"), "Content-Type": traffic.image_type(name)}),
-                                  traffic=False, route="/v1/kiosk/sessions/{interviewId}/selfie")
+                                  traffic=False, route="/v1/kiosk/sessions/{interviewId}/selfie", key=app["kioskKey"])
         if selfie.status == 200 and selfie.get("state") == "completed":
             self.recorder.served_now("kiosk")
             return True

@@ -13,6 +13,7 @@ import time
 import uuid
 
 import ctid
+import facegate_dpop
 
 # Every error code on the wire and its status (Shared/Domain/FaceGateContracts/ErrorCode.swift and Shared/Wrappers/HTTPServer's own; the served
 # OpenAPI document's ErrorCode enum is checked against these names at start). INTERNAL (500) is deliberately absent: never acceptable.
@@ -20,7 +21,7 @@ DOCUMENTED = {
     400: {"INVALID_REQUEST", "INVALID_ENVELOPE"},
     401: {"UNAUTHORIZED", "ACCESS_TOKEN_INVALID", "ACCESS_TOKEN_EXPIRED", "IDENTITY_TOKEN_INVALID", "IDENTITY_TOKEN_EXPIRED",
           "DPOP_PROOF_INVALID"},
-    403: {"FORBIDDEN", "MODULE_DISABLED", "MODULE_NOT_FORMAL", "BINDING_TICKET_INVALID"},
+    403: {"FORBIDDEN", "MODULE_DISABLED", "MODULE_NOT_FORMAL", "BINDING_TICKET_INVALID", "KIOSK_NOT_REGISTERED"},
     404: {"NOT_FOUND", "CREDENTIAL_NOT_ENROLLED"},
     405: {"METHOD_NOT_ALLOWED"},
     409: {"CONFLICT", "IDENTITY_TOKEN_USED", "CONFIRMATION_INVALID", "FACE_LIMIT_REACHED", "IDEMPOTENCY_IN_PROGRESS"},
@@ -153,10 +154,15 @@ class Client:
     def __init__(self, port, recorder, pacer):
         self.port, self.recorder, self.pacer = port, recorder, pacer
 
-    def call(self, flow, step, method, path, body=None, headers=None, traffic=True, route=None):
+    def call(self, flow, step, method, path, body=None, headers=None, traffic=True, route=None, key=None):
+        """`key`: a device key (facegate_dpop.DeviceKey) that signs this call with a fresh DPoP proof."""
         if traffic:
             self.pacer.ticket()
         headers = dict(headers or {})
+        if key is not None:
+            bearer = headers.get("Authorization", "")
+            headers["DPoP"] = key.proof(method, f"http://127.0.0.1:{self.port}{path}",
+                                        access_token=bearer[len("Bearer "):] if bearer.startswith("Bearer ") else None, body=body or b"")
         limit = self.recorder.deadline + self.recorder.margin
         started = time.monotonic()
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=limit)
@@ -545,9 +551,9 @@ class Traffic:
     def kiosk(self, rng):
         app = rng.choice(self.setup["kioskApps"])
         known = rng.random() < 0.8
-        device = "kiosk-" + uuid.uuid4().hex[:10]
-        headers = {"Authorization": f"Bearer {app['accessToken']}", "X-Device-Id": device}
-        created = self.retried(rng, lambda: self.client.call("kiosk", "create session", "POST", "/v1/kiosk/sessions", b"", headers))[-1]
+        kiosk = app["kioskKey"]  # the app's registered kiosk: every call is signed with its key
+        headers = {"Authorization": f"Bearer {app['accessToken']}"}
+        created = self.retried(rng, lambda: self.client.call("kiosk", "create session", "POST", "/v1/kiosk/sessions", b"", headers, key=kiosk))[-1]
         if not self.expect("kiosk", "create session", created, [(201, None)]) or created.status != 201:
             return
         session, interview = created.get("interviewId"), created.get("interviewToken")
@@ -557,11 +563,11 @@ class Traffic:
         name, photo = self.photos.pick(rng, "obama" if known else "biden")
         selfie_headers = dict(step_headers, **{"Content-Type": image_type(name)})
         answers = self.retried(rng, lambda: self.client.call("kiosk", "selfie", "POST", path + "/selfie", photo, selfie_headers,
-                                                             route=route + "/selfie"))
+                                                             route=route + "/selfie", key=kiosk))
         selfie = answers[-1]
         if selfie.status == 409 and selfie.code == "CONFLICT" and any(a.ambiguous for a in answers):
             # An earlier try moved the session on and its answer was lost: read where it stands.
-            selfie = self.client.call("kiosk", "session", "GET", path, None, {"X-Interview-Token": interview}, route=route)
+            selfie = self.client.call("kiosk", "session", "GET", path, None, {"X-Interview-Token": interview}, route=route, key=kiosk)
         if selfie.ambiguous or not self.expect("kiosk", "selfie", selfie, [(200, None)]):
             return
         state = selfie.get("state")
@@ -579,17 +585,17 @@ class Traffic:
             if state != "idFront":
                 self.recorder.unexpected_answer("kiosk", "selfie (new face)", f"state {state}")
                 return
-            cancelled = self.retried(rng, lambda: self.client.call("kiosk", "cancel", "DELETE", path, None, step_headers, route=route))[-1]
+            cancelled = self.retried(rng, lambda: self.client.call("kiosk", "cancel", "DELETE", path, None, step_headers, route=route, key=kiosk))[-1]
             if cancelled.ambiguous or not self.expect("kiosk", "cancel", cancelled, [(204, None)]):
                 return
             expected = ["selfieScanCompleted", "userCancelledSession"]
-        view = self.client.call("kiosk", "session", "GET", path, None, {"X-Interview-Token": interview}, route=route)
+        view = self.client.call("kiosk", "session", "GET", path, None, {"X-Interview-Token": interview}, route=route, key=kiosk)
         if self.expect("kiosk", "session", view, [(200, None)]) and view.status == 200:
             final = "completed" if known else "cancelled"
             if view.get("state") != final:
                 self.recorder.unexpected_answer("kiosk", "session", f"state {view.get('state')} instead of {final}")
         events = self.client.call("kiosk", "events", "GET", path + "/events", None, {"X-Interview-Token": interview},
-                                  route=route + "/events")
+                                  route=route + "/events", key=kiosk)
         if events.status == 200:
             names = [line[len("event: "):] for line in events.body.decode(errors="replace").split("\n") if line.startswith("event: ")]
             self.recorder.add("kiosk_sessions", {"id": session, "expected": expected, "events": names})

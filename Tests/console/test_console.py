@@ -551,6 +551,10 @@ class KioskPageTests(unittest.TestCase):
     def start_camera(self):
         token = stack.call("POST", "/v1/access-tokens", basic=f"{seed['app']['appId']}:{seed['app']['appSecret']}").json()["accessToken"]
         self.driver.get(stack.url + "/console/kiosk.html")
+        # The page's own DPoP key, kept in the browser: the operator registers it (once; the key survives reloads).
+        jkt = WebDriverWait(self.driver, 20).until(lambda d: d.find_element(By.ID, "kiosk-jkt").get_attribute("value"))
+        registered = stack.admin("POST", f"/v1/apps/{seed['app']['appId']}/kiosks", {"name": "Console kiosk", "jkt": jkt})
+        assert registered.status in (201, 409), registered.body
         field = WebDriverWait(self.driver, 20).until(lambda d: d.find_element(By.ID, "kiosk-token"))
         field.clear()
         field.send_keys(token)

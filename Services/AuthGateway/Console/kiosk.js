@@ -1,7 +1,9 @@
 // Kiosk demo: a liveness challenge shown as prompts, answered by camera frames (or image files acting it out) sent to
 // POST /v1/kiosk/login; an unknown face is onboarded (selfie, ID front, ID back) with the session's step events
-// streamed live from GET /v1/kiosk/sessions/{id}/events.
+// streamed live from GET /v1/kiosk/sessions/{id}/events. A kiosk is a registered device: this page signs every call
+// with its own DPoP key (kept in this browser), whose thumbprint an operator registers for the app.
 import { api, APIError, el, showStatus } from "./api.js";
+import { deviceKey, multipart, proof } from "./dpop.js";
 
 const $ = (id) => document.getElementById(id);
 const KIOSK_TOKEN_KEY = "facegate.kiosk.token";
@@ -12,7 +14,7 @@ const TERMINAL_STATES = new Set(["completed", "failed", "cancelled", "expired"])
 const FRAME_COUNT = { min: 2, max: 12 };
 
 let token = "";
-let device = "";
+let key = null; // this kiosk's DPoP key: {pair, jwk, thumbprint}
 let stream = null;
 let interview = null; // {interviewId, interviewToken, lastEventId}
 let events = null; // EventSource of the current session
@@ -22,8 +24,14 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const errorText = (error) => (error instanceof APIError ? error.text : String(error.message || error));
 const usingFiles = () => $("source-files").checked;
 
-function clientHeaders(extra = {}) {
-  return { Authorization: `Bearer ${token}`, "X-Device-Id": device, ...extra };
+/**
+ * A kiosk call: the access token, and a DPoP proof by this kiosk's key over the method, the URL, the token and the
+ * exact body. `body` is `{body, contentType}` (bytes) or nothing; `headers` are added.
+ */
+async function kioskCall(method, path, { headers = {}, body } = {}) {
+  const signed = { Authorization: `Bearer ${token}`, ...headers };
+  signed.DPoP = await proof(key, method, location.origin + path, token, body?.body);
+  return api(method, path, { key: null, headers: signed, body: body?.body, contentType: body?.contentType });
 }
 
 function setPrompt(text) { $("kiosk-prompt").textContent = text; }
@@ -36,7 +44,6 @@ function busy(on) {
 async function setUp(event) {
   event.preventDefault();
   token = $("kiosk-token").value.trim();
-  device = $("kiosk-device").value.trim();
   const status = $("kiosk-setup-status");
   busy(false);
   if (!navigator.mediaDevices?.getUserMedia) {
@@ -122,17 +129,14 @@ function filesChosen(event) {
 
 /** Gets a challenge, shows its actions, and answers the frames that perform them (camera or files). */
 async function performChallenge() {
-  const challenge = await api("GET", "/v1/liveness/challenges", { key: null, headers: clientHeaders() });
+  const challenge = await kioskCall("GET", "/v1/liveness/challenges");
   $("kiosk-challenge").replaceChildren(...challenge.actions.map((action) => el("li", { "data-action": action, text: PROMPTS[action] || action })));
   const frames = usingFiles() ? await fileFrames(challenge.actions) : await cameraFrames(challenge.actions);
   return { challengeId: challenge.challengeId, frames };
 }
 
 function framesForm(challengeId, frames) {
-  const form = new FormData();
-  form.append("challengeId", challengeId);
-  frames.forEach((frame, index) => form.append("frame", frame, frame.name || `frame-${index}.jpg`));
-  return form;
+  return multipart([["challengeId", challengeId], ...frames.map((frame, index) => ["frame", frame.name ? frame : new File([frame], `frame-${index}.jpg`, { type: "image/jpeg" })])]);
 }
 
 function logEvent(name, data, seq) {
@@ -153,7 +157,7 @@ async function login() {
   try {
     const { challengeId, frames } = await performChallenge();
     showStatus(status, "info", "Checking…");
-    const answer = await api("POST", "/v1/kiosk/login", { key: null, headers: clientHeaders(), body: framesForm(challengeId, frames) });
+    const answer = await kioskCall("POST", "/v1/kiosk/login", { body: await framesForm(challengeId, frames) });
     if (answer.success) {
       showStatus(status, "ok", "Recognised.");
       showResult("ok", `Welcome${answer.firstName ? `, ${answer.firstName}` : ""}. Customer ${answer.customerUUID}.`, "SUCCESS");
@@ -194,7 +198,7 @@ function finishStream() {
 }
 
 async function startOnboarding() {
-  const session = await api("POST", "/v1/kiosk/sessions", { key: null, headers: clientHeaders() });
+  const session = await kioskCall("POST", "/v1/kiosk/sessions");
   interview = { interviewId: session.interviewId, interviewToken: session.interviewToken, lastEventId: "0" };
   $("onboarding").hidden = false;
   $("kiosk-events").replaceChildren();
@@ -211,7 +215,7 @@ async function startOnboarding() {
  */
 async function openStream(current) {
   const path = `/v1/kiosk/sessions/${encodeURIComponent(current.interviewId)}`;
-  const { ticket } = await api("POST", `${path}/event-tickets`, { key: null, headers: interviewHeaders() });
+  const { ticket } = await kioskCall("POST", `${path}/event-tickets`, { headers: interviewHeaders() });
   if (interview !== current) return;
   const source = new EventSource(`${path}/events?ticket=${encodeURIComponent(ticket)}&lastEventId=${encodeURIComponent(current.lastEventId)}`);
   events = source;
@@ -243,7 +247,7 @@ async function openStream(current) {
   }
 }
 
-function interviewHeaders(extra = {}) { return clientHeaders({ "X-Interview-Token": interview.interviewToken, ...extra }); }
+function interviewHeaders() { return { "X-Interview-Token": interview.interviewToken }; }
 
 /** A step's answer: the session after it, and the events this call produced ({seq, event, data, at}). */
 function afterStep(answer) {
@@ -266,7 +270,7 @@ async function selfie() {
   try {
     const { challengeId, frames } = await performChallenge();
     showStatus($("kiosk-status"), "info", "Checking the selfie…");
-    afterStep(await api("POST", `/v1/kiosk/sessions/${interview.interviewId}/selfie`, { key: null, headers: interviewHeaders(), body: framesForm(challengeId, frames) }));
+    afterStep(await kioskCall("POST", `/v1/kiosk/sessions/${interview.interviewId}/selfie`, { headers: interviewHeaders(), body: await framesForm(challengeId, frames) }));
   } catch (error) {
     showStatus($("kiosk-status"), "bad", errorText(error));
   } finally {
@@ -280,7 +284,8 @@ async function documentSide(side, source) {
   try {
     const blob = await source();
     showStatus($("kiosk-status"), "info", "Reading the document…");
-    afterStep(await api("POST", `/v1/kiosk/sessions/${interview.interviewId}/${side}`, { key: null, headers: interviewHeaders(), body: blob, contentType: blob.type || "image/jpeg" }));
+    const body = { body: new Uint8Array(await blob.arrayBuffer()), contentType: blob.type || "image/jpeg" };
+    afterStep(await kioskCall("POST", `/v1/kiosk/sessions/${interview.interviewId}/${side}`, { headers: interviewHeaders(), body }));
   } catch (error) {
     showStatus($("kiosk-status"), "bad", errorText(error));
   } finally {
@@ -300,7 +305,7 @@ async function cancel() {
   if (!interview) return;
   pendingFiles?.reject(new Error("cancelled"));
   try {
-    await api("DELETE", `/v1/kiosk/sessions/${interview.interviewId}`, { key: null, headers: interviewHeaders() });
+    await kioskCall("DELETE", `/v1/kiosk/sessions/${interview.interviewId}`, { headers: interviewHeaders() });
     showStatus($("kiosk-status"), "info", "Onboarding cancelled.");
     renderState("cancelled");
   } catch (error) {
@@ -308,9 +313,8 @@ async function cancel() {
   }
 }
 
-document.addEventListener("DOMContentLoaded", () => {
+document.addEventListener("DOMContentLoaded", async () => {
   $("kiosk-token").value = sessionStorage.getItem(KIOSK_TOKEN_KEY) || "";
-  $("kiosk-device").value = `kiosk-demo-${Math.random().toString(36).slice(2, 8)}`;
   $("kiosk-setup").addEventListener("submit", setUp);
   $("kiosk-login").addEventListener("click", login);
   $("kiosk-selfie").addEventListener("click", selfie);
@@ -321,4 +325,10 @@ document.addEventListener("DOMContentLoaded", () => {
   $("kiosk-id-front-file").addEventListener("change", documentFile("id-front"));
   $("kiosk-id-back-file").addEventListener("change", documentFile("id-back"));
   $("kiosk-cancel").addEventListener("click", cancel);
+  try {
+    key = await deviceKey("kiosk");
+    $("kiosk-jkt").value = key.thumbprint;
+  } catch (error) {
+    showStatus($("kiosk-setup-status"), "bad", `This browser cannot keep a device key here (${error.name || error}): kiosk calls need one.`);
+  }
 });

@@ -11,7 +11,8 @@ import Foundation
 /// Subjects: the device; the user a binding attempt claims (wrong employee numbers count against the
 /// user whatever device sends them, and apart from that user's own devices, so a stranger cannot lock a
 /// person out of their phone); the client address (floods; a higher limit and never a lock, since many
-/// people can share one address).
+/// people can share one address, and counted over a sliding window that nobody's success resets: an attacker cannot
+/// clear the count by logging in as themselves between guesses).
 struct AttemptGuard: Sendable {
     enum Subject: Sendable, Equatable {
         case device(String)
@@ -40,6 +41,9 @@ struct AttemptGuard: Sendable {
         var throttleSeconds: Int
         /// 0: never locked.
         var lockAfter: Int
+        /// 0: failures count while they are consecutive (a success clears them). Otherwise they count while each comes
+        /// within this many seconds of the one before, whatever succeeds in between.
+        var failureWindow = 0
     }
 
     let store: any AttemptCounterStore
@@ -108,7 +112,9 @@ struct AttemptGuard: Sendable {
 
     private func settle(appId: UUID, _ subjects: [Subject], _ outcome: Outcome) async throws {
         for subject in subjects where outcome != .failure {
-            try await store.refund(appId: appId, subject: subject.key, success: outcome == .success, rule: rule(for: subject))
+            // A windowed subject's success takes back its own charge, nothing more.
+            let rule = rule(for: subject)
+            try await store.refund(appId: appId, subject: subject.key, success: outcome == .success && rule.failureWindow == 0, rule: rule)
         }
     }
 

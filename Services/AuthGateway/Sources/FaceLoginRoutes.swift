@@ -16,7 +16,7 @@ extension GatewayContext {
                      rule: .init(throttleAfter: configuration.throttleAfter, throttleSeconds: configuration.throttleSeconds,
                                  lockAfter: configuration.lockAfter),
                      addressRule: .init(throttleAfter: configuration.addressThrottleAfter, throttleSeconds: configuration.throttleSeconds,
-                                        lockAfter: 0))
+                                        lockAfter: 0, failureWindow: configuration.addressFailureWindow))
     }
 
     var faceLoginFlow: FaceLogin {

@@ -59,6 +59,9 @@ public struct GatewayConfiguration: Sendable {
     /// Consecutive failures from one client address before it waits `throttleSeconds` (never locked:
     /// offices and kiosks share addresses).
     public var addressThrottleAfter: Int
+    /// A client address's failures count while each comes within this many seconds of the one before
+    /// (`FACEGATE_ADDRESS_FAILURE_WINDOW_SECONDS`); successes in between do not clear them.
+    public var addressFailureWindow: Int
     /// Proxies whose `X-Forwarded-For` names the client (`FACEGATE_TRUSTED_PROXIES`, comma list of
     /// addresses); from anyone else the header is ignored and the connection's address is the client's.
     public var trustedProxies: Set<String>
@@ -124,6 +127,7 @@ public struct GatewayConfiguration: Sendable {
         throttleSeconds = try env.int("FACEGATE_THROTTLE_SECONDS", default: 30, range: 1...86400)
         lockAfter = try env.int("FACEGATE_LOCK_AFTER", default: 50, range: 2...100_000)
         addressThrottleAfter = try env.int("FACEGATE_ADDRESS_THROTTLE_AFTER", default: 20, range: 1...100_000)
+        addressFailureWindow = try env.int("FACEGATE_ADDRESS_FAILURE_WINDOW_SECONDS", default: 600, range: 1...86400)
         trustedProxies = Set((env.optionalString("FACEGATE_TRUSTED_PROXIES") ?? "").split(separator: ",")
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
         secretGraceSeconds = try env.int("FACEGATE_SECRET_GRACE_SECONDS", default: 3600, range: 0...86400)

@@ -434,7 +434,7 @@ enum OpenAPIDocument {
           "201": {"description": "Registered", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Kiosk"}}}},
           "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"},
           "403": {"$ref": "#/components/responses/Forbidden"}, "404": {"$ref": "#/components/responses/NotFound"},
-          "409": {"description": "CONFLICT: the key is already live in another kiosk of the app", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+          "409": {"$ref": "#/components/responses/Conflict", "description": "CONFLICT: the key is already live in another kiosk of the app"},
           "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}},
       "get": {"operationId": "listKiosks", "tags": ["kiosk"], "summary": "The app's kiosks, revoked ones included", "security": [{"operatorKey": []}],
         "responses": {

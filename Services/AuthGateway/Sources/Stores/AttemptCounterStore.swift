@@ -34,7 +34,8 @@ struct PostgresAttemptCounters: AttemptCounterStore {
             INSERT INTO attempt_counters AS c (app_id, subject, consecutive_failures, total_failures, last_failure_at)
             VALUES (\(appId), \(subject), 1, 1, now())
             ON CONFLICT (app_id, subject) DO UPDATE SET
-                consecutive_failures = c.consecutive_failures + 1,
+                consecutive_failures = CASE WHEN \(rule.failureWindow) > 0 AND c.last_failure_at + make_interval(secs => \(rule.failureWindow)) <= now()
+                                            THEN 1 ELSE c.consecutive_failures + 1 END,
                 total_failures = c.total_failures + 1,
                 last_failure_at = now(),
                 locked_at = CASE WHEN \(rule.lockAfter) > 0 AND c.total_failures + 1 >= \(rule.lockAfter) THEN now() ELSE c.locked_at END
@@ -46,7 +47,9 @@ struct PostgresAttemptCounters: AttemptCounterStore {
 
     func state(appId: UUID, subject: String, rule: AttemptGuard.Rule) async throws -> AttemptState? {
         guard let row = try await database.query("""
-            SELECT locked_at IS NOT NULL AS locked, consecutive_failures >= \(rule.throttleAfter) AS throttled,
+            SELECT locked_at IS NOT NULL AS locked,
+                   consecutive_failures >= \(rule.throttleAfter)
+                       AND (\(rule.failureWindow) = 0 OR last_failure_at + make_interval(secs => \(rule.failureWindow)) > now()) AS throttled,
                    CEIL(EXTRACT(EPOCH FROM (last_failure_at + make_interval(secs => \(rule.throttleSeconds)) - now())))::int AS wait
             FROM attempt_counters WHERE app_id = \(appId) AND subject = \(subject)
             """).first else { return nil }
