@@ -1,3 +1,4 @@
+import AuthGateway
 import Crypto
 import FaceGateCore
 import FaceGateTestSupport
@@ -28,6 +29,20 @@ struct TrustPolicyTests {
         }
         return try await stack.call("POST", "/v1/kiosk/login", bearer: token, body: body, contentType: Multipart.contentType,
                                     kiosk: TestStack.Kiosk(id: "", key: key))
+    }
+
+    /// The route table, read off what each route declares it answers: every served route is declared; a route whose
+    /// answers can hand out an identity token, a binding ticket or a factor verdict names its door in the trust policy;
+    /// and every door is some route's. A new route that answers one of those without a door fails here.
+    @Test func everyRouteThatHandsOutAnIdentityNamesItsDoor() async throws {
+        try await TestStack.with(withKiosk: true, extra: Self.extra) { stack in
+            let declared = stack.gateway.routeDeclarations
+            #expect(Set(declared.map { "\($0.method) \($0.pattern)" }) == Set(stack.gateway.routes.map { "\($0.method) \($0.pattern)" }))
+            let bypassing = declared.filter { !$0.trustAnswers.isEmpty && $0.doorNames.isEmpty }
+            #expect(bypassing.isEmpty, "routes answering \(bypassing.map { "\($0.method) \($0.pattern): \($0.trustAnswers)" }) name no door")
+            #expect(Set(declared.flatMap(\.doorNames)) == Set(AuthGateway.trustPolicyDoors), "a door of the policy no route serves")
+            #expect(declared.filter { !$0.trustAnswers.isEmpty }.count >= AuthGateway.trustPolicyDoors.count - 1)
+        }
     }
 
     @Test func newAppsStartWithTheKioskModuleOff() async throws {

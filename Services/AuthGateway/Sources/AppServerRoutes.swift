@@ -8,8 +8,8 @@ import JWT
 extension GatewayContext {
     func registerAppServerRoutes(on router: APIRoutes) {
         let appServers = router.group(appServer)
-        appServers.add("POST", "/v1/access-tokens", maxBodyBytes: 4096) { [self] _, server in try issueAccessToken(server) }
-        appServers.add("POST", "/v1/identity/exchange", maxBodyBytes: 8192) { [self] request, server in
+        appServers.add("POST", "/v1/access-tokens", answers: [AccessTokenIssued.self], maxBodyBytes: 4096) { [self] _, server in try issueAccessToken(server) }
+        appServers.add("POST", "/v1/identity/exchange", answers: [Exchanged.self], maxBodyBytes: 8192) { [self] request, server in
             try await exchangeIdentity(request, app: server.app)
         }
     }
@@ -19,9 +19,10 @@ extension GatewayContext {
         var ttl = configuration.accessTokenTTL
         if server.previousSecret, let until = server.app.previousSecretValidUntil { ttl = min(ttl, max(1, until.timeIntervalSinceNow.rounded(.down))) }
         let claims = AccessTokenClaims(issuer: configuration.issuer, appId: server.app.id, issuedAt: Date(), ttl: ttl, previousSecret: server.previousSecret)
-        struct Issued: Encodable { var accessToken: String; var tokenType = "Bearer"; var expiresIn: Int }
-        return .json(Issued(accessToken: try JWT.sign(claims, type: TokenType.access, key: signingKey), expiresIn: Int(ttl)))
+        return .json(AccessTokenIssued(accessToken: try JWT.sign(claims, type: TokenType.access, key: signingKey), expiresIn: Int(ttl)))
     }
+
+    struct AccessTokenIssued: Encodable { var accessToken: String; var tokenType = "Bearer"; var expiresIn: Int }
 
     struct ExchangeBody: Decodable { var identityToken: String }
 

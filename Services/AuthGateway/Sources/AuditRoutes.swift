@@ -8,16 +8,16 @@ import ServiceKit
 extension GatewayContext {
     func registerAuditRoutes(on router: APIRoutes) {
         let auditors = router.group(auditor)
-        auditors.add("GET", "/v1/audit/transactions") { [self] request, scope in
+        auditors.add("GET", "/v1/audit/transactions", answers: [AuditTrail.Page.self]) { [self] request, scope in
             .json(try await auditTrail.search(Self.auditQuery(request), limit: Int(request.query["limit"] ?? ""), cursor: request.query["cursor"],
                                               scope: scope))
         }
-        auditors.add("GET", "/v1/audit/transactions.csv") { [self] request, scope in try await exportTransactions(request, scope: scope) }
-        auditors.add("GET", "/v1/audit/verify") { [self] request, scope in
+        auditors.add("GET", "/v1/audit/transactions.csv", answers: []) { [self] request, scope in try await exportTransactions(request, scope: scope) }
+        auditors.add("GET", "/v1/audit/verify", answers: [TransactionLog.Verification.self]) { [self] request, scope in
             .json(try await auditTrail.verify(app: request.query["appId"], checkpoint: request.query["checkpoint"], scope: scope))
         }
         // The app's chain head, signed: keep it (or take it from `audit.transactions.v1`) and pass it to `/v1/audit/verify` later.
-        auditors.add("GET", "/v1/audit/checkpoint") { [self] request, scope in
+        auditors.add("GET", "/v1/audit/checkpoint", answers: [AuditTrail.SignedCheckpoint.self]) { [self] request, scope in
             .json(try await auditTrail.checkpoint(of: try auditTrail.app(request.query["appId"], scope: scope)))
         }
     }

@@ -9,11 +9,11 @@ import KafkaClient
 extension GatewayContext: CTIDJobs {
     func registerCTIDRoutes(on router: APIRoutes) {
         let clients = router.group(client)
-        clients.add("POST", "/v1/ctid/serial-numbers", maxBodyBytes: 4096, idempotent: true) { [self] request, app in
+        clients.add("POST", "/v1/ctid/serial-numbers", answers: [CTIDSerialNumber.self], maxBodyBytes: 4096, idempotent: true) { [self] request, app in
             try await issueCTIDSerial(request, app: app)
         }
-        clients.add("POST", "/v1/ctid/verifications", upload: true) { [self] request, app in try await verifyCTID(request, app: app) }
-        router.group(appOperator).add("POST", "/v1/apps/{appId}/ctid-registry", upload: true) { [self] request, app in
+        clients.add("POST", "/v1/ctid/verifications", answers: [CTIDEnvelope.self], doors: [.ctidVerification], upload: true) { [self] request, app in try await verifyCTID(request, app: app) }
+        router.group(appOperator).add("POST", "/v1/apps/{appId}/ctid-registry", answers: [CTIDRegistered.self], upload: true) { [self] request, app in
             try await registerCTIDIdentity(request, app: app)
         }
     }
@@ -44,10 +44,11 @@ extension GatewayContext: CTIDJobs {
         }
     }
 
+    struct CTIDRegistered: Encodable { var number: String; var registered = true }
+
     func registerCTIDIdentity(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        struct Registered: Encodable { var number: String; var registered = true }
         let masked = try await ctidVerification.register(app: app, try request.decodeJSON(CTIDRegistration.self))
-        return .json(Registered(number: masked), status: 201)
+        return .json(CTIDRegistered(number: masked), status: 201)
     }
 
     /// Sends a CTID job and waits for the verifier's answer within the request deadline.

@@ -91,11 +91,11 @@ extension GatewayContext {
         if console.files["index.html"] == nil {
             logger.warning("console files not found; /console/ answers 404", ["console.dir": console.directory])
         }
-        router.add("GET", "/console") { _ in
+        router.add("GET", "/console", answers: []) { _ in
             HTTPResponse(status: 301, headers: [("Location", "/console/"), ("Cache-Control", "no-cache")])
         }
-        router.add("GET", "/console/") { request in console.response(for: "index.html", request: request) }
-        router.add("GET", "/console/{file}") { request in
+        router.add("GET", "/console/", answers: []) { request in console.response(for: "index.html", request: request) }
+        router.add("GET", "/console/{file}", answers: []) { request in
             console.response(for: request.pathParameters["file"] ?? "", request: request)
         }
     }

@@ -8,33 +8,33 @@ import HTTPServer
 extension GatewayContext {
     func registerDeviceCredentialRoutes(on router: APIRoutes) {
         let clients = router.group(deviceCredentialClient)
-        clients.add("POST", "/v1/device-credentials", maxBodyBytes: 32 << 10) { [self] request, client in
+        clients.add("POST", "/v1/device-credentials", answers: [Registered.self], maxBodyBytes: 32 << 10) { [self] request, client in
             try await registerDeviceCredential(request, client: client)
         }
-        clients.add("POST", "/v1/device-credentials/challenges", maxBodyBytes: 4096) { [self] request, client in
+        clients.add("POST", "/v1/device-credentials/challenges", answers: [DeviceChallengeIssued.self], maxBodyBytes: 4096) { [self] request, client in
             try await deviceChallenge(request, client: client)
         }
-        clients.add("POST", "/v1/device-credentials/assertions", maxBodyBytes: 8192) { [self] request, client in
+        clients.add("POST", "/v1/device-credentials/assertions", answers: [FaceGateIdentity.self], doors: [.deviceCredentialAssertion],
+                    maxBodyBytes: 8192) { [self] request, client in
             try await deviceAssertion(request, client: client)
         }
-        clients.add("DELETE", "/v1/device-credentials/{credentialId}") { [self] request, client in
+        clients.add("DELETE", "/v1/device-credentials/{credentialId}", answers: []) { [self] request, client in
             try await revokeOwnDeviceCredential(request, client: client)
         }
         let operators = router.group(appOperator)
-        operators.add("POST", "/v1/apps/{appId}/users/{userId}/device-credentials", maxBodyBytes: 32 << 10) { [self] request, app in
+        operators.add("POST", "/v1/apps/{appId}/users/{userId}/device-credentials", answers: [Registered.self], maxBodyBytes: 32 << 10) { [self] request, app in
             try await registerDeviceCredentialAsOperator(request, app: app)
         }
-        operators.add("GET", "/v1/apps/{appId}/users/{userId}/device-credentials") { [self] request, app in
-            struct Page: Encodable { var items: [CredentialView] }
-            return .json(Page(items: try await deviceCredentialFlow.list(app: app, user: try request.uuidParameter("userId"))))
+        operators.add("GET", "/v1/apps/{appId}/users/{userId}/device-credentials", answers: [CredentialPage.self]) { [self] request, app in
+            .json(CredentialPage(items: try await deviceCredentialFlow.list(app: app, user: try request.uuidParameter("userId"))))
         }
-        operators.add("DELETE", "/v1/apps/{appId}/device-credentials/{credentialId}") { [self] request, app in
+        operators.add("DELETE", "/v1/apps/{appId}/device-credentials/{credentialId}", answers: []) { [self] request, app in
             try await recorded(request, kind: "device.revoke", appId: app.id) { draft in
                 try await deviceCredentialFlow.revoke(app: app, credentialId: request.pathParameters["credentialId"], device: nil, draft: &draft)
                 return .noContent
             }
         }
-        operators.add("POST", "/v1/apps/{appId}/device-credentials/{credentialId}/reset") { [self] request, app in
+        operators.add("POST", "/v1/apps/{appId}/device-credentials/{credentialId}/reset", answers: []) { [self] request, app in
             let credentialId = try request.uuidParameter("credentialId")
             return try await recorded(request, kind: "device.credential.reset", appId: app.id) { draft in
                 try await deviceCredentialFlow.reset(app: app, credentialId: credentialId, draft: &draft)
@@ -76,6 +76,8 @@ extension GatewayContext {
     }
 
     struct Registered: Encodable { var credentialId: String }
+    struct CredentialPage: Encodable { var items: [CredentialView] }
+    struct DeviceChallengeIssued: Encodable { var challenge: String; var expiresIn: Int; var deviceId: String }
 
     func registerDeviceCredential(_ request: HTTPRequest, client: AppRecord) async throws -> HTTPResponse {
         try await clientCall(request, kind: "device.register", client: client, parse: { try request.decodeJSON(ClientRegistrationBody.self) }) {
@@ -100,11 +102,10 @@ extension GatewayContext {
 
     func deviceChallenge(_ request: HTTPRequest, client: AppRecord) async throws -> HTTPResponse {
         struct Body: Decodable { var credentialId: String }
-        struct Issued: Encodable { var challenge: String; var expiresIn: Int; var deviceId: String }
         return try await clientCall(request, kind: "device.challenge", client: client, parse: { try request.decodeJSON(Body.self) }) {
             device, body, draft in
             let issued = try await deviceCredentialFlow.challenge(app: client, device: device.id, credentialId: body.credentialId, draft: &draft)
-            return .json(Issued(challenge: issued.challenge, expiresIn: issued.expiresIn, deviceId: issued.deviceId))
+            return .json(DeviceChallengeIssued(challenge: issued.challenge, expiresIn: issued.expiresIn, deviceId: issued.deviceId))
         }
     }
 

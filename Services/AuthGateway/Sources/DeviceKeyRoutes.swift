@@ -28,7 +28,8 @@ extension TransactionDraft {
 /// Device keys (RFC 9449 DPoP) and the tickets that let a new key be bound to a user.
 extension GatewayContext {
     func registerDeviceKeyRoutes(on router: APIRoutes) {
-        router.group(appServerOrClient).add("POST", "/v1/device-bindings", maxBodyBytes: 4096) { [self] request, caller in
+        router.group(appServerOrClient).add("POST", "/v1/device-bindings", answers: [BindingTickets.Issued.self], doors: [.bindingTicket],
+                                           maxBodyBytes: 4096) { [self] request, caller in
             struct Body: Decodable {
                 var userId: UUID?
                 var employeeNumber: String?

@@ -4,10 +4,10 @@ import HTTPServer
 extension GatewayContext {
     func registerDiscoveryRoutes(on router: APIRoutes) {
         let jwks = jwks
-        router.add("GET", "/.well-known/jwks.json") { _ in
+        router.add("GET", "/.well-known/jwks.json", answers: []) { _ in
             HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "public, max-age=300")], body: .bytes(jwks))
         }
-        router.add("GET", "/openapi.json") { _ in
+        router.add("GET", "/openapi.json", answers: []) { _ in
             HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(OpenAPIDocument.json.utf8)))
         }
     }

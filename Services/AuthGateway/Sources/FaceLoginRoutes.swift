@@ -7,8 +7,8 @@ import HTTPServer
 extension GatewayContext {
     func registerFaceLoginRoutes(on router: APIRoutes) {
         let clients = router.group(client)
-        clients.add("POST", "/v1/face-login", upload: true) { [self] request, app in try await faceLogin(request, app: app) }
-        clients.add("POST", "/v1/face-login/confirm", maxBodyBytes: 4096) { [self] request, app in try await confirmFaceLogin(request, app: app) }
+        clients.add("POST", "/v1/face-login", answers: [FaceLoginOutcome.self], doors: [.faceLogin], upload: true) { [self] request, app in try await faceLogin(request, app: app) }
+        clients.add("POST", "/v1/face-login/confirm", answers: [FaceLoginOutcome.self], doors: [.faceLoginConfirm], maxBodyBytes: 4096) { [self] request, app in try await confirmFaceLogin(request, app: app) }
     }
 
     var attempts: AttemptGuard {

@@ -8,10 +8,10 @@ import ServiceKit
 extension GatewayContext {
     func registerFaceModelMigrationRoutes(on router: APIRoutes) {
         let operators = router.group(appOperator)
-        operators.add("GET", "/v1/apps/{appId}/face-model-migration") { [self] request, app in
+        operators.add("GET", "/v1/apps/{appId}/face-model-migration", answers: [FaceModelMigration.Status.self]) { [self] request, app in
             .json(try await faceModelMigration.status(app, to: try FaceModelMigration.target(request.query["to"])))
         }
-        operators.add("POST", "/v1/apps/{appId}/face-model-migration", maxBodyBytes: 4096) { [self] request, app in
+        operators.add("POST", "/v1/apps/{appId}/face-model-migration", answers: [FaceModelMigration.Switched.self], maxBodyBytes: 4096) { [self] request, app in
             struct Body: Decodable {
                 var to: FaceModel
                 /// In the new model's units; its default otherwise.
@@ -23,7 +23,7 @@ extension GatewayContext {
                 .json(try await faceModelMigration.switchModel(app, plan, draft: &draft))
             }
         }
-        operators.add("POST", "/v1/apps/{appId}/face-model-migration/re-embed", maxBodyBytes: 4096) { [self] request, app in
+        operators.add("POST", "/v1/apps/{appId}/face-model-migration/re-embed", answers: [FaceModelMigration.Reembedded.self], maxBodyBytes: 4096) { [self] request, app in
             struct Body: Decodable {
                 var to: FaceModel?
                 /// Continue after this kept photo's template (the `next` of an answer that ran out of time).

@@ -7,10 +7,12 @@ import HTTPServer
 /// 1:N search of an app (`/v1/apps/{appId}/faces/search`), each recorded as a transaction.
 extension GatewayContext {
     func registerFaceVerifyRoutes(on router: APIRoutes) {
-        router.group(appServerOrClient).add("POST", "/v1/face-verify", upload: true) { [self] request, caller in
+        router.group(appServerOrClient).add("POST", "/v1/face-verify", answers: [VerifyAnswer.self], doors: [.clientFaceVerify, .appServerFaceVerify],
+                                           upload: true) { [self] request, caller in
             try await verifyFace(request, caller)
         }
-        router.group(appServerOrOperator).add("POST", "/v1/apps/{appId}/faces/search", upload: true) { [self] request, caller in
+        router.group(appServerOrOperator).add("POST", "/v1/apps/{appId}/faces/search", answers: [SearchAnswer.self], doors: [.faceSearch],
+                                             upload: true) { [self] request, caller in
             try await searchFaces(request, caller)
         }
     }
@@ -31,15 +33,7 @@ extension GatewayContext {
             }
             let verdict = try await faceComparison.verify(app: app, by: verifier, image: { Data(try image(request)) },
                                                           claim: { try claim(request) }, draft: &draft)
-            struct Answer: Encodable {
-                var match: Bool
-                var transactionId: String
-                var userId: String?
-                var score: Float?
-                var threshold: Float?
-                var model: FaceModel?
-            }
-            var answer = Answer(match: verdict.match, transactionId: draft.id.wire)
+            var answer = VerifyAnswer(match: verdict.match, transactionId: draft.id.wire)
             if isAppServer {
                 answer.userId = verdict.userId?.wire
                 answer.score = verdict.distance
@@ -72,20 +66,34 @@ extension GatewayContext {
         return try await recorded(request, kind: "face.search", appId: app.id) { draft in
             let search = try await faceComparison.search(app: app, forAppServer: isAppServer, limit: limit,
                                                          image: { Data(try image(request)) }, draft: &draft)
-            struct Hit: Encodable { var userId: String; var employeeNumber: String; var score: Float }
-            struct Answer: Encodable {
-                var outcome: FaceOutcome
-                var match: Hit?
-                var model: FaceModel
-                var threshold: Float
-                var transactionId: String
-                var candidates: [Hit]?
+            func hit(_ hit: FaceComparison.Hit) -> SearchAnswer.Hit {
+                SearchAnswer.Hit(userId: hit.userId.wire, employeeNumber: hit.employeeNumber, score: hit.distance)
             }
-            func hit(_ hit: FaceComparison.Hit) -> Hit { Hit(userId: hit.userId.wire, employeeNumber: hit.employeeNumber, score: hit.distance) }
-            let answer = Answer(outcome: search.outcome, match: search.match.map(hit), model: app.faceModel, threshold: app.matchThreshold,
+            let answer = SearchAnswer(outcome: search.outcome, match: search.match.map(hit), model: app.faceModel, threshold: app.matchThreshold,
                                 transactionId: draft.id.wire, candidates: isAppServer ? nil : search.candidates.map(hit))
             return .json(answer)
         }
+    }
+
+    /// A verify's verdict: the client learns only `match`.
+    struct VerifyAnswer: Encodable, TrustAnswer {
+        var match: Bool
+        var transactionId: String
+        var userId: String?
+        var score: Float?
+        var threshold: Float?
+        var model: FaceModel?
+    }
+
+    /// A search's decision, and for operators its best candidates.
+    struct SearchAnswer: Encodable, TrustAnswer {
+        struct Hit: Encodable { var userId: String; var employeeNumber: String; var score: Float }
+        var outcome: FaceOutcome
+        var match: Hit?
+        var model: FaceModel
+        var threshold: Float
+        var transactionId: String
+        var candidates: [Hit]?
     }
 
     /// The app server (HTTP Basic, its current secret) or a client app (access token).

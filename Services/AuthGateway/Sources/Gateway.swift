@@ -37,7 +37,8 @@ public final class AuthGateway: Sendable {
                                      signingKey: signingKey, keySet: JWTKeySet(published), kioskKeySet: JWTKeySet(kiosk),
                                      jwks: JWTKeySet(published + kiosk).jwksJSON())
         let router = Router()
-        context.registerRoutes(on: router)
+        routeTable = RouteTable()
+        context.registerRoutes(on: router, table: routeTable)
         http = PublicHTTPService(configuration: configuration, router: router, runtime: runtime)
         admin = runtime.adminServer()
         runtime.readiness.add("kafka-replies") { requester.isReady }
@@ -60,6 +61,13 @@ public final class AuthGateway: Sendable {
 
     /// Every route the public API serves, for checking the OpenAPI document against.
     public var routes: [(method: String, pattern: String)] { http.routes }
+
+    /// What each route declared it answers, and its door in the trust policy: for the route-table test.
+    let routeTable: RouteTable
+    public var routeDeclarations: [RouteDeclaration] { routeTable.all }
+
+    /// Every door of the trust policy, by name.
+    public static var trustPolicyDoors: [String] { Door.allCases.map(\.rawValue) }
 
     /// The public port actually bound (tests bind port 0).
     public var httpPort: Int { http.port }
@@ -142,8 +150,8 @@ final class GatewayContext: Sendable {
         eventStreams = EventStreamSlots(limit: configuration.eventStreams, perClient: configuration.eventStreamsPerClient)
     }
 
-    func registerRoutes(on router: Router) {
-        let router = APIRoutes(router: router, idempotency: idempotentRequests, refusal: { [self] request, error in
+    func registerRoutes(on router: Router, table: RouteTable) {
+        let router = APIRoutes(router: router, table: table, idempotency: idempotentRequests, refusal: { [self] request, error in
             await recordRefusedCredentials(request, error)
         }, logger: runtime.logger, admit: { [self] request in clientRateLimit.admit(clientAddress(request)) })
         registerOperatorRoutes(on: router)
@@ -206,6 +214,8 @@ final class GatewayContext: Sendable {
 /// before any transaction was written for it is recorded by `refusal` (the trail shows failed authentications too).
 struct APIRoutes {
     let router: Router
+    /// Every route's declared answers and door.
+    let table: RouteTable
     let idempotency: IdempotentRequests
     let refusal: @Sendable (HTTPRequest, APIError) async -> UUID?
     /// Says why a request ended in 500 (the answer itself names no cause).
@@ -218,8 +228,12 @@ struct APIRoutes {
     /// The handler authenticates again as usual (`RouteGroup` does both).
     static let unauthenticatedBodyBytes = 64 << 10
 
-    func add(_ method: String, _ pattern: String, maxBodyBytes: Int? = nil, idempotent: Bool = false,
-             authenticated: (@Sendable (HTTPRequest) async throws -> Void)? = nil, _ handler: @escaping HTTPHandler) {
+    /// `answers`: every type the route's answers encode (none for bodiless and non-JSON answers); `doors`: where the trust
+    /// policy says what the route demands, for a route that can answer an identity token, a binding ticket or a factor
+    /// verdict (a `TrustAnswer`).
+    func add(_ method: String, _ pattern: String, answers: [any Encodable.Type], doors: [Door] = [], maxBodyBytes: Int? = nil,
+             idempotent: Bool = false, authenticated: (@Sendable (HTTPRequest) async throws -> Void)? = nil, _ handler: @escaping HTTPHandler) {
+        table.add(RouteDeclaration(method: method, pattern: pattern, answers: answers, doors: doors))
         let (refusal, logger, idempotency, admit) = (refusal, logger, idempotency, admit)
         let wire: HTTPHandler = { request in
             // The caller's trace (W3C traceparent), or a new one: every job this call sends carries it.
@@ -283,11 +297,13 @@ struct RouteGroup<Caller: Sendable> {
     let authenticator: Authenticator<Caller>
 
     /// `upload`: the route takes bodies over 64 KB (photos, documents), its caller checked from the headers first.
-    func add(_ method: String, _ pattern: String, maxBodyBytes: Int? = nil, idempotent: Bool = false, upload: Bool = false,
-             _ handler: @escaping @Sendable (HTTPRequest, Caller) async throws -> HTTPResponse) {
+    /// `answers` and `doors` as `APIRoutes.add`.
+    func add(_ method: String, _ pattern: String, answers: [any Encodable.Type], doors: [Door] = [], maxBodyBytes: Int? = nil,
+             idempotent: Bool = false, upload: Bool = false, _ handler: @escaping @Sendable (HTTPRequest, Caller) async throws -> HTTPResponse) {
         let authenticator = self.authenticator
         let check: @Sendable (HTTPRequest) async throws -> Void = { request in _ = try await authenticator.authenticate(request) }
-        routes.add(method, pattern, maxBodyBytes: maxBodyBytes, idempotent: idempotent, authenticated: upload ? check : nil) { request in
+        routes.add(method, pattern, answers: answers, doors: doors, maxBodyBytes: maxBodyBytes, idempotent: idempotent,
+                   authenticated: upload ? check : nil) { request in
             let caller = try await authenticator.authenticate(request)
             return try await handler(request, caller)
         }

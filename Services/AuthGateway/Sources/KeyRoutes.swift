@@ -7,18 +7,18 @@ import HTTPServer
 extension GatewayContext {
     func registerKeyRoutes(on router: APIRoutes) {
         let operators = router.group(globalOperator)
-        operators.add("POST", "/v1/operator-keys", maxBodyBytes: 16 << 10, idempotent: true) { [self] request, _ in
+        operators.add("POST", "/v1/operator-keys", answers: [AccessKeys.Created.self], maxBodyBytes: 16 << 10, idempotent: true) { [self] request, _ in
             try await createKey(request, role: .operator)
         }
-        operators.add("GET", "/v1/operator-keys") { [self] _, _ in try await listKeys(role: .operator) }
-        operators.add("DELETE", "/v1/operator-keys/{operatorKeyId}") { [self] request, _ in
+        operators.add("GET", "/v1/operator-keys", answers: [KeyPage.self]) { [self] _, _ in try await listKeys(role: .operator) }
+        operators.add("DELETE", "/v1/operator-keys/{operatorKeyId}", answers: []) { [self] request, _ in
             try await revokeKey(request, role: .operator, parameter: "operatorKeyId")
         }
-        operators.add("POST", "/v1/auditors", maxBodyBytes: 16 << 10, idempotent: true) { [self] request, _ in
+        operators.add("POST", "/v1/auditors", answers: [AccessKeys.Created.self], maxBodyBytes: 16 << 10, idempotent: true) { [self] request, _ in
             try await createKey(request, role: .auditor)
         }
-        operators.add("GET", "/v1/auditors") { [self] _, _ in try await listKeys(role: .auditor) }
-        operators.add("DELETE", "/v1/auditors/{auditorId}") { [self] request, _ in
+        operators.add("GET", "/v1/auditors", answers: [KeyPage.self]) { [self] _, _ in try await listKeys(role: .auditor) }
+        operators.add("DELETE", "/v1/auditors/{auditorId}", answers: []) { [self] request, _ in
             try await revokeKey(request, role: .auditor, parameter: "auditorId")
         }
     }
@@ -33,10 +33,9 @@ extension GatewayContext {
         }
     }
 
-    func listKeys(role: AccessKeys.Role) async throws -> HTTPResponse {
-        struct Page: Encodable { var items: [AccessKeys.View] }
-        return .json(Page(items: try await accessKeys.list(role)))
-    }
+    struct KeyPage: Encodable { var items: [AccessKeys.View] }
+
+    func listKeys(role: AccessKeys.Role) async throws -> HTTPResponse { .json(KeyPage(items: try await accessKeys.list(role))) }
 
     func revokeKey(_ request: HTTPRequest, role: AccessKeys.Role, parameter: String) async throws -> HTTPResponse {
         let keyId = try request.uuidParameter(parameter)

@@ -11,10 +11,10 @@ import ServiceKit
 /// error envelope.
 extension GatewayContext {
     func registerKioskLoginRoutes(on router: APIRoutes) {
-        router.group(client).add("POST", "/v1/kiosk/login", upload: true) { [self] request, app in try await kioskLogin(request, app: app) }
+        router.group(client).add("POST", "/v1/kiosk/login", answers: [KioskLoginReply.self], doors: [.kioskLogin], upload: true) { [self] request, app in try await kioskLogin(request, app: app) }
     }
 
-    struct KioskLoginReply: Encodable {
+    struct KioskLoginReply: Encodable, TrustAnswer {
         var success: Bool
         var customerUUID: String?
         var token: String?

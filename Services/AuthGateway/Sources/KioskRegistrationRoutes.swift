@@ -8,17 +8,16 @@ import ServiceKit
 extension GatewayContext {
     func registerKioskRegistrationRoutes(on router: APIRoutes) {
         let operators = router.group(appOperator)
-        operators.add("POST", "/v1/apps/{appId}/kiosks", maxBodyBytes: 8192, idempotent: true) { [self] request, app in
+        operators.add("POST", "/v1/apps/{appId}/kiosks", answers: [KioskRegistration.View.self], maxBodyBytes: 8192, idempotent: true) { [self] request, app in
             let new = try request.decodeJSON(KioskRegistration.NewKiosk.self)
             return try await recorded(request, kind: "kiosk.register", appId: app.id) { draft in
                 .json(try await kioskRegistration.register(new, app: app, draft: &draft), status: 201)
             }
         }
-        operators.add("GET", "/v1/apps/{appId}/kiosks") { [self] _, app in
-            struct Page: Encodable { var items: [KioskRegistration.View] }
-            return .json(Page(items: try await kioskRegistration.list(app: app)))
+        operators.add("GET", "/v1/apps/{appId}/kiosks", answers: [KioskPage.self]) { [self] _, app in
+            .json(KioskPage(items: try await kioskRegistration.list(app: app)))
         }
-        operators.add("DELETE", "/v1/apps/{appId}/kiosks/{kioskId}") { [self] request, app in
+        operators.add("DELETE", "/v1/apps/{appId}/kiosks/{kioskId}", answers: []) { [self] request, app in
             let id = try request.uuidParameter("kioskId")
             return try await recorded(request, kind: "kiosk.revoke", appId: app.id) { draft in
                 try await kioskRegistration.revoke(id, app: app, draft: &draft)
@@ -26,6 +25,8 @@ extension GatewayContext {
             }
         }
     }
+
+    struct KioskPage: Encodable { var items: [KioskRegistration.View] }
 
     var kioskRegistration: KioskRegistration { KioskRegistration(registry: kioskRegistry, openSessions: kioskSessions, commands: self) }
 

@@ -11,24 +11,25 @@ import Synchronization
 /// uploads the access token), consumes liveness challenges, and serves the session and its events from PostgreSQL.
 extension GatewayContext {
     func registerKioskSessionRoutes(on router: APIRoutes) {
-        router.group(client).add("POST", "/v1/kiosk/sessions", maxBodyBytes: 4096) { [self] request, app in
+        router.group(client).add("POST", "/v1/kiosk/sessions", answers: [KioskSessionCreated.self], doors: [.kioskOnboarding], maxBodyBytes: 4096) { [self] request, app in
             try await createKioskSession(request, app: app)
         }
         let interviews = router.group(interview)
-        interviews.add("GET", "/v1/kiosk/sessions/{interviewId}") { [self] request, id in try await kioskSession(request, id) }
-        interviews.add("DELETE", "/v1/kiosk/sessions/{interviewId}") { [self] request, id in try await cancelKioskSession(request, id: id) }
-        interviews.add("POST", "/v1/kiosk/sessions/{interviewId}/event-tickets", maxBodyBytes: 1024) { [self] request, id in
+        interviews.add("GET", "/v1/kiosk/sessions/{interviewId}", answers: [KioskSessionView.self], doors: [.kioskOnboarding]) { [self] request, id in try await kioskSession(request, id) }
+        interviews.add("DELETE", "/v1/kiosk/sessions/{interviewId}", answers: [], doors: [.kioskOnboarding]) { [self] request, id in try await cancelKioskSession(request, id: id) }
+        interviews.add("POST", "/v1/kiosk/sessions/{interviewId}/event-tickets", answers: [EventTicket.self], doors: [.kioskOnboarding],
+                       maxBodyBytes: 1024) { [self] request, id in
             try await kioskEventTicket(request, id)
         }
-        router.group(interviewOrEventTicket).add("GET", "/v1/kiosk/sessions/{interviewId}/events") { [self] request, id in
+        router.group(interviewOrEventTicket).add("GET", "/v1/kiosk/sessions/{interviewId}/events", answers: [], doors: [.kioskOnboarding]) { [self] request, id in
             try await kioskEvents(request, id: id)
         }
         let steps = router.group(kioskStep)
-        steps.add("POST", "/v1/kiosk/sessions/{interviewId}/selfie", upload: true) { [self] request, step in try await kioskSelfie(request, step) }
-        steps.add("POST", "/v1/kiosk/sessions/{interviewId}/id-front", upload: true) { [self] request, step in
+        steps.add("POST", "/v1/kiosk/sessions/{interviewId}/selfie", answers: [KioskSessionView.self], doors: [.kioskOnboarding], upload: true) { [self] request, step in try await kioskSelfie(request, step) }
+        steps.add("POST", "/v1/kiosk/sessions/{interviewId}/id-front", answers: [KioskSessionView.self], doors: [.kioskOnboarding], upload: true) { [self] request, step in
             try await kioskDocument(request, step, back: false)
         }
-        steps.add("POST", "/v1/kiosk/sessions/{interviewId}/id-back", upload: true) { [self] request, step in
+        steps.add("POST", "/v1/kiosk/sessions/{interviewId}/id-back", answers: [KioskSessionView.self], doors: [.kioskOnboarding], upload: true) { [self] request, step in
             try await kioskDocument(request, step, back: true)
         }
     }
@@ -75,8 +76,7 @@ extension GatewayContext {
     func kioskEventTicket(_ request: HTTPRequest, _ id: UUID) async throws -> HTTPResponse {
         _ = try await provenKiosk(request, session: try await kioskSessionFlow.live(id))
         let (ticket, expiresIn) = try await kioskSessionFlow.eventTicket(id)
-        struct Ticket: Encodable { var ticket: String; var expiresIn: Int }
-        return .json(Ticket(ticket: ticket, expiresIn: expiresIn), status: 201)
+        return .json(EventTicket(ticket: ticket, expiresIn: expiresIn), status: 201)
     }
 
     /// Server-Sent Events: the session's step events from `Last-Event-ID` on, then new ones as they are
@@ -131,6 +131,8 @@ extension GatewayContext {
                                                    ("X-Accel-Buffering", "no")],
                             body: .stream(stream))
     }
+
+    struct EventTicket: Encodable { var ticket: String; var expiresIn: Int }
 
     struct EventCursor: Sendable {
         var seq: Int

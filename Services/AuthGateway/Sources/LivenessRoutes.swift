@@ -8,7 +8,7 @@ extension GatewayContext {
     static let livenessFrameCount = 2...12
 
     func registerLivenessRoutes(on router: APIRoutes) {
-        router.group(client).add("GET", "/v1/liveness/challenges") { [self] request, app in
+        router.group(client).add("GET", "/v1/liveness/challenges", answers: [LivenessChallenge.self]) { [self] request, app in
             let device = try await refusalRecorded(request, kind: "liveness.challenge.refused", appId: app.id) { _ in
                 try await challengedDevice(request, app: app)
             }

@@ -9,33 +9,33 @@ import ServiceKit
 /// Every change is a transaction on the affected app's chain (app creation on the platform chain).
 extension GatewayContext {
     func registerOperatorRoutes(on router: APIRoutes) {
-        router.group(globalOperator).add("POST", "/v1/apps", idempotent: true) { [self] request, _ in try await createApp(request) }
-        router.group(anyOperator).add("GET", "/v1/apps") { [self] _, scope in try await listApps(scope: scope) }
+        router.group(globalOperator).add("POST", "/v1/apps", answers: [AppAdministration.Created.self], idempotent: true) { [self] request, _ in try await createApp(request) }
+        router.group(anyOperator).add("GET", "/v1/apps", answers: [AppPage.self]) { [self] _, scope in try await listApps(scope: scope) }
         let operators = router.group(appOperator)
-        operators.add("GET", "/v1/apps/{appId}") { _, app in .json(app.publicView) }
-        operators.add("PATCH", "/v1/apps/{appId}") { [self] request, app in try await patchApp(request, app: app) }
-        operators.add("POST", "/v1/apps/{appId}/secret", maxBodyBytes: 1024) { [self] request, app in try await rotateSecret(request, app: app) }
-        operators.add("DELETE", "/v1/apps/{appId}/secret/previous") { [self] request, app in
+        operators.add("GET", "/v1/apps/{appId}", answers: [AppRecord.Public.self]) { _, app in .json(app.publicView) }
+        operators.add("PATCH", "/v1/apps/{appId}", answers: [AppRecord.Public.self]) { [self] request, app in try await patchApp(request, app: app) }
+        operators.add("POST", "/v1/apps/{appId}/secret", answers: [AppAdministration.Rotated.self], maxBodyBytes: 1024) { [self] request, app in try await rotateSecret(request, app: app) }
+        operators.add("DELETE", "/v1/apps/{appId}/secret/previous", answers: []) { [self] request, app in
             try await recorded(request, kind: "app.secret.revoke-previous", appId: app.id) { draft in
                 try await appAdministration.revokePreviousSecret(of: app, draft: &draft)
                 return .noContent
             }
         }
-        operators.add("POST", "/v1/apps/{appId}/users", idempotent: true) { [self] request, app in try await createUser(request, app: app) }
-        operators.add("GET", "/v1/apps/{appId}/users") { [self] request, app in try await listUsers(request, app: app) }
-        operators.add("GET", "/v1/apps/{appId}/users/{userId}") { [self] request, app in
+        operators.add("POST", "/v1/apps/{appId}/users", answers: [UserAdministration.Created.self], idempotent: true) { [self] request, app in try await createUser(request, app: app) }
+        operators.add("GET", "/v1/apps/{appId}/users", answers: [UserAdministration.Page.self]) { [self] request, app in try await listUsers(request, app: app) }
+        operators.add("GET", "/v1/apps/{appId}/users/{userId}", answers: [UserView.self]) { [self] request, app in
             .json(try await userAdministration.user(try request.uuidParameter("userId"), app: app.id))
         }
-        operators.add("DELETE", "/v1/apps/{appId}/users/{userId}") { [self] request, app in try await deleteUser(request, app: app) }
-        operators.add("POST", "/v1/apps/{appId}/users/{userId}/faces", idempotent: true, upload: true) { [self] request, app in
+        operators.add("DELETE", "/v1/apps/{appId}/users/{userId}", answers: []) { [self] request, app in try await deleteUser(request, app: app) }
+        operators.add("POST", "/v1/apps/{appId}/users/{userId}/faces", answers: [Enrolled.self], idempotent: true, upload: true) { [self] request, app in
             try await enrollFace(request, app: app)
         }
-        operators.add("GET", "/v1/apps/{appId}/users/{userId}/faces") { [self] request, app in try await listFaces(request, app: app) }
-        operators.add("DELETE", "/v1/apps/{appId}/users/{userId}/faces/{templateId}") { [self] request, app in
+        operators.add("GET", "/v1/apps/{appId}/users/{userId}/faces", answers: [FacePage.self]) { [self] request, app in try await listFaces(request, app: app) }
+        operators.add("DELETE", "/v1/apps/{appId}/users/{userId}/faces/{templateId}", answers: []) { [self] request, app in
             try await deleteFace(request, app: app)
         }
-        operators.add("POST", "/v1/apps/{appId}/devices/{deviceId}/reset") { [self] request, app in try await resetDevice(request, app: app) }
-        operators.add("POST", "/v1/apps/{appId}/users/{userId}/reset") { [self] request, app in
+        operators.add("POST", "/v1/apps/{appId}/devices/{deviceId}/reset", answers: []) { [self] request, app in try await resetDevice(request, app: app) }
+        operators.add("POST", "/v1/apps/{appId}/users/{userId}/reset", answers: []) { [self] request, app in
             try await resetUserBinding(request, app: app)
         }
     }
@@ -57,9 +57,10 @@ extension GatewayContext {
         }
     }
 
+    struct AppPage: Encodable { var items: [AppRecord.Public] }
+
     func listApps(scope: OperatorScope) async throws -> HTTPResponse {
-        struct Page: Encodable { var items: [AppRecord.Public] }
-        return .json(Page(items: try await apps.all(covered: scope.covers).map(\.publicView)))
+        .json(AppPage(items: try await apps.all(covered: scope.covers).map(\.publicView)))
     }
 
     func patchApp(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
@@ -112,10 +113,11 @@ extension GatewayContext {
                                                        jobId: Enrollment.jobId(caller: request.headers["Authorization"] ?? "", appId: app.id, userId: userId,
                                                                               idempotencyKey: request.headers[IdempotentRequests.header]),
                                                        draft: &draft)
-            struct Enrolled: Encodable { var templateId: String; var quality: FaceQualityReport; var photoKept: Bool }
             return .json(Enrolled(templateId: enrolled.templateId.wire, quality: enrolled.quality, photoKept: enrolled.photoKept), status: 201)
         }
     }
+
+    struct Enrolled: Encodable { var templateId: String; var quality: FaceQualityReport; var photoKept: Bool }
 
     /// `photoConsent=true` (query): the person agreed that the photo be kept, sealed, for a later move to another face
     /// model. Kept only where the app keeps enrollment photos.
@@ -127,9 +129,10 @@ extension GatewayContext {
         }
     }
 
+    struct FacePage: Encodable { var items: [FaceView] }
+
     func listFaces(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        struct Page: Encodable { var items: [FaceView] }
-        return .json(Page(items: try await userAdministration.faces(of: try request.uuidParameter("userId"), app: app.id)))
+        .json(FacePage(items: try await userAdministration.faces(of: try request.uuidParameter("userId"), app: app.id)))
     }
 
     func deleteFace(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {

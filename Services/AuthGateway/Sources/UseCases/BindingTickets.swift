@@ -24,7 +24,7 @@ struct BindingTickets: Sendable {
         }
     }
 
-    struct Issued: Encodable, Sendable {
+    struct Issued: Encodable, Sendable, TrustAnswer {
         var bindingTicket: String
         var userId: String
         var expiresIn: Int
