@@ -46,6 +46,26 @@ case "${1:-all}" in
   accuracy|face-engine|sface-engine) ;;
   *) swift build -c release ;;   # the services, for the benchmarks that start them
 esac
+# `policy` (and `all`) compare with the release before the trust policy: its services built in a worktree of their own
+# under .run/baseline, on a database of their own migrated by its own `facegate migrate`.
+BASELINE_COMMIT="${FACEGATE_BASELINE_COMMIT:-b9d0b66}"
+prepare_baseline() {
+  local tree=.run/baseline/src
+  if [ "$(git -C "$tree" rev-parse --short HEAD 2>/dev/null)" != "$(git rev-parse --short "$BASELINE_COMMIT")" ]; then
+    rm -rf "$tree"
+    git worktree prune
+    git worktree add --detach "$tree" "$BASELINE_COMMIT" >/dev/null
+  fi
+  (cd "$tree" && swift build -c release)
+  local server="postgres://postgres@${FACEGATE_DATABASE_SERVER}"
+  psql -q "$server/postgres" -c "DROP DATABASE IF EXISTS facegate_baseline" -c "CREATE DATABASE facegate_baseline OWNER facegate_owner"
+  export FACEGATE_BASELINE_DATABASE_URL="postgres://facegate_owner@${FACEGATE_DATABASE_SERVER}/facegate_baseline"
+  FACEGATE_DATABASE_URL="$FACEGATE_BASELINE_DATABASE_URL" "$tree/.build/release/facegate" migrate
+  export FACEGATE_BASELINE_RELEASE_DIR="$ROOT/$tree/.build/release" FACEGATE_BASELINE_COMMIT="$BASELINE_COMMIT"
+}
+case "${1:-all}" in
+  policy|all) prepare_baseline ;;
+esac
 if [ $# -gt 0 ]; then
   .build/release/facegate-bench "$@"
 else

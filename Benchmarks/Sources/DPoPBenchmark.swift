@@ -122,27 +122,34 @@ struct BenchStack {
         var gallerySize: Int
     }
 
-    let base = "http://127.0.0.1:18080"
+    let base: String
     let adminKey: String
     let processes: [ServiceProcess]
 
-    static func start(matcherEngines: Int = 1) async throws -> BenchStack {
-        let binaries = ProcessInfo.processInfo.environment["FACEGATE_RELEASE_DIR"] ?? ".build/release"
-        let pool = PostgresPool(configuration: try PostgresConfiguration(url: try Bench.environment("FACEGATE_DATABASE_URL")))
-        try await ServiceRuntime.migrate(pool)
-        await pool.close()
+    /// `binaries`: another release's services (default `FACEGATE_RELEASE_DIR` or .build/release); `databaseURL`: another
+    /// database, already migrated by that release (this one migrates its own); `port`: the public port, the admin ports
+    /// following `adminPort`; `extra`: more environment.
+    static func start(matcherEngines: Int = 1, binaries: String? = nil, databaseURL: String? = nil, port: Int = 18080, adminPort: Int = 19100,
+                      extra: [String: String] = [:]) async throws -> BenchStack {
+        let binaries = binaries ?? ProcessInfo.processInfo.environment["FACEGATE_RELEASE_DIR"] ?? ".build/release"
+        if databaseURL == nil {
+            let pool = PostgresPool(configuration: try PostgresConfiguration(url: try Bench.environment("FACEGATE_DATABASE_URL")))
+            try await ServiceRuntime.migrate(pool)
+            await pool.close()
+        }
         let adminKey = "fgk_bench_" + UUID().uuidString.lowercased()
         var env = [
             "FACEGATE_TOPIC_PREFIX": "bench\(UUID().uuidString.prefix(6).lowercased()).", "FACEGATE_ADMIN_KEY": adminKey,
-            "FACEGATE_LOG_LEVEL": "warning", "FACEGATE_HTTP_PORT": "18080", "FACEGATE_ADMIN_PORT": "19100", "MATCHER_ENGINES": String(matcherEngines),
-        ]
-        let gateway = try ServiceProcess(binaries + "/auth-gateway", name: "gateway", environment: env)
-        env["FACEGATE_ADMIN_PORT"] = "19101"
-        let matcher = try ServiceProcess(binaries + "/matcher-worker", name: "matcher", environment: env)
-        let stack = BenchStack(adminKey: adminKey, processes: [gateway, matcher])
+            "FACEGATE_LOG_LEVEL": "warning", "FACEGATE_HTTP_PORT": String(port), "FACEGATE_ADMIN_PORT": String(adminPort), "MATCHER_ENGINES": String(matcherEngines),
+        ].merging(extra) { _, new in new }
+        if let databaseURL { env["FACEGATE_DATABASE_URL"] = databaseURL }
+        let gateway = try ServiceProcess(binaries + "/auth-gateway", name: "gateway-\(port)", environment: env)
+        env["FACEGATE_ADMIN_PORT"] = String(adminPort + 1)
+        let matcher = try ServiceProcess(binaries + "/matcher-worker", name: "matcher-\(port)", environment: env)
+        let stack = BenchStack(base: "http://127.0.0.1:\(port)", adminKey: adminKey, processes: [gateway, matcher])
         do {
-            try await HTTP.waitUntilOK("http://127.0.0.1:19100/readyz", timeout: .seconds(60))
-            try await HTTP.waitUntilOK("http://127.0.0.1:19101/readyz", timeout: .seconds(120))
+            try await HTTP.waitUntilOK("http://127.0.0.1:\(adminPort)/readyz", timeout: .seconds(60))
+            try await HTTP.waitUntilOK("http://127.0.0.1:\(adminPort + 1)/readyz", timeout: .seconds(120))
         } catch {
             stack.stop()
             throw error
@@ -152,11 +159,13 @@ struct BenchStack {
 
     func stop() { processes.forEach { $0.stop() } }
 
-    /// An app with face login formal, user B1 enrolled with obama.jpg and one user per other single-face test photo.
-    func app(binding: String, gallery images: String) async throws -> App {
+    /// An app with face login formal (with `kiosk`, kiosk login too, liveness off), user B1 enrolled with obama.jpg and one
+    /// user per other single-face test photo.
+    func app(binding: String, gallery images: String, kiosk: Bool = false) async throws -> App {
         let admin = ["Authorization": "Bearer \(adminKey)", "Content-Type": "application/json"]
+        let modules = kiosk ? #"{"faceLogin":"formal","kiosk":"formal"},"liveness":{"faceLogin":"off","kiosk":"off"}"# : #"{"faceLogin":"formal"}"#
         let (_, appData) = try await HTTP.call("POST", base + "/v1/apps", headers: admin, body: Data(
-            #"{"name":"bench-\#(binding)","deviceBinding":"\#(binding)","deviceBindingPolicy":"employeeNumber","modules":{"faceLogin":"formal"}}"#.utf8))
+            #"{"name":"bench-\#(binding)","deviceBinding":"\#(binding)","deviceBindingPolicy":"employeeNumber","modules":\#(modules)}"#.utf8))
         let app = HTTP.json(appData)
         guard let appId = app["appId"] as? String, let secret = app["appSecret"] as? String else { throw BenchError("no app: \(app)") }
         var enrolled = 0

@@ -19,6 +19,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("frames", "write a synthetic liveness burst from a photo (not a benchmark; not part of all)", runLivenessFramesCommand),
     ("kiosk", "kiosk onboarding, returning customer and kiosk login over HTTP: latency per step", runKioskFlowBenchmark),
     ("walls", "cost of sealed job messages and of row-level security scopes, each against the same work without", runWallsBenchmark),
+    ("policy", "the trust policy's cost per login: face login, kiosk login and verify p50 against the release before it, in turn", runPolicyBenchmark),
     ("accuracy", "open-set rank-1, FNIR/FPIR, TPIR at FPIR 0.01/0.001 per model on identity/image folders (not part of all)", runAccuracyTool),
 ]
 

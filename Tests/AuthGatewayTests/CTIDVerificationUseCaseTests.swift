@@ -28,9 +28,17 @@ import Testing
         }
     }
 
+    let clock = FakeClock()
+    let counters: InMemoryAttemptCounters
+
+    init() { counters = InMemoryAttemptCounters(clock: clock) }
+
     func verification(admission: any ModuleAdmission = AdmitEverything(), serials: InMemoryCTIDSerials = InMemoryCTIDSerials(),
-                      verifier: ScriptedVerifier = ScriptedVerifier(CTIDJobResult(outcome: .invalidEnvelope))) -> CTIDVerification {
-        CTIDVerification(admission: admission, serials: serials, verifier: verifier, serialTTLSeconds: 600)
+                      verifier: some CTIDJobs = ScriptedVerifier(CTIDJobResult(outcome: .invalidEnvelope))) -> CTIDVerification {
+        CTIDVerification(admission: admission,
+                         attempts: AttemptGuard(store: counters, rule: .init(throttleAfter: 3, throttleSeconds: 30, lockAfter: 6),
+                                                addressRule: .init(throttleAfter: 100, throttleSeconds: 30, lockAfter: 0, failureWindow: 600)),
+                         serials: serials, verifier: verifier, serialTTLSeconds: 600)
     }
 
     @Test func aSerialIsRandomStoredForItsModeAndApp() async throws {
@@ -66,25 +74,45 @@ import Testing
         let sealed = CTIDEnvelope(version: "v1", appId: app.id.wire, iv: "aXY=", data: "ZGF0YQ==", mac: "bWFj")
         let answering = ScriptedVerifier(CTIDJobResult(outcome: .answered, envelope: sealed))
         let envelope = CTIDEnvelope(version: "v1", appId: app.id.wire, iv: "x", data: "y", mac: "z")
-        let verdict = try await verification(verifier: answering).verify(app: app, envelope: envelope, deviceId: "phone-1", clientIp: "10.0.0.1")
+        let verdict = try await verification(verifier: answering).verify(app: app, envelope: envelope, deviceId: "phone-1", clientAddress: "10.0.0.1")
         #expect(verdict == .answered(sealed))
         let job = try #require(answering.jobs.all.first)
         #expect(job.appId == app.id && job.payload == .verify(envelope: envelope, deviceId: "phone-1", clientIp: "10.0.0.1"))
 
         // A body that is not even an envelope still reaches the verifier, which records the refusal.
         let refusing = ScriptedVerifier(CTIDJobResult(outcome: .invalidEnvelope))
-        #expect(try await verification(verifier: refusing).verify(app: app, envelope: nil, deviceId: nil, clientIp: nil) == .invalidEnvelope)
-        #expect(refusing.jobs.all.map(\.payload) == [.verify(envelope: nil, deviceId: nil, clientIp: nil)])
+        #expect(try await verification(verifier: refusing).verify(app: app, envelope: nil, deviceId: nil, clientAddress: "10.0.0.2") == .invalidEnvelope)
+        #expect(refusing.jobs.all.map(\.payload) == [.verify(envelope: nil, deviceId: nil, clientIp: "10.0.0.2")])
 
         for (result, expected) in [(CTIDJobResult(outcome: .unavailable), ErrorCode.serviceUnavailable),
                                    (CTIDJobResult(outcome: .answered), .internalError), (CTIDJobResult(outcome: .registered), .internalError)] {
-            #expect(await errorCode { _ = try await verification(verifier: ScriptedVerifier(result)).verify(app: app, envelope: envelope, deviceId: nil, clientIp: nil) }
+            #expect(await errorCode { _ = try await verification(verifier: ScriptedVerifier(result)).verify(app: app, envelope: envelope, deviceId: nil, clientAddress: "10.0.0.3") }
                     == expected)
         }
         let untouched = ScriptedVerifier(CTIDJobResult(outcome: .answered, envelope: sealed))
-        #expect(await errorCode { _ = try await verification(admission: RefuseCTID(), verifier: untouched).verify(app: app, envelope: envelope, deviceId: nil, clientIp: nil) }
+        #expect(await errorCode { _ = try await verification(admission: RefuseCTID(), verifier: untouched).verify(app: app, envelope: envelope, deviceId: nil, clientAddress: "10.0.0.3") }
                 == .moduleDisabled)
         #expect(untouched.jobs.all.isEmpty)
+    }
+
+    /// Tries at one identity are limited whoever sends them: once its failures reach the limit, the next verdict is
+    /// withheld (`RATE_LIMITED`) from any device or address, and the count is by the verifier's opaque key of the number.
+    @Test func triesAtOneIdentityAreLimitedWhoeverSendsThem() async throws {
+        let sealed = CTIDEnvelope(version: "v1", appId: app.id.wire, iv: "aXY=", data: "ZGF0YQ==", mac: "bWFj")
+        let failing = ScriptedVerifier(CTIDJobResult(outcome: .answered, envelope: sealed, attempt: .failure, registryEntry: "entry-1"))
+        let ctid = verification(verifier: failing)
+        for device in ["phone-1", "phone-2", "phone-3"] {
+            #expect(try await ctid.verify(app: app, envelope: sealed, deviceId: device, clientAddress: "198.51.100.\(device.count)") == .answered(sealed))
+        }
+        #expect(await errorCode { _ = try await ctid.verify(app: app, envelope: sealed, deviceId: "phone-4", clientAddress: "203.0.113.9") } == .rateLimited)
+        // Another identity, from the same places, is not held back; a verified try is not a failure.
+        let other = ScriptedVerifier(CTIDJobResult(outcome: .answered, envelope: sealed, attempt: .success, registryEntry: "entry-2"))
+        #expect(try await verification(verifier: other).verify(app: app, envelope: sealed, deviceId: "phone-4", clientAddress: "203.0.113.9") == .answered(sealed))
+        // A device that keeps failing is throttled whichever identity it names.
+        let device = ScriptedVerifier(CTIDJobResult(outcome: .invalidEnvelope, attempt: .failure))
+        for _ in 0..<3 { _ = try await verification(verifier: device).verify(app: app, envelope: nil, deviceId: "phone-9", clientAddress: "192.0.2.1") }
+        #expect(await errorCode { _ = try await verification(verifier: device).verify(app: app, envelope: nil, deviceId: "phone-9", clientAddress: "192.0.2.2") }
+                == .rateLimited)
     }
 
     @Test func aRegistrationIsTheVerifiersToCheckAndAnswersTheNumberMasked() async throws {

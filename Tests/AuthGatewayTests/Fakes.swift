@@ -33,9 +33,19 @@ final class InMemoryAttemptCounters: AttemptCounterStore {
         return counters.withLock { counters in
             var counter = counters[appId.wire + subject] ?? Counter()
             let waited = counter.lastFailure.addingTimeInterval(Double(rule.throttleSeconds)) <= now
+            if rule.failureWindow > 0 {
+                // GCRA, as the PostgreSQL store: `lastFailure` is when the charged failures would have drained.
+                let ahead = counters[appId.wire + subject].map { $0.lastFailure.timeIntervalSince(now) } ?? -.infinity
+                guard !counter.locked, ahead <= Double(rule.failureWindow) - rule.failureInterval else { return false }
+                counter.consecutive += 1
+                counter.total += 1
+                counter.lastFailure = max(counter.lastFailure, now).addingTimeInterval(rule.failureInterval)
+                if rule.lockAfter > 0, counter.total >= rule.lockAfter { counter.locked = true }
+                counters[appId.wire + subject] = counter
+                return true
+            }
             guard !counter.locked, counter.consecutive < rule.throttleAfter || waited else { return false }
-            let lapsed = rule.failureWindow > 0 && counter.lastFailure.addingTimeInterval(Double(rule.failureWindow)) <= now
-            counter.consecutive = lapsed ? 1 : counter.consecutive + 1
+            counter.consecutive += 1
             counter.total += 1
             counter.lastFailure = now
             if rule.lockAfter > 0, counter.total >= rule.lockAfter { counter.locked = true }
@@ -48,10 +58,12 @@ final class InMemoryAttemptCounters: AttemptCounterStore {
         let now = self.now
         return counters.withLock { counters in
             counters[appId.wire + subject].map { counter in
+                if rule.failureWindow > 0 {
+                    let over = counter.lastFailure.timeIntervalSince(now) - (Double(rule.failureWindow) - rule.failureInterval)
+                    return AttemptState(locked: counter.locked, throttled: over > 0, waitSeconds: Int(over.rounded(.up)))
+                }
                 let wait = counter.lastFailure.addingTimeInterval(Double(rule.throttleSeconds)).timeIntervalSince(now)
-                let current = rule.failureWindow == 0 || counter.lastFailure.addingTimeInterval(Double(rule.failureWindow)) > now
-                return AttemptState(locked: counter.locked, throttled: counter.consecutive >= rule.throttleAfter && current,
-                                    waitSeconds: Int(wait.rounded(.up)))
+                return AttemptState(locked: counter.locked, throttled: counter.consecutive >= rule.throttleAfter, waitSeconds: Int(wait.rounded(.up)))
             }
         }
     }
@@ -59,6 +71,7 @@ final class InMemoryAttemptCounters: AttemptCounterStore {
     func refund(appId: UUID, subject: String, success: Bool, rule: AttemptGuard.Rule) async throws {
         counters.withLock { counters in
             guard var counter = counters[appId.wire + subject] else { return }
+            if rule.failureWindow > 0 { counter.lastFailure = counter.lastFailure.addingTimeInterval(-rule.failureInterval) }
             counter.consecutive = success ? 0 : max(counter.consecutive - 1, 0)
             counter.total = max(counter.total - 1, 0)
             if rule.lockAfter > 0, counter.total < rule.lockAfter { counter.locked = false }

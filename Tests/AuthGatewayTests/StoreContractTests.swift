@@ -211,22 +211,23 @@ extension StoreContracts {
             }
         }
 
-        /// A windowed subject (a client address) keeps its failures while each comes within the window of the one
-        /// before; once a whole window passes without one, the count starts again.
-        @Test(arguments: StoreKind.allCases) func aWindowedCountLapsesOnlyAfterAQuietWindow(_ kind: StoreKind) async throws {
+        /// A windowed subject (a client address) takes a burst of `throttleAfter` failures, then one per interval
+        /// (`failureWindow / throttleAfter`); a refund gives its interval back.
+        @Test(arguments: StoreKind.allCases) func aWindowedSubjectTakesABurstThenOneFailurePerInterval(_ kind: StoreKind) async throws {
             let world = try await StoreWorld.make(kind)
-            let windowed = AttemptGuard.Rule(throttleAfter: 3, throttleSeconds: 1, lockAfter: 0, failureWindow: 2)
+            let windowed = AttemptGuard.Rule(throttleAfter: 3, throttleSeconds: 1, lockAfter: 0, failureWindow: 3)
             try await world.scoped {
                 for _ in 0..<3 { #expect(try await world.attempts.charge(appId: world.appId, subject: "address:a", rule: windowed)) }
-                #expect(try await world.attempts.state(appId: world.appId, subject: "address:a", rule: windowed)?.throttled == true)
-                try await world.advance(1)
-                // Past the wait, inside the window: admitted, and the count goes on.
+                #expect(try await !world.attempts.charge(appId: world.appId, subject: "address:a", rule: windowed))
+                let state = try #require(try await world.attempts.state(appId: world.appId, subject: "address:a", rule: windowed))
+                #expect(state.throttled && !state.locked && (1...1).contains(state.waitSeconds))
+                // A refund (a success or a neutral outcome) gives one interval back: one more try now.
+                try await world.attempts.refund(appId: world.appId, subject: "address:a", success: true, rule: windowed)
                 #expect(try await world.attempts.charge(appId: world.appId, subject: "address:a", rule: windowed))
                 #expect(try await !world.attempts.charge(appId: world.appId, subject: "address:a", rule: windowed))
-                try await world.advance(2)
-                #expect(try await world.attempts.state(appId: world.appId, subject: "address:a", rule: windowed)?.throttled == false)
-                for _ in 0..<2 { #expect(try await world.attempts.charge(appId: world.appId, subject: "address:a", rule: windowed)) }
-                #expect(try await world.attempts.state(appId: world.appId, subject: "address:a", rule: windowed)?.throttled == false)
+                try await world.advance(1)
+                #expect(try await world.attempts.charge(appId: world.appId, subject: "address:a", rule: windowed))
+                #expect(try await !world.attempts.charge(appId: world.appId, subject: "address:a", rule: windowed))
             }
         }
     }

@@ -12,7 +12,8 @@ import Foundation
 /// user whatever device sends them, and apart from that user's own devices, so a stranger cannot lock a
 /// person out of their phone); the client address (floods; a higher limit and never a lock, since many
 /// people can share one address, and counted over a sliding window that nobody's success resets: an attacker cannot
-/// clear the count by logging in as themselves between guesses).
+/// clear the count by logging in as themselves between guesses); a kiosk (spoofs only); the identity a CTID verification
+/// claims.
 struct AttemptGuard: Sendable {
     enum Subject: Sendable, Equatable {
         case device(String)
@@ -21,6 +22,9 @@ struct AttemptGuard: Sendable {
         case clientAddress(String)
         /// A registered kiosk: charged for spoofs only (walk-ups who match no one cost it nothing).
         case kiosk(UUID)
+        /// The identity a CTID verification claims (the verifier's opaque key of its number): tries at one identity are
+        /// limited whoever sends them. Never locked, so a stranger cannot lock a person out of verification.
+        case registryEntry(String)
 
         var key: String {
             switch self {
@@ -29,6 +33,7 @@ struct AttemptGuard: Sendable {
             case .bindingUser(let id): "binding:" + id.wire
             case .clientAddress(let address): "address:" + address
             case .kiosk(let id): "kiosk:" + id.wire
+            case .registryEntry(let key): "ctid:" + key
             }
         }
     }
@@ -41,9 +46,13 @@ struct AttemptGuard: Sendable {
         var throttleSeconds: Int
         /// 0: never locked.
         var lockAfter: Int
-        /// 0: failures count while they are consecutive (a success clears them). Otherwise they count while each comes
-        /// within this many seconds of the one before, whatever succeeds in between.
+        /// 0: failures count while they are consecutive (a success clears them). Otherwise a sliding window of this many
+        /// seconds (GCRA): `throttleAfter` failures at once, then one per `failureWindow / throttleAfter` seconds, and
+        /// nobody's success clears them; a steady trickle of failures below that rate never throttles.
         var failureWindow = 0
+
+        /// The window's emission interval: seconds one failure occupies.
+        var failureInterval: Double { Double(failureWindow) / Double(max(throttleAfter, 1)) }
     }
 
     let store: any AttemptCounterStore
@@ -51,8 +60,12 @@ struct AttemptGuard: Sendable {
     let addressRule: Rule
 
     func rule(for subject: Subject) -> Rule {
-        if case .clientAddress = subject { return addressRule }
-        return rule
+        switch subject {
+        case .clientAddress: addressRule
+        case .registryEntry: Rule(throttleAfter: rule.throttleAfter, throttleSeconds: rule.throttleSeconds, lockAfter: 0,
+                                  failureWindow: addressRule.failureWindow)
+        default: rule
+        }
     }
 
     /// Charges the attempt to every subject, runs `body`, and settles the charges by its outcome. An error

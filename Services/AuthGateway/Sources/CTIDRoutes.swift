@@ -26,7 +26,7 @@ extension GatewayContext: CTIDJobs {
     }
 
     var ctidVerification: CTIDVerification {
-        CTIDVerification(admission: apps, serials: ctidSerials, verifier: self, serialTTLSeconds: configuration.ctidSerialTTLSeconds)
+        CTIDVerification(admission: apps, attempts: attempts, serials: ctidSerials, verifier: self, serialTTLSeconds: configuration.ctidSerialTTLSeconds)
     }
 
     func issueCTIDSerial(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
@@ -37,7 +37,7 @@ extension GatewayContext: CTIDJobs {
     func verifyCTID(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         let verdict = try await ctidVerification.verify(
             app: app, envelope: try? FaceGateJSON.decode(CTIDEnvelope.self, from: request.body),
-            deviceId: request.headers["X-Device-Id"].flatMap { (1...128).contains($0.utf8.count) ? $0 : nil }, clientIp: request.remoteAddress)
+            deviceId: request.headers["X-Device-Id"].flatMap { (1...128).contains($0.utf8.count) ? $0 : nil }, clientAddress: clientAddress(request))
         switch verdict {
         case .answered(let answer): return .json(answer)
         case .invalidEnvelope: return Self.invalidEnvelopeResponse

@@ -59,8 +59,8 @@ public struct GatewayConfiguration: Sendable {
     /// Consecutive failures from one client address before it waits `throttleSeconds` (never locked:
     /// offices and kiosks share addresses).
     public var addressThrottleAfter: Int
-    /// A client address's failures count while each comes within this many seconds of the one before
-    /// (`FACEGATE_ADDRESS_FAILURE_WINDOW_SECONDS`); successes in between do not clear them.
+    /// The sliding window of a client address's failures (`FACEGATE_ADDRESS_FAILURE_WINDOW_SECONDS`): `addressThrottleAfter`
+    /// at once, then one per window / that many; successes in between give nothing back.
     public var addressFailureWindow: Int
     /// Proxies whose `X-Forwarded-For` names the client (`FACEGATE_TRUSTED_PROXIES`, comma list of
     /// addresses); from anyone else the header is ignored and the connection's address is the client's.

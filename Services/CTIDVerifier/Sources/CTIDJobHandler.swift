@@ -68,6 +68,10 @@ final class CTIDJobHandler: Sendable {
         var message: String
         var score: Float?
         var authMode: String?
+
+        /// The verdict says something about the claimed identity (not only about the serial or the request's form): such
+        /// tries count against that identity.
+        var judgedIdentity: Bool { code == .verified || code == .mismatch }
     }
 
     private func verify(_ sealed: CTIDEnvelope?, appId: UUID, deviceId: String?, clientIp: String?, messageId: String) async throws -> CTIDJobResult {
@@ -82,15 +86,17 @@ final class CTIDJobHandler: Sendable {
         }
         guard let sealed, let key = try await institutionKey(appId), let plaintext = try? sealed.open(expectedAppId: appId, key: key) else {
             try await record(ErrorCode.invalidEnvelope.rawValue, detail: [:])
-            return CTIDJobResult(outcome: .invalidEnvelope, transactionId: transactionId)
+            return CTIDJobResult(outcome: .invalidEnvelope, transactionId: transactionId, attempt: .failure)
         }
         // Past the MAC there is no oracle to protect: a malformed plaintext gets a sealed answer naming the field.
         let verdict: Verdict
         var detail: [String: String] = [:]
         var bizSerialNum = ""
+        var registryEntry: String?
         do {
             let request = try FaceGateJSON.decode(CTIDVerificationRequest.self, from: plaintext)
             bizSerialNum = request.bizSerialNum
+            registryEntry = registry.attemptKey(appId: appId, number: request.idNumber.trimmingCharacters(in: .whitespaces))
             verdict = try await check(request, appId: appId)
             detail["idNumber"] = ResidentIDNumber.mask(request.idNumber)
         } catch let error as DecodingError {
@@ -107,7 +113,8 @@ final class CTIDJobHandler: Sendable {
         let answer = CTIDVerificationAnswer(bizSerialNum: bizSerialNum, authResult: verdict.authResult, resultCode: verdict.code.rawValue,
                                             message: verdict.message, transactionId: transactionId.uuidString.lowercased())
         let result = CTIDJobResult(outcome: .answered, envelope: try CTIDEnvelope.seal(try FaceGateJSON.encode(answer), appId: appId, key: key),
-                                   transactionId: transactionId)
+                                   transactionId: transactionId, attempt: verdict.code.attempt,
+                                   registryEntry: verdict.judgedIdentity ? registryEntry : nil)
         try await records.keep(try FaceGateJSON.encode(result), for: messageId)
         return result
     }
@@ -192,6 +199,7 @@ final class CTIDJobHandler: Sendable {
 
     enum Validity { case malformed, notCurrent, current }
 
+
     /// `start ≤ today ≤ end` in China Standard Time; `长期` is an open end.
     static func validity(start: String, end: String, today: CalendarDate = CalendarDate(Date())) -> Validity {
         guard let first = CalendarDate(yyyymmdd: start) else { return .malformed }
@@ -232,5 +240,17 @@ final class CTIDJobHandler: Sendable {
         try await registry.register(appId: appId, number: number.value,
                                     identity: RegisteredIdentity(name: name, validStart: entry.validDateStart, validEnd: entry.validDateEnd, sealedTemplate: template))
         return CTIDJobResult(outcome: .registered)
+    }
+}
+
+extension CTIDResultCode {
+    /// How a verdict counts for the attempt limits: a claim that did not hold (identity, portrait, serial) is a failure; a
+    /// request that could not be judged is neither.
+    var attempt: CTIDJobResult.Attempt {
+        switch self {
+        case .verified: .success
+        case .mismatch, .serialInvalid: .failure
+        case .invalidData, .unsupportedMode, .portraitUnusable, .unavailable: .neutral
+        }
     }
 }

@@ -23,6 +23,8 @@ public struct RegisteredIdentity: Sendable {
 public protocol IdentityRegistry: Sendable {
     func lookup(appId: UUID, number: String) async throws -> RegisteredIdentity?
     func register(appId: UUID, number: String, identity: RegisteredIdentity) async throws
+    /// An opaque key for the tries at `number`, registered or not: keyed apart from the registry's own lookup key.
+    func attemptKey(appId: UUID, number: String) -> String
 }
 
 /// The `ctid_registry` table: rows keyed by HMAC-SHA256(key derived from `numberKey`, number), so
@@ -36,6 +38,10 @@ public struct PostgresIdentityRegistry: IdentityRegistry {
         self.database = database
         self.sealer = sealer
         self.numberKey = try HKDF.sha256(ikm: numberKey, salt: [], info: Array("facegate.ctid-registry.number.v1".utf8), length: 32)
+    }
+
+    public func attemptKey(appId: UUID, number: String) -> String {
+        Base64URL.encode(HMACSHA256.authenticationCode(key: numberKey, data: Array("attempts\n\(appId.uuidString.lowercased())\n\(number.uppercased())".utf8)))
     }
 
     func numberHash(_ number: String) -> [UInt8] {

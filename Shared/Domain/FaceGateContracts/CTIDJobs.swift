@@ -99,16 +99,28 @@ public struct CTIDJobResult: Codable, Sendable {
         case unavailable = "SERVICE_UNAVAILABLE"
     }
 
+    /// How an answered verification counts for the attempt limits: `success` (verified), `failure` (the identity, the
+    /// portrait or the serial did not hold), `neutral` (the request could not be judged). The client sees none of this:
+    /// only the sealed envelope.
+    public enum Attempt: String, Codable, Sendable { case success, failure, neutral }
+
     public var outcome: Outcome
     public var envelope: CTIDEnvelope?
     public var message: String?
     public var transactionId: UUID?
+    public var attempt: Attempt?
+    /// An opaque key of the registry entry the request claimed (a keyed hash of its number, not the registry's own), so
+    /// that the gateway can limit the tries at one identity without ever seeing it.
+    public var registryEntry: String?
 
-    public init(outcome: Outcome, envelope: CTIDEnvelope? = nil, message: String? = nil, transactionId: UUID? = nil) {
+    public init(outcome: Outcome, envelope: CTIDEnvelope? = nil, message: String? = nil, transactionId: UUID? = nil,
+                attempt: Attempt? = nil, registryEntry: String? = nil) {
         self.outcome = outcome
         self.envelope = envelope
         self.message = message
         self.transactionId = transactionId
+        self.attempt = attempt
+        self.registryEntry = registryEntry
     }
 }
 

@@ -29,28 +29,34 @@ struct AttemptState: Sendable, Equatable {
 struct PostgresAttemptCounters: AttemptCounterStore {
     let database: PostgresPool
 
+    /// A windowed rule (`failureWindow` > 0) keeps its GCRA time in `last_failure_at`: when the failures charged so far
+    /// would all have drained at one per `failureInterval`. A charge is admitted while that time is at most
+    /// `failureWindow - failureInterval` ahead, and moves it one interval on; a refund moves it back.
     func charge(appId: UUID, subject: String, rule: AttemptGuard.Rule) async throws -> Bool {
-        try await database.query("""
+        let (window, interval) = (rule.failureWindow, rule.failureInterval)
+        return try await database.query("""
             INSERT INTO attempt_counters AS c (app_id, subject, consecutive_failures, total_failures, last_failure_at)
-            VALUES (\(appId), \(subject), 1, 1, now())
+            VALUES (\(appId), \(subject), 1, 1, now() + make_interval(secs => \(window > 0 ? interval : 0)))
             ON CONFLICT (app_id, subject) DO UPDATE SET
-                consecutive_failures = CASE WHEN \(rule.failureWindow) > 0 AND c.last_failure_at + make_interval(secs => \(rule.failureWindow)) <= now()
-                                            THEN 1 ELSE c.consecutive_failures + 1 END,
+                consecutive_failures = c.consecutive_failures + 1,
                 total_failures = c.total_failures + 1,
-                last_failure_at = now(),
+                last_failure_at = CASE WHEN \(window) > 0 THEN GREATEST(c.last_failure_at, now()) + make_interval(secs => \(interval)) ELSE now() END,
                 locked_at = CASE WHEN \(rule.lockAfter) > 0 AND c.total_failures + 1 >= \(rule.lockAfter) THEN now() ELSE c.locked_at END
             WHERE c.locked_at IS NULL
-              AND (c.consecutive_failures < \(rule.throttleAfter) OR c.last_failure_at + make_interval(secs => \(rule.throttleSeconds)) <= now())
+              AND CASE WHEN \(window) > 0 THEN c.last_failure_at - now() <= make_interval(secs => \(Double(window) - interval))
+                       ELSE c.consecutive_failures < \(rule.throttleAfter) OR c.last_failure_at + make_interval(secs => \(rule.throttleSeconds)) <= now() END
             RETURNING 1 AS admitted
             """).first != nil
     }
 
     func state(appId: UUID, subject: String, rule: AttemptGuard.Rule) async throws -> AttemptState? {
+        let (window, interval) = (rule.failureWindow, rule.failureInterval)
         guard let row = try await database.query("""
             SELECT locked_at IS NOT NULL AS locked,
-                   consecutive_failures >= \(rule.throttleAfter)
-                       AND (\(rule.failureWindow) = 0 OR last_failure_at + make_interval(secs => \(rule.failureWindow)) > now()) AS throttled,
-                   CEIL(EXTRACT(EPOCH FROM (last_failure_at + make_interval(secs => \(rule.throttleSeconds)) - now())))::int AS wait
+                   CASE WHEN \(window) > 0 THEN last_failure_at - now() > make_interval(secs => \(Double(window) - interval))
+                        ELSE consecutive_failures >= \(rule.throttleAfter) END AS throttled,
+                   CEIL(EXTRACT(EPOCH FROM (CASE WHEN \(window) > 0 THEN last_failure_at - make_interval(secs => \(Double(window) - interval))
+                                                 ELSE last_failure_at + make_interval(secs => \(rule.throttleSeconds)) END - now())))::int AS wait
             FROM attempt_counters WHERE app_id = \(appId) AND subject = \(subject)
             """).first else { return nil }
         return AttemptState(locked: try row.decode("locked"), throttled: try row.decode("throttled"),
@@ -60,6 +66,8 @@ struct PostgresAttemptCounters: AttemptCounterStore {
     func refund(appId: UUID, subject: String, success: Bool, rule: AttemptGuard.Rule) async throws {
         _ = try await database.query("""
             UPDATE attempt_counters SET
+                last_failure_at = CASE WHEN \(rule.failureWindow) > 0 THEN last_failure_at - make_interval(secs => \(rule.failureInterval))
+                                       ELSE last_failure_at END,
                 consecutive_failures = CASE WHEN \(success) THEN 0 ELSE GREATEST(consecutive_failures - 1, 0) END,
                 total_failures = GREATEST(total_failures - 1, 0),
                 locked_at = CASE WHEN \(rule.lockAfter) > 0 AND total_failures - 1 < \(rule.lockAfter) THEN NULL ELSE locked_at END

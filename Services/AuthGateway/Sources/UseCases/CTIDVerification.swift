@@ -14,6 +14,7 @@ protocol CTIDJobs: Sendable {
 /// and judging identities is the ctid-verifier's work.
 struct CTIDVerification: Sendable {
     let admission: any ModuleAdmission
+    let attempts: AttemptGuard
     let serials: any CTIDSerialStore
     let verifier: any CTIDJobs
     let serialTTLSeconds: Int
@@ -48,20 +49,36 @@ struct CTIDVerification: Sendable {
     }
 
     /// Hands `envelope` (nil when the body was not even an envelope: still the verifier's to judge and record) to the
-    /// verifier.
-    func verify(app: AppRecord, envelope: CTIDEnvelope?, deviceId: String?, clientIp: String?) async throws -> Verdict {
+    /// verifier. Every try is charged before it is sent to the device (`X-Device-Id`, when given) and the client address,
+    /// and settled by how the verifier counted it (the gateway never sees the plaintext). The identity the request claimed
+    /// is charged too, by the verifier's opaque key of its number, before its verdict is handed over: once an identity has
+    /// been tried too often, whoever tries it waits, and a verdict computed meanwhile is withheld (`RATE_LIMITED`), so
+    /// numbers and names cannot be enumerated at the rate serials are issued.
+    func verify(app: AppRecord, envelope: CTIDEnvelope?, deviceId: String?, clientAddress: String) async throws -> Verdict {
         try await admission.admit(app, module: .ctid)
-        let result = try await verifier.ctidJob(CTIDJob(appId: app.id, .verify(envelope: envelope, deviceId: deviceId, clientIp: clientIp)))
-        switch result.outcome {
-        case .answered:
-            guard let answer = result.envelope else { throw APIError(.internalError, "the verifier answered without an envelope") }
-            return .answered(answer)
-        case .invalidEnvelope:
-            return .invalidEnvelope
-        case .unavailable:
-            throw APIError(.serviceUnavailable, "identity verification is unavailable right now; try again")
-        default:
-            throw APIError(.internalError, "unexpected verifier answer")
+        var subjects: [AttemptGuard.Subject] = [.clientAddress(clientAddress)]
+        if let deviceId { subjects.insert(.device(deviceId), at: 0) }
+        return try await attempts.attempt(appId: app.id, subjects) {
+            let result = try await verifier.ctidJob(CTIDJob(appId: app.id, .verify(envelope: envelope, deviceId: deviceId, clientIp: clientAddress)))
+            let outcome: AttemptGuard.Outcome = switch result.attempt {
+            case .success: .success
+            case .failure: .failure
+            case .neutral, nil: .neutral
+            }
+            switch result.outcome {
+            case .answered:
+                guard let answer = result.envelope else { throw APIError(.internalError, "the verifier answered without an envelope") }
+                if let entry = result.registryEntry {
+                    try await attempts.attempt(appId: app.id, [.registryEntry(entry)]) { ((), outcome) }
+                }
+                return (.answered(answer), outcome)
+            case .invalidEnvelope:
+                return (.invalidEnvelope, .failure)
+            case .unavailable:
+                throw APIError(.serviceUnavailable, "identity verification is unavailable right now; try again")
+            default:
+                throw APIError(.internalError, "unexpected verifier answer")
+            }
         }
     }
 

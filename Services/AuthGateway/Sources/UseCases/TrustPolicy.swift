@@ -98,7 +98,9 @@ enum TrustPolicy {
             // A device asks only for a user its own bound key belongs to; an unbound key is refused before any lookup.
             TrustRule(requires: [.appServerSecret], charged: [.serverCredential], answers: [.forbidden, .notFound], amr: nil)
         case .ctidVerification:
-            TrustRule(requires: [.institutionKey, .face], charged: [.registryEntry, .device], answers: [.invalidEnvelope], amr: nil)
+            // The verdict of an identity tried too often is withheld (RATE_LIMITED): numbers cannot be enumerated.
+            TrustRule(requires: [.institutionKey, .face], charged: [.registryEntry, .device, .clientAddress], answers: [.invalidEnvelope, .rateLimited],
+                      amr: nil)
         }
     }
 
