@@ -63,6 +63,8 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
             "FACEGATE_ADMIN_PORT": "0",
             "FACEGATE_HTTP_PORT": "0",
             "FACEGATE_LOG_LEVEL": "warning",
+            // Every refused credential a row of its own: tests find the refusals they caused (TrustPolicyTests tries the summaries).
+            "FACEGATE_REFUSAL_SUMMARY_SECONDS": "0",
             "FACEGATE_ADMIN_KEY": adminKey,
             "FACEGATE_SIGNING_KEY": Data(signingSeed).base64EncodedString(),
             "FACEGATE_SEALING_KEY": Data(SecureRandom.bytes(32)).base64EncodedString(),

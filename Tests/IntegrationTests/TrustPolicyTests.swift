@@ -273,6 +273,33 @@ struct TrustPolicyTests {
         }
     }
 
+    /// Refusals without a valid credential cannot flood the audit trail: per client address and period (2 s here, a minute
+    /// by default) the first is a row of its own, the others one summary row that counts them.
+    @Test func refusedCredentialsAreSummarisedPerAddress() async throws {
+        try await TestStack.with(withMatcher: false, extra: ["FACEGATE_REFUSAL_SUMMARY_SECONDS": "2"]) { stack in
+            var recorded = 0
+            for _ in 0..<30 {
+                let reply = try await stack.call("GET", "/v1/apps", bearer: "fgk_not_a_key")
+                #expect(reply.status == 401 && reply.errorCode == "UNAUTHORIZED")
+                if (reply.json["error"] as? [String: Any])?["transactionId"] is String { recorded += 1 }
+            }
+            func rows() async throws -> [(outcome: String, count: Int)] {
+                try await stack.database.pool.query("""
+                    SELECT outcome, coalesce((detail->>'count')::int, 1) AS n FROM transactions
+                    WHERE app_id = \(UUID(uuidString: "00000000-0000-0000-0000-000000000000")!) AND kind = 'auth.refused'
+                    """).map { (try $0.decode("outcome", as: String.self), try $0.decode("n", as: Int.self)) }
+            }
+            var found = try await rows()
+            for _ in 0..<40 where found.reduce(0, { $0 + $1.count }) < 30 {
+                try await Task.sleep(for: .milliseconds(250))
+                found = try await rows()
+            }
+            #expect(found.reduce(0) { $0 + $1.count } == 30, "\(found)")
+            #expect(found.count <= 6 && found.filter { $0.outcome == "UNAUTHORIZED" }.count == recorded, "\(found)")
+            #expect(found.contains { $0.outcome == "REPEATED" && $0.count > 1 })
+        }
+    }
+
     /// Operators and app servers are limited per credential, never by what their searches find: thirty searches that find
     /// no one all answer, and a burst above the credential's rate is told to wait.
     @Test func serverCallersAreLimitedPerKeyNotChargedAsLogins() async throws {

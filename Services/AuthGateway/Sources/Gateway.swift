@@ -46,7 +46,12 @@ public final class AuthGateway: Sendable {
         let sweeper = PeriodicService(name: "expired-records", every: configuration.sweepInterval, logger: runtime.logger) {
             try await context.sweepExpiredRecords()
         }
+        let refusalSummaries = PeriodicService(name: "refusal-summaries", every: .seconds(max(1, configuration.refusalSummarySeconds / 4)),
+                                               logger: runtime.logger) {
+            await context.recordRefusalSummaries()
+        }
         var services: [any Service] = [admin, requester, http, ProducerService(producer: producer), sweeper, TopicsService(runtime: runtime)]
+        if configuration.refusalSummarySeconds > 0 { services.append(refusalSummaries) }
         if configuration.auditCheckpointInterval > .zero {
             let published = Mutex<[UUID: Int64]>([:])
             services.append(PeriodicService(name: "audit-checkpoints", every: configuration.auditCheckpointInterval, logger: runtime.logger) {
@@ -110,6 +115,7 @@ final class GatewayContext: Sendable {
     let serverCallRate: RateLimiter
     let kioskLoginsLimited: Counter
     let kioskRegistry: any KioskRegistry
+    let refusals: RefusalLedger
     let eventStreams: EventStreamSlots
 
     init(configuration: GatewayConfiguration, runtime: ServiceRuntime, producer: KafkaProducer, requester: RequesterService,
@@ -147,6 +153,7 @@ final class GatewayContext: Sendable {
         kioskLoginsLimited = runtime.metrics.counter("facegate_kiosk_logins_limited_total",
                                                      help: "Kiosk logins refused because the kiosk used up its rate (FACEGATE_KIOSK_LOGIN_RATE)")
         kioskRegistry = PostgresKioskRegistry(database: runtime.database)
+        refusals = RefusalLedger(period: configuration.refusalSummarySeconds)
         eventStreams = EventStreamSlots(limit: configuration.eventStreams, perClient: configuration.eventStreamsPerClient)
     }
 
@@ -173,17 +180,35 @@ final class GatewayContext: Sendable {
     }
 
     /// A failed authentication, on the platform chain (`auth.refused`, the code as outcome, the route): no
-    /// credential, app or user is named, since none was proven.
+    /// credential, app or user is named, since none was proven. Only the first of an address's period is a row of its own
+    /// (`RefusalLedger`); the rest are counted into a summary row, so no one can flood the trail.
     func recordRefusedCredentials(_ request: HTTPRequest, _ error: APIError) async -> UUID? {
+        let (address, route) = (clientAddress(request), request.method + " " + request.routeTemplate)
+        guard refusals.isFirst(address: address, code: error.code.rawValue, route: route) else { return nil }
         let record = TransactionRecord(id: UUID(), appId: platformAppId, kind: "auth.refused", outcome: error.code.rawValue, userId: nil,
-                                       deviceId: nil, clientIp: clientAddress(request), score: nil, latencyMs: 0,
-                                       detail: ["route": request.method + " " + request.path])
+                                       deviceId: nil, clientIp: address, score: nil, latencyMs: 0, detail: ["route": route])
+        return await appendRefusal(record) ? record.id : nil
+    }
+
+    /// The counted refusals of the periods that are over: one `auth.refused` row per address and period, outcome
+    /// `REPEATED`, with how many, which codes and which routes.
+    func recordRefusalSummaries(all: Bool = false) async {
+        for summary in refusals.summaries(all: all) {
+            func tally(_ counts: [String: Int]) -> String { counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ") }
+            _ = await appendRefusal(TransactionRecord(
+                id: UUID(), appId: platformAppId, kind: "auth.refused", outcome: "REPEATED", userId: nil, deviceId: nil, clientIp: summary.address,
+                score: nil, latencyMs: 0, detail: ["count": String(summary.count), "periodStart": ISO8601DateFormatter().string(from: summary.periodStart),
+                                                   "codes": tally(summary.codes), "routes": tally(summary.routes)]))
+        }
+    }
+
+    private func appendRefusal(_ record: TransactionRecord) async -> Bool {
         do {
             try await transactions.append(record)
-            return record.id
+            return true
         } catch {
             logger.warning("refused authentication not recorded", ["error": "\(error)"])
-            return nil
+            return false
         }
     }
 

@@ -23,6 +23,9 @@ public struct GatewayConfiguration: Sendable {
     /// charged as failed logins.
     public var serverCallRate: Int
     public var serverCallBurst: Int
+    /// Refusals without a valid credential: the first per client address and this many seconds is a row of its own, the
+    /// rest one summary row (`FACEGATE_REFUSAL_SUMMARY_SECONDS`; 0: a row each).
+    public var refusalSummarySeconds: Int
     /// Open kiosk event streams per gateway (`FACEGATE_EVENT_STREAMS`) and per client address (`FACEGATE_EVENT_STREAMS_PER_CLIENT`).
     public var eventStreams: Int
     public var eventStreamsPerClient: Int
@@ -91,6 +94,7 @@ public struct GatewayConfiguration: Sendable {
         kioskLoginBurst = try env.int("FACEGATE_KIOSK_LOGIN_BURST", default: 10, range: 1...100_000)
         serverCallRate = try env.int("FACEGATE_SERVER_CALL_RATE", default: 20, range: 0...1_000_000)
         serverCallBurst = try env.int("FACEGATE_SERVER_CALL_BURST", default: 40, range: 1...1_000_000)
+        refusalSummarySeconds = try env.int("FACEGATE_REFUSAL_SUMMARY_SECONDS", default: 60, range: 0...3600)
         eventStreams = try env.int("FACEGATE_EVENT_STREAMS", default: 256, range: 1...100_000)
         eventStreamsPerClient = try env.int("FACEGATE_EVENT_STREAMS_PER_CLIENT", default: 8, range: 1...100_000)
         bootstrapAdminKeyHash = env.optionalString("FACEGATE_ADMIN_KEY").map { SHA256.hash(Array($0.utf8)) }
