@@ -104,7 +104,13 @@ import Testing
         for device in ["phone-1", "phone-2", "phone-3"] {
             #expect(try await ctid.verify(app: app, envelope: sealed, deviceId: device, clientAddress: "198.51.100.\(device.count)") == .answered(sealed))
         }
-        #expect(await errorCode { _ = try await ctid.verify(app: app, envelope: sealed, deviceId: "phone-4", clientAddress: "203.0.113.9") } == .rateLimited)
+        // Withheld, not answered: and the try still costs the sender, whose next tries are then throttled too.
+        #expect(try await ctid.verify(app: app, envelope: sealed, deviceId: "phone-4", clientAddress: "203.0.113.9") == .withheld(APIError(.rateLimited, "")))
+        #expect(try await counters.state(appId: app.id, subject: AttemptGuard.Subject.device("phone-4").key,
+                                         rule: .init(throttleAfter: 3, throttleSeconds: 30, lockAfter: 6))?.throttled == false)
+        let charged = try await counters.state(appId: app.id, subject: AttemptGuard.Subject.device("phone-4").key,
+                                               rule: .init(throttleAfter: 1, throttleSeconds: 30, lockAfter: 6))
+        #expect(charged?.throttled == true, "the withheld try was charged to the device")
         // Another identity, from the same places, is not held back; a verified try is not a failure.
         let other = ScriptedVerifier(CTIDJobResult(outcome: .answered, envelope: sealed, attempt: .success, registryEntry: "entry-2"))
         #expect(try await verification(verifier: other).verify(app: app, envelope: sealed, deviceId: "phone-4", clientAddress: "203.0.113.9") == .answered(sealed))

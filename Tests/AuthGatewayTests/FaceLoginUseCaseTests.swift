@@ -19,6 +19,7 @@ import Testing
         let matcher = ScriptedMatcher()
         let signingKey = JWTSigningKey(kid: "test", privateKey: Ed25519PrivateKey())
         let migrations = Calls<UUID>()
+        let kiosks = InMemoryKioskKeys()
         var app: AppRecord
 
         init(binding: DeviceBinding = .header, policy: DeviceBindingPolicy = .employeeNumber, faceModel: FaceModel = .sface2021dec) {
@@ -36,7 +37,8 @@ import Testing
                              attempts: AttemptGuard(store: counters, rule: .init(throttleAfter: 3, throttleSeconds: 30, lockAfter: 6),
                                                     addressRule: .init(throttleAfter: 100, throttleSeconds: 30, lockAfter: 0)),
                              bindings: bindings, users: users, challenges: challenges, matcher: matcher,
-                             tokens: IdentityTokenIssuer(issuer: "https://facegate.test", key: signingKey, ttl: 300), confirmationTTL: 120) {
+                             tokens: IdentityTokenIssuer(issuer: "https://facegate.test", key: signingKey, ttl: 300), kioskKeys: kiosks,
+                             confirmationTTL: 120) {
                 _, user, _, _ in migrations.record(user)
             }
         }
@@ -268,7 +270,8 @@ import Testing
                              attempts: AttemptGuard(store: world.counters, rule: .init(throttleAfter: 3, throttleSeconds: 30, lockAfter: 6),
                                                     addressRule: .init(throttleAfter: 3, throttleSeconds: 30, lockAfter: 0, failureWindow: 600)),
                              bindings: world.bindings, users: world.users, challenges: world.challenges, matcher: world.matcher,
-                             tokens: IdentityTokenIssuer(issuer: "https://facegate.test", key: world.signingKey, ttl: 300), confirmationTTL: 120) { _, _, _, _ in }
+                             tokens: IdentityTokenIssuer(issuer: "https://facegate.test", key: world.signingKey, ttl: 300), kioskKeys: world.kiosks,
+                             confirmationTTL: 120) { _, _, _, _ in }
         let mine = world.user("E1001")
         let own = ClientDevice(id: "attacker-own-phone", isKey: false)
         let pending = PendingConfirmation(appId: world.app.id, deviceId: own.id, userId: mine, candidates: [.init(userId: mine, distance: 0.2)],
@@ -296,6 +299,19 @@ import Testing
         }
         #expect(await attempt("stranger-3", Self.noMatch) == .rateLimited)
         #expect(await attempt(own.id, Self.match(mine)) == .rateLimited, "the whole address waits")
+    }
+
+    /// A registered kiosk's key is never bound to a user, even with the right number and face.
+    @Test func aKioskKeyIsNeverBound() async throws {
+        let world = World(binding: .dpop)
+        let alice = world.user("E1001")
+        let kiosk = ClientDevice(id: "thumbprint-kiosk", isKey: true)
+        world.kiosks.register(appId: world.app.id, jkt: kiosk.id)
+        world.matcher.answer(Self.match(alice))
+        guard case .success(.confirmRequired(let confirmation)) = await world.login(kiosk) else { Issue.record("not asked to confirm"); return }
+        guard case .failure(let refused) = await world.confirm(kiosk, confirmation, "E1001") else { Issue.record("a kiosk key was bound"); return }
+        #expect(refused.code == .forbidden)
+        #expect(try await world.bindings.boundUsers(appId: world.app.id, device: kiosk).isEmpty)
     }
 
     @Test func anUnboundKeyIsAlwaysAskedToConfirmAndTheAnswerNamesNoOne() async throws {

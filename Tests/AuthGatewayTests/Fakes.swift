@@ -814,3 +814,12 @@ final class InMemoryKioskEventTickets: KioskEventTicketStore {
         }
     }
 }
+
+/// Registered kiosks' keys, by app and thumbprint.
+final class InMemoryKioskKeys: KioskKeys {
+    private let keys = Mutex<Set<String>>([])
+
+    func register(appId: UUID, jkt: String) { keys.withLock { _ = $0.insert(appId.wire + "/" + jkt) } }
+
+    func isLiveKiosk(appId: UUID, jkt: String) async throws -> Bool { keys.withLock { $0.contains(appId.wire + "/" + jkt) } }
+}

@@ -118,6 +118,7 @@ import Testing
             "Transfer-Encoding: chunked\r\nContent-Length: 3145728\r\n",
             "Content-Length: +12\r\n",
             "Content-Length: 1e3\r\n",
+            "Content-Length: 3\r\nContent-Length: 3\r\n",
         ]
         for head in heads {
             let response = try await onOwnThread {

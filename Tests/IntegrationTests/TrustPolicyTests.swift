@@ -93,6 +93,9 @@ struct TrustPolicyTests {
                 #expect(read.status == 403 && read.errorCode == "KIOSK_NOT_REGISTERED")
                 #expect(read.json["result"] == nil)
             }
+            // The event stream with the interview token and any `ticket` still needs the kiosk's proof.
+            let events = try await stack.call("GET", "/v1/kiosk/sessions/\(session.id)/events?ticket=kt_forged", headers: ["X-Interview-Token": session.token])
+            #expect(events.status == 403 && events.errorCode == "KIOSK_NOT_REGISTERED")
             // Another registered kiosk of the app is not the one that opened the session.
             let other = try await stack.registerKiosk(app, name: "Other door")
             #expect(try await stack.call("GET", "/v1/kiosk/sessions/\(session.id)", headers: ["X-Interview-Token": session.token],
@@ -118,7 +121,7 @@ struct TrustPolicyTests {
             let refused = try await stack.database.pool.query("""
                 SELECT count(*)::int AS n FROM transactions WHERE app_id = \(UUID(uuidString: app.id)!) AND outcome = 'KIOSK_NOT_REGISTERED'
                 """).first?.decode("n", as: Int.self)
-            #expect(refused == 8)
+            #expect(refused == 9)
         }
     }
 

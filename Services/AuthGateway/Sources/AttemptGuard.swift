@@ -20,7 +20,7 @@ struct AttemptGuard: Sendable {
         case credential(UUID)
         case bindingUser(UUID)
         case clientAddress(String)
-        /// A registered kiosk: charged for spoofs only (walk-ups who match no one cost it nothing).
+        /// A registered kiosk: charged for spoofs only (walk-ups who match no one cost it nothing); never locked.
         case kiosk(UUID)
         /// The identity a CTID verification claims (the verifier's opaque key of its number): tries at one identity are
         /// limited whoever sends them. Never locked, so a stranger cannot lock a person out of verification.
@@ -62,8 +62,9 @@ struct AttemptGuard: Sendable {
     func rule(for subject: Subject) -> Rule {
         switch subject {
         case .clientAddress: addressRule
-        case .registryEntry: Rule(throttleAfter: rule.throttleAfter, throttleSeconds: rule.throttleSeconds, lockAfter: 0,
-                                  failureWindow: addressRule.failureWindow)
+        // Never locked: a stranger must not be able to lock a kiosk, or a person out of verification.
+        case .registryEntry, .kiosk: Rule(throttleAfter: rule.throttleAfter, throttleSeconds: rule.throttleSeconds, lockAfter: 0,
+                                          failureWindow: addressRule.failureWindow)
         default: rule
         }
     }

@@ -41,6 +41,7 @@ extension GatewayContext: CTIDJobs {
         switch verdict {
         case .answered(let answer): return .json(answer)
         case .invalidEnvelope: return Self.invalidEnvelopeResponse
+        case .withheld(let refusal): throw refusal
         }
     }
 

@@ -35,6 +35,7 @@ extension GatewayContext {
                 var employeeNumber: String?
             }
             let body = try request.decodeJSON(Body.self)
+            if caller.isAppServer { try admitServerCall(request, appServer: caller.app) }
             let tickets = BindingTickets(bindings: bindings, users: users, ttlSeconds: configuration.bindingTicketTTL)
             return try await recorded(request, kind: "device.binding.ticket", appId: caller.app.id) { draft in
                 let issuer: BindingTickets.Issuer = caller.isAppServer ? .appServer : .boundDevice { [self] in try await clientDevice(request, app: caller.app) }

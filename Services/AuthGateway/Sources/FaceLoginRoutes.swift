@@ -21,7 +21,7 @@ extension GatewayContext {
 
     var faceLoginFlow: FaceLogin {
         FaceLogin(admission: apps, attempts: attempts, bindings: bindings, users: users, challenges: livenessChallenges, matcher: self,
-                  tokens: identityTokens, confirmationTTL: Int(configuration.confirmationTTL)) { [self] app, user, image, target in
+                  tokens: identityTokens, kioskKeys: kioskRegistry, confirmationTTL: Int(configuration.confirmationTTL)) { [self] app, user, image, target in
             reenroll(app: app, user: user, image: image, target: target)
         }
     }

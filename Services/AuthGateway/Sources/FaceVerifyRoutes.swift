@@ -23,7 +23,7 @@ extension GatewayContext {
     /// the threshold and the model (`FaceComparison.verify`).
     func verifyFace(_ request: HTTPRequest, _ caller: AppCaller) async throws -> HTTPResponse {
         let (app, isAppServer) = (caller.app, caller.isAppServer)
-        if isAppServer { try admitServerCall(request) }
+        if isAppServer { try admitServerCall(request, appServer: app) }
         return try await recorded(request, kind: "face.verify", appId: app.id) { draft in
             var verifier = FaceComparison.Verifier.appServer
             if !isAppServer {
@@ -62,7 +62,7 @@ extension GatewayContext {
             guard let value = Int(text), (1...20).contains(value) else { throw APIError(.invalidRequest, "limit must be 1–20") }
             return value
         } ?? 5
-        try admitServerCall(request)
+        try admitServerCall(request, appServer: isAppServer ? app : nil)
         return try await recorded(request, kind: "face.search", appId: app.id) { draft in
             let search = try await faceComparison.search(app: app, forAppServer: isAppServer, limit: limit,
                                                          image: { Data(try image(request)) }, draft: &draft)
@@ -105,9 +105,10 @@ extension GatewayContext {
     }
 
     /// Server callers (operator keys, app servers) are limited per credential (`FACEGATE_SERVER_CALL_RATE`), never by the
-    /// outcomes of their calls. The bucket is keyed by a hash of the credential, which is never kept.
-    func admitServerCall(_ request: HTTPRequest) throws {
-        let key = Hex.encode(SHA256.hash(Array((request.headers["Authorization"] ?? "").utf8)))
+    /// outcomes of their calls: an app server by its app, an operator by a hash of its key (which is never kept).
+    func admitServerCall(_ request: HTTPRequest, appServer: AppRecord? = nil) throws {
+        let key = appServer.map { "app:" + $0.id.wire }
+            ?? "operator:" + Hex.encode(SHA256.hash(Array(((try? bearer(request, missing: .unauthorized)) ?? "").utf8)))
         guard serverCallRate.admit(key) else {
             let wait = serverCallRate.retryAfter(key)
             throw APIError(.rateLimited, "this credential has used up its calls for now (FACEGATE_SERVER_CALL_RATE); wait \(wait) s", retryAfter: wait)

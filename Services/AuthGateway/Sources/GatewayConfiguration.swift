@@ -134,7 +134,7 @@ public struct GatewayConfiguration: Sendable {
         addressFailureWindow = try env.int("FACEGATE_ADDRESS_FAILURE_WINDOW_SECONDS", default: 600, range: 1...86400)
         trustedProxies = Set((env.optionalString("FACEGATE_TRUSTED_PROXIES") ?? "").split(separator: ",")
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
-        secretGraceSeconds = try env.int("FACEGATE_SECRET_GRACE_SECONDS", default: 3600, range: 0...86400)
+        secretGraceSeconds = try env.int("FACEGATE_SECRET_GRACE_SECONDS", default: 3600, range: 0...2_592_000)
         ctidSerialTTLSeconds = try env.int("FACEGATE_CTID_SERIAL_TTL_SECONDS", default: 600, range: 30...86400)
         sweepInterval = .seconds(try env.int("FACEGATE_SWEEP_SECONDS", default: 60, range: 1...86400))
         consoleDirectory = env.optionalString("FACEGATE_CONSOLE_DIR")

@@ -86,7 +86,7 @@ extension GatewayContext {
     func kioskEvents(_ request: HTTPRequest, id: UUID) async throws -> HTTPResponse {
         let session = try await kioskSessionFlow.live(id)
         // A ticket was issued to the proven kiosk (a browser's EventSource cannot sign); the token needs the kiosk's proof.
-        if request.query["ticket"] == nil { _ = try await provenKiosk(request, session: session) }
+        if !Self.opensWithTicket(request) { _ = try await provenKiosk(request, session: session) }
         let lastEventId = request.headers["Last-Event-ID"] ?? request.query["lastEventId"] ?? "0"
         guard let after = Int(lastEventId), after >= 0 else { throw APIError(.invalidRequest, "Last-Event-ID must be an event id") }
         let slot = try eventStreams.take(for: clientAddress(request))
@@ -156,11 +156,16 @@ extension GatewayContext {
     /// spent here — so never for an upload route, whose authenticator runs twice).
     var interviewOrEventTicket: Authenticator<UUID> {
         Authenticator { [self] request in
-            guard let ticket = request.query["ticket"], request.headers["X-Interview-Token"] == nil else { return try requireInterview(request) }
+            guard Self.opensWithTicket(request), let ticket = request.query["ticket"] else { return try requireInterview(request) }
             let id = try request.uuidParameter("interviewId")
             try await kioskSessionFlow.openWithTicket(ticket, session: id)
             return id
         }
+    }
+
+    /// The event stream is opened with a ticket (and no interview token): the ticket, not the token, is the proof.
+    static func opensWithTicket(_ request: HTTPRequest) -> Bool {
+        request.query["ticket"] != nil && request.headers["X-Interview-Token"] == nil
     }
 
     struct KioskStepCaller: Sendable {

@@ -22,9 +22,18 @@ final class RefusalLedger: Sendable {
 
     private let period: Int
     private let counted = Mutex<[Key: Summary]>([:])
-    /// Addresses counted at once; past it a refusal of a new address is counted in no summary (the first of each period
-    /// still gets its row).
+    /// Addresses counted at once; past it every new address is counted in one shared summary (`*`), without a row of its own.
     static let maxAddresses = 10_000
+
+    /// The address a refusal is counted under: an IPv6 address by its /64, which one client is commonly given whole.
+    static func countedAddress(_ address: String) -> String {
+        var v6 = in6_addr()
+        guard address.contains(":"), inet_pton(AF_INET6, address, &v6) == 1 else { return address }
+        withUnsafeMutableBytes(of: &v6) { bytes in for index in 8..<16 { bytes[index] = 0 } }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        guard inet_ntop(AF_INET6, &v6, &text, socklen_t(INET6_ADDRSTRLEN)) != nil else { return address }
+        return String(cString: text) + "/64"
+    }
 
     /// `period` seconds; 0 records every refusal as a row of its own.
     init(period: Int) { self.period = period }
@@ -32,14 +41,19 @@ final class RefusalLedger: Sendable {
     /// True when this refusal is the first of its address and period (record it); false when it was counted.
     func isFirst(address: String, code: String, route: String, now: Date = Date()) -> Bool {
         guard period > 0 else { return true }
-        let key = Key(address: address, period: Int64(now.timeIntervalSince1970) / Int64(period))
+        let number = Int64(now.timeIntervalSince1970) / Int64(period)
+        var key = Key(address: Self.countedAddress(address), period: number)
         return counted.withLock { counted in
+            if counted[key] == nil, counted.count >= Self.maxAddresses { key.address = "*" }
             guard var summary = counted[key] else {
-                if counted.count < Self.maxAddresses {
-                    counted[key] = Summary(address: address, periodStart: Date(timeIntervalSince1970: Double(key.period * Int64(period))), count: 0,
-                                           codes: [:], routes: [:])
-                }
-                return true
+                counted[key] = Summary(address: key.address, periodStart: Date(timeIntervalSince1970: Double(number * Int64(period))), count: 0,
+                                       codes: [:], routes: [:])
+                // The shared overflow summary counts from its first refusal: no row of its own.
+                guard key.address == "*" else { return true }
+                counted[key]?.count = 1
+                counted[key]?.codes[code] = 1
+                counted[key]?.routes[route] = 1
+                return false
             }
             summary.count += 1
             summary.codes[code, default: 0] += 1

@@ -243,7 +243,8 @@ extension GatewayContext {
         guard let appId = UUID(uuidString: claims.appId), let app = try await apps.find(appId) else {
             throw APIError(.accessTokenInvalid, "the access token's app does not exist")
         }
-        if let rotated = app.secretRotatedAt, claims.iat < Int64(rotated.timeIntervalSince1970) {
+        if let rotated = app.secretRotatedAt,
+           claims.mts.map({ $0 < Int64((rotated.timeIntervalSince1970 * 1000).rounded(.down)) }) ?? (claims.iat < Int64(rotated.timeIntervalSince1970)) {
             throw APIError(.accessTokenExpired, "the app's secret was rotated since this access token was issued; get a new one from your app server")
         }
         if claims.prev == true, !app.previousSecretIsLive {

@@ -30,6 +30,9 @@ public struct AccessTokenClaims: Codable, Sendable {
     /// True when the app server minted it with its previous secret, during that secret's grace: the token then dies with
     /// the previous secret (its expiry or its revocation), not at `exp`.
     public var prev: Bool?
+    /// When it was minted, in milliseconds since 1970: `iat`'s whole seconds cannot tell a token minted just before a
+    /// secret rotation from one minted just after it.
+    public var mts: Int64?
 
     public init(issuer: String, appId: UUID, issuedAt: Date, ttl: TimeInterval, previousSecret: Bool = false,
                 jti: String = UUID().uuidString.lowercased()) {
@@ -42,6 +45,7 @@ public struct AccessTokenClaims: Codable, Sendable {
         self.jti = jti
         self.appId = sub
         self.prev = previousSecret ? true : nil
+        self.mts = Int64((issuedAt.timeIntervalSince1970 * 1000).rounded(.down))
     }
 }
 

@@ -97,13 +97,17 @@ final class RequestDispatcher: Sendable {
         }
         // RFC 9112 §6.3: a message with both Content-Length and Transfer-Encoding is a request-smuggling vector, and a
         // Content-Length that is not one decimal number has no meaning; both are refused before any body is read.
-        let declaredLength = context.request.headers["Content-Length"]
+        let lengths = context.request.headers.values(for: "Content-Length")
+        let declaredLength = lengths.first
         let transferEncoding = context.request.headers["Transfer-Encoding"]
         if declaredLength != nil, transferEncoding != nil {
             return queue(HTTPError.badRequest("a request may carry Content-Length or Transfer-Encoding, not both").response, for: context)
         }
-        if let declaredLength, declaredLength.isEmpty || !declaredLength.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
-            return queue(HTTPError.badRequest("Content-Length must be one decimal number").response, for: context)
+        if let declaredLength, lengths.count > 1 || declaredLength.isEmpty || !declaredLength.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
+            return queue(HTTPError.badRequest("Content-Length must be one decimal number, sent once").response, for: context)
+        }
+        if let declaredLength, UInt64(declaredLength) == nil {
+            return queue(HTTPError.payloadTooLarge(limit: configuration.maxBodyBytes).response, for: context)
         }
         switch router.lookup(method: context.request.method, path: context.request.path) {
         case .notFound:

@@ -15,8 +15,13 @@ struct RegisteredKiosk: Sendable, Equatable {
     var revokedAt: Date?
 }
 
+/// Whether a key is a registered kiosk's: such a key is never a user's device.
+protocol KioskKeys: Sendable {
+    func isLiveKiosk(appId: UUID, jkt: String) async throws -> Bool
+}
+
 /// The kiosks of an app. A key is live in at most one unrevoked kiosk of an app; a revoked kiosk stays listed.
-protocol KioskRegistry: Sendable {
+protocol KioskRegistry: KioskKeys {
     /// False when the key is already live in another kiosk of the app.
     func register(_ kiosk: RegisteredKiosk) async throws -> Bool
     func kiosks(appId: UUID) async throws -> [RegisteredKiosk]
@@ -24,6 +29,10 @@ protocol KioskRegistry: Sendable {
     func live(appId: UUID, jkt: String) async throws -> RegisteredKiosk?
     /// Revokes it (a revoked kiosk stays revoked at its first time); nil when the app has no such kiosk.
     func revoke(_ id: UUID, appId: UUID) async throws -> RegisteredKiosk?
+}
+
+extension KioskRegistry {
+    func isLiveKiosk(appId: UUID, jkt: String) async throws -> Bool { try await live(appId: appId, jkt: jkt) != nil }
 }
 
 struct PostgresKioskRegistry: KioskRegistry {

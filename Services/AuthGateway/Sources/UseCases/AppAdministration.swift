@@ -123,8 +123,10 @@ struct AppAdministration: Sendable {
     /// identity tokens; 0 cuts it off at once. Access tokens issued before now are dead, and those it mints during the
     /// grace die with it.
     func rotateSecret(of app: AppRecord, previousSecretValidFor: Int?, draft: inout TransactionDraft) async throws -> Rotated {
+        if let asked = previousSecretValidFor, !(0...86400).contains(asked) {
+            throw APIError(.invalidRequest, "previousSecretValidFor must be 0–86400 seconds")
+        }
         let grace = previousSecretValidFor ?? secretGraceSeconds
-        guard (0...86400).contains(grace) else { throw APIError(.invalidRequest, "previousSecretValidFor must be 0–86400 seconds") }
         let secret = newSecret(prefix: "fgs_")
         try await apps.rotateSecret(app.id, to: SHA256.hash(Array(secret.utf8)), graceSeconds: grace)
         draft.detail = ["previousSecretValidFor": String(grace)]

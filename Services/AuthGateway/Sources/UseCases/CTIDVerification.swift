@@ -25,6 +25,17 @@ struct CTIDVerification: Sendable {
         case answered(CTIDEnvelope)
         /// Any fault of the envelope; which one is not said.
         case invalidEnvelope
+        /// The identity claimed has been tried too often: no verdict is handed over.
+        case withheld(APIError)
+
+        static func == (lhs: Verdict, rhs: Verdict) -> Bool {
+            switch (lhs, rhs) {
+            case (.answered(let a), .answered(let b)): a == b
+            case (.invalidEnvelope, .invalidEnvelope): true
+            case (.withheld(let a), .withheld(let b)): a.code == b.code
+            default: false
+            }
+        }
     }
 
     /// A single-use serial (128 random bits as hex, with six random digits) for the mode `authModeCode` reads (`"0x42"`);
@@ -69,7 +80,12 @@ struct CTIDVerification: Sendable {
             case .answered:
                 guard let answer = result.envelope else { throw APIError(.internalError, "the verifier answered without an envelope") }
                 if let entry = result.registryEntry {
-                    try await attempts.attempt(appId: app.id, [.registryEntry(entry)]) { ((), outcome) }
+                    do {
+                        try await attempts.attempt(appId: app.id, [.registryEntry(entry)]) { ((), outcome) }
+                    } catch let refusal as APIError where refusal.code == .rateLimited || refusal.code == .credentialLocked {
+                        // Withheld, whatever the verdict was: the try still costs the sender, as a failure.
+                        return (.withheld(refusal), .failure)
+                    }
                 }
                 return (.answered(answer), outcome)
             case .invalidEnvelope:

@@ -51,7 +51,9 @@ struct FaceComparison: Sendable {
             guard let named else { throw APIError(.notFound, "no such user in this app") }
             subjects = [.bindingUser(named)]
         case .client(let device, let address):
-            if let named, try await !bindings.boundUsers(appId: app.id, device: device).contains(named) {
+            // Read whether or not the user exists, so the time says nothing about it either.
+            let bound = try await bindings.boundUsers(appId: app.id, device: device)
+            if let named, !bound.contains(named) {
                 compared = nil
                 draft.detail["compared"] = "nobody: the device is not bound to the user"
             }

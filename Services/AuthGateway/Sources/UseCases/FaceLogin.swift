@@ -26,6 +26,8 @@ struct FaceLogin: Sendable {
     let challenges: any LivenessChallengeStore
     let matcher: any FaceMatching
     let tokens: IdentityTokenIssuer
+    /// Registered kiosks' keys, which are never bound to a user.
+    let kioskKeys: any KioskKeys
     let confirmationTTL: Int
     /// Enrolls the probe of a confident login with the newer face model, in the background (`GatewayContext.reenroll`).
     let reenroll: @Sendable (_ app: AppRecord, _ user: UUID, _ image: Data, _ model: FaceModel) -> Void
@@ -153,8 +155,8 @@ struct FaceLogin: Sendable {
     /// whatever the number, and spends the confirmation. Only then is the number looked up, and a wrong or unknown number,
     /// a face that is not the claimed user's, and a ticket for another user all answer `EMPLOYEE_NUMBER_MISMATCH`; five
     /// of them void the confirmation. Every try is charged to the device, to the binding attempts of the users the face
-    /// may be and to the client address before anything is compared, and (once a ticket has passed) to the claimed user,
-    /// whatever device sends it. The confirmation is single use and expires.
+    /// may be (whatever device sends it) and to the client address before anything is compared. A registered kiosk's key
+    /// is never bound. The confirmation is single use and expires.
     func confirm(app: AppRecord, device: ClientDevice, clientAddress: String, confirmationId: UUID, employeeNumber: String,
                  bindingTicket: String?, draft: inout TransactionDraft) async throws -> Answer {
         try await admission.admit(app, module: .faceLogin)
@@ -188,20 +190,20 @@ struct FaceLogin: Sendable {
             let typed = employeeNumber.trimmingCharacters(in: .whitespaces)
             let claimed = typed.isEmpty || typed.utf8.count > 64 ? nil : try await users.user(appId: app.id, employeeNumber: typed)
             draft.userId = claimed
-            // Guessing numbers for a victim's photo counts against the victim, whichever numbers, devices and addresses are tried.
-            let claimedSubject: [AttemptGuard.Subject] = claimed.map { candidates.contains($0) ? [] : [.bindingUser($0)] } ?? []
-            let answer = try await attempts.attempt(appId: app.id, claimedSubject) { () async throws -> (Answer, AttemptGuard.Outcome) in
-                guard let claimed, let match = confirmation.candidates.first(where: { $0.userId == claimed }), ticketUser.map({ $0 == claimed }) ?? true else {
-                    let left = try await bindings.recordMismatch(confirmationId)
-                    throw APIError(.employeeNumberMismatch, left <= 0
-                                   ? "the employee number does not match the face; the confirmation is now void, log in again"
-                                   : "the employee number does not match the face; \(left) tries left")
-                }
-                draft.score = match.distance
-                try await bindings.bind(confirmation: confirmationId, appId: app.id, device: device, user: claimed, ticket: ticket)
-                return (try success(app: app, user: claimed, device: device, transaction: draft.id, door: .faceLoginConfirm), .success)
+            // Only the users the face may be are charged (above): charging a claimed number outside them would throttle
+            // existing numbers and not unknown ones, telling them apart.
+            guard let claimed, let match = confirmation.candidates.first(where: { $0.userId == claimed }), ticketUser.map({ $0 == claimed }) ?? true else {
+                let left = try await bindings.recordMismatch(confirmationId)
+                throw APIError(.employeeNumberMismatch, left <= 0
+                               ? "the employee number does not match the face; the confirmation is now void, log in again"
+                               : "the employee number does not match the face; \(left) tries left")
             }
-            return (answer, .success)
+            if device.isKey, try await kioskKeys.isLiveKiosk(appId: app.id, jkt: device.id) {
+                throw APIError(.forbidden, "a registered kiosk's key is not a user's device and cannot be bound")
+            }
+            draft.score = match.distance
+            try await bindings.bind(confirmation: confirmationId, appId: app.id, device: device, user: claimed, ticket: ticket)
+            return (try success(app: app, user: claimed, device: device, transaction: draft.id, door: .faceLoginConfirm), .success)
         }
     }
 }

@@ -68,11 +68,12 @@ struct KioskRegistration: Sendable {
         guard let kiosk = try await registry.revoke(id, appId: app.id) else { throw APIError(.notFound, "no such kiosk") }
         draft.deviceId = kiosk.jkt
         draft.detail = ["kioskId": id.wire]
-        let open = try await openSessions.openSessions(ofKiosk: id, appId: app.id)
-        for session in open {
-            _ = try? await commands.send(KioskCommand(sessionId: session, appId: app.id, kioskId: id, .cancel))
+        // A session the orchestrator cannot cancel now is refused at its next step anyway (its kiosk is revoked).
+        var ended = 0
+        for session in try await openSessions.openSessions(ofKiosk: id, appId: app.id) {
+            if (try? await commands.send(KioskCommand(sessionId: session, appId: app.id, kioskId: id, .cancel))) != nil { ended += 1 }
         }
-        draft.detail["sessionsEnded"] = String(open.count)
+        draft.detail["sessionsEnded"] = String(ended)
     }
 
     /// The live kiosk of the app whose key signed the request (`jkt`, nil when no proof was sent), calling from

@@ -90,8 +90,6 @@ struct KioskSessions: Sendable {
         return session
     }
 
-    func view(_ id: UUID) async throws -> KioskSessionView { try await sessions.view(of: try await live(id)) }
-
     /// A single-use ticket that opens the event stream once, for browsers' `EventSource`, which cannot send the interview
     /// token as a header (tokens never travel in a URL).
     func eventTicket(_ id: UUID) async throws -> (ticket: String, expiresIn: Int) {

@@ -2,9 +2,9 @@ import FaceGateCore
 import Foundation
 
 /// Every door to an identity, and what each demands: the factors it requires, whom a failure is charged to, the
-/// refusals it may answer, and what an identity token it issues says (`amr`, RFC 8176). The use cases behind the
-/// doors read their `amr` and their charged subjects from here, and the route-table test checks that every route that
-/// can hand out an identity token, a binding ticket or a factor verdict names its door.
+/// refusals it may answer, and what an identity token it issues says (`amr`, RFC 8176). The gateway's use cases read
+/// their `amr` from here and follow the rest (the README's door table is this one); the route-table test checks that
+/// every route that can hand out an identity token, a binding ticket or a factor verdict names its door.
 enum Door: String, CaseIterable, Sendable {
     /// `POST /v1/face-login`.
     case faceLogin
@@ -76,14 +76,14 @@ enum TrustPolicy {
                       answers: [.confirmRequired, .noFace, .noMatchFace, .ambiguousMatch, .spoofDetected, .imageFormatError, .dpopProofInvalid],
                       amr: ["face", "swk"])
         case .faceLoginConfirm:
-            TrustRule(requires: [.bindingTicket, .face, .employeeNumber, .deviceKey], charged: [.device, .faceCandidates, .claimedUser, .clientAddress],
+            TrustRule(requires: [.bindingTicket, .face, .employeeNumber, .deviceKey], charged: [.device, .faceCandidates, .clientAddress],
                       answers: [.bindingTicketInvalid, .employeeNumberMismatch, .confirmationInvalid, .dpopProofInvalid], amr: ["face", "swk"])
         case .kioskLogin:
             TrustRule(requires: [.registeredKiosk, .face], charged: [.kiosk],
                       answers: [.kioskNotRegistered, .noFace, .noMatchFace, .ambiguousMatch, .spoofDetected, .imageFormatError, .rateLimited],
                       amr: ["face"])
         case .kioskOnboarding:
-            TrustRule(requires: [.registeredKiosk, .face], charged: [.kiosk], answers: [.kioskNotRegistered], amr: ["face"])
+            TrustRule(requires: [.registeredKiosk, .face], charged: [], answers: [.kioskNotRegistered], amr: ["face"])
         case .deviceCredentialAssertion:
             TrustRule(requires: [.deviceCredential], charged: [.credential, .device], answers: [.authenticationFailed, .credentialLocked],
                       amr: ["swk"])
