@@ -69,9 +69,10 @@ final class CTIDJobHandler: Sendable {
         var score: Float?
         var authMode: String?
 
-        /// The verdict says something about the claimed identity (not only about the serial or the request's form): such
-        /// tries count against that identity.
-        var judgedIdentity: Bool { code == .verified || code == .mismatch }
+        /// The verdict came after the serial was spent, so it may say something about the claimed identity (a portrait
+        /// that cannot be used is only reached once the number and name held): such tries count against that identity,
+        /// and their verdict is withheld once it has been tried too often.
+        var judgedIdentity: Bool { code != .serialInvalid }
     }
 
     private func verify(_ sealed: CTIDEnvelope?, appId: UUID, deviceId: String?, clientIp: String?, messageId: String) async throws -> CTIDJobResult {
