@@ -252,6 +252,28 @@ struct TrustPolicyTests {
         }
     }
 
+    /// A proof's `htu` names the gateway's public URL: a gateway reachable beyond loopback without `FACEGATE_PUBLIC_URL`
+    /// checks no proof (503), and with it a proof made for another host is refused whatever `Host` the client sends.
+    @Test func deviceProofsNameThePublicURL() async throws {
+        try await TestStack.with(withMatcher: false, extra: ["FACEGATE_HTTP_HOST": "0.0.0.0"]) { stack in
+            let app = try await stack.createApp(extra: ["deviceBinding": "dpop"])
+            let token = try await stack.accessToken(app)
+            let unset = try await DPoPTests.Device().call(stack, "GET", "/v1/liveness/challenges", token: token)
+            #expect(unset.status == 503 && unset.errorCode == "SERVICE_UNAVAILABLE")
+        }
+        try await TestStack.with(withMatcher: false, extra: ["FACEGATE_HTTP_HOST": "0.0.0.0", "FACEGATE_PUBLIC_URL": "https://facegate.test"]) { stack in
+            let app = try await stack.createApp(extra: ["deviceBinding": "dpop"])
+            let token = try await stack.accessToken(app)
+            let phone = DPoPTests.Device()
+            let path = "/v1/liveness/challenges"
+            let named = try DPoP.proof(key: phone.key, method: "GET", url: "https://facegate.test" + path, accessToken: token)
+            #expect(try await phone.call(stack, "GET", path, token: token, proof: named).status == 200)
+            let elsewhere = try DPoP.proof(key: phone.key, method: "GET", url: "https://phish.example" + path, accessToken: token)
+            let refused = try await phone.call(stack, "GET", path, token: token, proof: elsewhere, extraHeaders: ["Host": "phish.example"])
+            #expect(refused.status == 401 && refused.errorCode == "DPOP_PROOF_INVALID")
+        }
+    }
+
     /// A replayed or forged device proof on a route that records nothing when it succeeds still leaves a row.
     @Test func refusedDeviceProofsAreAudited() async throws {
         try await TestStack.with(withKiosk: true, extra: Self.extra) { stack in

@@ -59,8 +59,12 @@ extension GatewayContext {
             throw APIError(.dpopProofInvalid, "this app identifies devices by their keys: sign the request with a DPoP proof (RFC 9449, ES256)")
         }
         let maxAge = configuration.dpopMaxAge
+        let urls = publicURLs(request)
+        guard !urls.isEmpty else {
+            throw APIError(.serviceUnavailable, "this gateway has no FACEGATE_PUBLIC_URL, so device proofs cannot be checked; its operator must set it")
+        }
         do {
-            let proof = try DPoP.verify(header, method: request.method, urls: publicURLs(request), accessToken: try? bearer(request, missing: .accessTokenInvalid),
+            let proof = try DPoP.verify(header, method: request.method, urls: urls, accessToken: try? bearer(request, missing: .accessTokenInvalid),
                                         body: request.body, maxAge: TimeInterval(maxAge))
             guard try await spentTokenIds.spend("dpop:" + proof.thumbprint + ":" + proof.jti, appId: appId,
                                                 expiresAt: proof.issuedAt + Int64(maxAge) + 60) else { throw DPoPError.replayed }
@@ -70,10 +74,12 @@ extension GatewayContext {
         }
     }
 
-    /// The URLs a proof's `htu` may name for this request.
+    /// The URL a proof's `htu` must name for this request: `FACEGATE_PUBLIC_URL` + the path. Without it, only a gateway
+    /// that listens on loopback alone (a developer's stack) takes `http(s)://` + the request's `Host`; any other checks no
+    /// proof, since a client writes the `Host` it likes and a proof made for another site must not pass here.
     func publicURLs(_ request: HTTPRequest) -> [String] {
         if let base = configuration.publicURL { return [base + request.path] }
-        guard let host = request.headers["Host"] else { return [] }
+        guard configuration.listensOnLoopbackOnly, let host = request.headers["Host"] else { return [] }
         return ["https://" + host + request.path, "http://" + host + request.path]
     }
 }

@@ -41,6 +41,9 @@ public final class AuthGateway: Sendable {
         context.registerRoutes(on: router, table: routeTable)
         http = PublicHTTPService(configuration: configuration, router: router, runtime: runtime)
         admin = runtime.adminServer()
+        if configuration.publicURL == nil, !configuration.listensOnLoopbackOnly {
+            runtime.logger.error("FACEGATE_PUBLIC_URL is not set: device proofs (DPoP apps, kiosks) are refused until it is", [:])
+        }
         runtime.readiness.add("kafka-replies") { requester.isReady }
         let context = self.context
         let sweeper = PeriodicService(name: "expired-records", every: configuration.sweepInterval, logger: runtime.logger) {

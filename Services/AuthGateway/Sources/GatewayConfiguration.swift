@@ -81,6 +81,9 @@ public struct GatewayConfiguration: Sendable {
     /// Where the console's static files are (`FACEGATE_CONSOLE_DIR`); nil: the Console folder of this source tree.
     public var consoleDirectory: String?
 
+    /// The public port is reachable from this machine only (`FACEGATE_HTTP_HOST` a loopback address).
+    public var listensOnLoopbackOnly: Bool { ["127.0.0.1", "::1", "localhost"].contains(httpHost) }
+
     public init(environment env: Environment) throws(ConfigurationError) {
         common = try CommonConfiguration(serviceName: "auth-gateway", defaultAdminPort: 9100, environment: env)
         httpHost = env.string("FACEGATE_HTTP_HOST", default: "127.0.0.1")
