@@ -120,6 +120,20 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
         return stack
     }
 
+    /// Stops the kiosk-orchestrator and starts a new one in its place (a restart: nothing it held in memory is left).
+    func restartKioskOrchestrator() async throws {
+        guard let old = kiosk else { throw TestSetupError("this stack runs no kiosk-orchestrator") }
+        old.group.requestStop(reason: "restart")
+        if let index = runs.firstIndex(where: { $0.service == "kiosk-orchestrator" }) {
+            await runs[index].task.value
+            runs.remove(at: index)
+        }
+        let orchestrator = try KioskOrchestrator(configuration: try KioskConfiguration(environment: Environment(environment(for: "kiosk-orchestrator"))))
+        kiosk = orchestrator
+        runs.append(("kiosk-orchestrator", Task { _ = try? await orchestrator.group.run(handleSignals: false) }))
+        try await orchestrator.commands.waitUntilAssigned(timeout: .seconds(60))
+    }
+
     func waitUntilReady() async throws {
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {

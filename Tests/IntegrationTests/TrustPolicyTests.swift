@@ -5,6 +5,8 @@ import FaceGateTestSupport
 import Foundation
 import Glibc
 import JWT
+import KafkaClient
+import ServiceKit
 import Testing
 
 /// Every door to an identity, tried as an attacker would: each test is one of the leaks the trust policy closes, on the
@@ -271,6 +273,34 @@ struct TrustPolicyTests {
             let elsewhere = try DPoP.proof(key: phone.key, method: "GET", url: "https://phish.example" + path, accessToken: token)
             let refused = try await phone.call(stack, "GET", path, token: token, proof: elsewhere, extraHeaders: ["Host": "phish.example"])
             #expect(refused.status == 401 && refused.errorCode == "DPOP_PROOF_INVALID")
+        }
+    }
+
+    /// A kiosk command replayed to a restarted orchestrator, which has never seen it (so no replay memory can tell), is
+    /// refused by its age: the session it would create again stays erased.
+    @Test func aCommandReplayedAfterARestartIsRefusedByItsAge() async throws {
+        try await TestStack.with(withMatcher: false, withKiosk: true, extra: ["KIOSK_COMMAND_GRACE_SECONDS": "1", "FACEGATE_REQUEST_TIMEOUT_SECONDS": "2"]) { stack in
+            let app = try await stack.createApp()
+            let kiosk = try await KioskDriver(stack: stack, app: app)
+            let session = try await kiosk.start()
+            let id = try #require(UUID(uuidString: session.id))
+            let commands = stack.environment["FACEGATE_TOPIC_PREFIX"]! + "kiosk.commands.v1"
+            // The create command as it crossed the broker, signed and sealed by the gateway.
+            let create = try await MessageAuthenticationTests.read(commands) { $0.key == Array(session.id.utf8) }
+            // The session is erased (as its retention would), the orchestrator restarts, the command's deadline and grace pass.
+            _ = try await stack.database.pool.query("DELETE FROM kiosk_sessions WHERE id = \(id)")
+            try await stack.restartKioskOrchestrator()
+            try await Task.sleep(for: .seconds(4))
+            let producer = try KafkaProducer(configuration: KafkaConfiguration(brokers: try TestEnvironment.value("FACEGATE_TEST_KAFKA_BROKERS"),
+                                                                               clientId: "replayer"))
+            defer { producer.close() }
+            _ = try await producer.send(KafkaRecord(topic: commands, key: create.key, value: create.value, headers: create.headers))
+            let dead = try await MessageAuthenticationTests.read(commands + ".dlq") { message in
+                String(decoding: message.header(DeadLetterHeader.error) ?? [], as: UTF8.self).contains("expired")
+            }
+            #expect(dead.value.isEmpty, "dead letters keep no payload")
+            let left = try await stack.database.pool.query("SELECT count(*)::int AS n FROM kiosk_sessions WHERE id = \(id)").first?.decode("n", as: Int.self)
+            #expect(left == 0, "the replayed command created the session again")
         }
     }
 

@@ -44,10 +44,13 @@ final class KioskFlow: Sendable {
     }
 
     /// The consumer loop's handler: envelope, app scope and reply are the responder's. A command has no deadline
-    /// answer (a step is worth finishing), and a reply the broker did not take is not retried: the session already
+    /// answer (a step is worth finishing: a replacement resumes a command its predecessor was killed in), up to
+    /// `KIOSK_COMMAND_GRACE_SECONDS` past its deadline; older, it is refused as expired, so a command replayed to a
+    /// restarted or another orchestrator does nothing. A reply the broker did not take is not retried: the session already
     /// moved on, and the client sees it through GET or the event stream.
     func responder(_ runtime: ServiceRuntime) -> JobResponder<KioskCommand> {
-        JobResponder("kiosk command", runtime: runtime, producer: producer, app: \.appId, late: nil, retryUnsentReply: false,
+        JobResponder("kiosk command", runtime: runtime, producer: producer, app: \.appId, late: nil,
+                     expiresAfter: .seconds(configuration.commandGraceSeconds), retryUnsentReply: false,
                      logFields: { ["kiosk.session": $0.sessionId.wire, "kiosk.step": $0.step.rawValue] },
                      work: { [self] envelope in try await process(envelope.payload) })
     }

@@ -24,6 +24,8 @@ public struct KioskConfiguration: Sendable {
     public var sweepInterval: Duration
     /// How long a finished session (its document data, steps and events) is kept before it is erased.
     public var retentionSeconds: Int
+    /// How long past its deadline a command is still carried out (`KIOSK_COMMAND_GRACE_SECONDS`); older ones are refused.
+    public var commandGraceSeconds: Int
 
     public init(environment env: Environment) throws(ConfigurationError) {
         common = try CommonConfiguration(serviceName: "kiosk-orchestrator", defaultAdminPort: 9103, environment: env)
@@ -42,6 +44,7 @@ public struct KioskConfiguration: Sendable {
         ocrEngines = try env.int("KIOSK_OCR_ENGINES", default: 1, range: 1...64)
         sweepInterval = .seconds(try env.int("KIOSK_SWEEP_SECONDS", default: 30, range: 1...3600))
         retentionSeconds = try env.int("FACEGATE_KIOSK_RETENTION_SECONDS", default: 86400, range: 1...(366 * 86400))
+        commandGraceSeconds = try env.int("KIOSK_COMMAND_GRACE_SECONDS", default: 60, range: 0...3600)
     }
 }
 

@@ -17,16 +17,21 @@ public struct JobResponder<Job: JobMessage>: Sendable {
     let logger: Logger
     let app: @Sendable (Job) -> UUID
     let late: (@Sendable (Job) -> Reply)?
+    /// For jobs carried out late (`late` nil): how long past its deadline a job is still taken. Past it the job is refused
+    /// to the dead letters as expired: a replayed message that a restarted process, or another replica, has never seen is
+    /// then refused by its age, with no record of it kept anywhere.
+    let expiresAfter: Duration
     let logFields: @Sendable (Job) -> [String: String]
     let retryUnsentReply: Bool
     let work: @Sendable (MessageEnvelope<Job>) async throws -> Reply
 
     /// - Parameters:
     ///   - app: the app the job is for; the work runs in its scope.
-    ///   - late: the answer to a job taken after its deadline; nil runs such a job anyway.
+    ///   - late: the answer to a job taken after its deadline; nil runs such a job anyway, up to `expiresAfter` past it.
     ///   - retryUnsentReply: whether a reply the broker did not take makes the consumer try the job again
     ///     (false when the job's effects are already visible another way).
-    public init(_ name: String, runtime: ServiceRuntime, producer: KafkaProducer, app: @escaping @Sendable (Job) -> UUID, late: (@Sendable (Job) -> Reply)?, retryUnsentReply: Bool = true,
+    public init(_ name: String, runtime: ServiceRuntime, producer: KafkaProducer, app: @escaping @Sendable (Job) -> UUID, late: (@Sendable (Job) -> Reply)?,
+                expiresAfter: Duration = .seconds(60), retryUnsentReply: Bool = true,
                 logFields: @escaping @Sendable (Job) -> [String: String] = { _ in [:] },
                 work: @escaping @Sendable (MessageEnvelope<Job>) async throws -> Reply) {
         self.name = name
@@ -36,6 +41,7 @@ public struct JobResponder<Job: JobMessage>: Sendable {
         logger = runtime.logger
         self.app = app
         self.late = late
+        self.expiresAfter = expiresAfter
         self.logFields = logFields
         self.retryUnsentReply = retryUnsentReply
         self.work = work
@@ -52,6 +58,10 @@ public struct JobResponder<Job: JobMessage>: Sendable {
             return .reject("\(name) without a platform reply topic in replyTo")
         }
         let reply: Reply
+        if late == nil, envelope.isExpired(now: Date().addingTimeInterval(-expiresAfter.seconds)) {
+            deadlineMisses.increment(["topic": message.topic, "side": "worker"])
+            return .reject("expired: \(name) taken more than \(Int(expiresAfter.seconds)) s past its deadline")
+        }
         if let late, envelope.isExpired() {
             reply = late(job)
             deadlineMisses.increment(["topic": message.topic, "side": "worker"])
