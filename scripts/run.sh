@@ -10,6 +10,8 @@ scripts/stack.sh up run
 trap 'scripts/stack.sh down run' EXIT
 # shellcheck disable=SC1091
 . "$STATE/env"
+# What this script writes from here on (the demo app's secret, pid files) is readable by this user alone.
+umask 077
 
 echo "[run] building (release)…"
 swift build -c release 2>&1 | grep -E "error|warning: unre|Compiling|Build complete" | grep -v "^$" | tail -n 5
@@ -88,9 +90,11 @@ if [ "$GATEWAYS" -eq 1 ]; then
   start auth-gateway facegate_gateway 9100 - "$BIN/auth-gateway"
 else
   backends=()
+  # Behind the balancer, a client's address is the balancer's X-Forwarded-For, and device proofs name the balancer's URL.
   for i in $(seq 1 "$GATEWAYS"); do
     name=auth-gateway; [ "$i" -gt 1 ] && name="auth-gateway-$i"
-    start "$name" facegate_gateway $((9100 + 10 * (i - 1))) $((HTTP_PORT + i)) "$BIN/auth-gateway"
+    FACEGATE_TRUSTED_PROXIES=127.0.0.1 FACEGATE_PUBLIC_URL="http://127.0.0.1:$HTTP_PORT" \
+      start "$name" facegate_gateway $((9100 + 10 * (i - 1))) $((HTTP_PORT + i)) "$BIN/auth-gateway"
     backends+=(--backend "127.0.0.1:$((HTTP_PORT + i))")
   done
   # No key of any service in its environment.
@@ -119,6 +123,7 @@ DEMO="$STATE/demo-app.json"
 if [ ! -s "$DEMO" ] || ! "$BIN/facegate" app get "$(sed -n 's/.*"appId":"\([^"]*\)".*/\1/p' "$DEMO")" >/dev/null 2>&1; then
   "$BIN/facegate" app create "Demo app" --formal >"$DEMO"
 fi
+chmod 600 "$DEMO"
 APP_ID="$(sed -n 's/.*"appId":"\([^"]*\)".*/\1/p' "$DEMO")"
 APP_SECRET="$(sed -n 's/.*"appSecret":"\([^"]*\)".*/\1/p' "$DEMO")"
 # The demo app names devices by the X-Device-Id header, so the curl lines below work as printed; real apps bind

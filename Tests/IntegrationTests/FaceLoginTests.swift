@@ -4,6 +4,7 @@ import Foundation
 import JWT
 import KafkaClient
 import PostgresClient
+import ServiceKit
 import Testing
 
 /// Face login end to end: HTTP → gateway → Kafka → matcher-worker (real dlib model, real photos) → reply → token.
@@ -19,6 +20,13 @@ import Testing
                                                 body: try TestEnvironment.image("obama.jpg"), contentType: "image/jpeg",
                                                 headers: ["traceparent": "00-\(traceId)-b7ad6b7169203331-01"])
             #expect(enrolled.status == 201)
+            // The answer names the gateway's span of the caller's trace (W3C Trace Context level 2), as the request's log line does.
+            let answered = try #require(enrolled.headers["traceresponse"].flatMap(TraceContext.init(traceparent:)))
+            #expect(answered.traceId == traceId && answered.spanId != "b7ad6b7169203331")
+            // A refusal names it too, and a call without a traceparent gets a trace of its own.
+            let refused = try await stack.call("GET", "/v1/apps", bearer: "fgk_not_a_key", headers: ["traceparent": "00-\(traceId)-b7ad6b7169203331-01"])
+            #expect(refused.status == 401 && refused.headers["traceresponse"].flatMap(TraceContext.init(traceparent:))?.traceId == traceId)
+            #expect(try await stack.call("GET", "/v1/apps", bearer: stack.adminKey).headers["traceresponse"].flatMap(TraceContext.init(traceparent:)) != nil)
             let templateId = try #require(enrolled.string("templateId"))
             let prefix = stack.environment["FACEGATE_TOPIC_PREFIX"]!
             func traced(_ message: KafkaMessage) -> Bool {

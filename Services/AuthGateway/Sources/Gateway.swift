@@ -264,52 +264,73 @@ struct APIRoutes {
         table.add(RouteDeclaration(method: method, pattern: pattern, answers: answers, doors: doors))
         let (refusal, logger, idempotency, admit) = (refusal, logger, idempotency, admit)
         let wire: HTTPHandler = { request in
-            // The caller's trace (W3C traceparent), or a new one: every job this call sends carries it.
-            let trace = request.headers["traceparent"].flatMap(TraceContext.init(traceparent:)) ?? .random()
-            return try await TraceContext.$current.withValue(trace) {
-                do {
-                    // Row-level security: the request sees no app's rows until its caller is authenticated.
-                    return try await Tenant.request { try await handler(request) }
-                } catch let error as APIError {
-                    throw error.http(transactionId: error.code.refusesCredentials ? await refusal(request, error) : nil)
-                }
+            do {
+                // Row-level security: the request sees no app's rows until its caller is authenticated.
+                return try await Tenant.request { try await handler(request) }
+            } catch let error as APIError {
+                throw error.http(transactionId: error.code.refusesCredentials ? await refusal(request, error) : nil)
             }
         }
         var admission: HTTPAdmission?
         if let authenticated {
             admission = { @Sendable request -> HTTPResponse? in
-                do {
-                    try await authenticated(request)
-                    return nil
-                } catch let error as APIError {
-                    let transactionId = error.code.refusesCredentials ? await refusal(request, error) : nil
-                    return error.http(transactionId: transactionId).response
-                } catch let error as PostgresError where error.isServerUnavailable {
-                    return APIError(.serviceUnavailable, "the service is unavailable right now; try again").http(transactionId: nil).response
-                } catch {
-                    logger.error("request failed", ["http.route": pattern, "error": "\(error)"])
-                    return HTTPError.internalError.response
+                await Self.traced(request) {
+                    do {
+                        try await authenticated(request)
+                        return nil
+                    } catch let error as APIError {
+                        let transactionId = error.code.refusesCredentials ? await refusal(request, error) : nil
+                        return error.http(transactionId: transactionId).response
+                    } catch let error as PostgresError where error.isServerUnavailable {
+                        return APIError(.serviceUnavailable, "the service is unavailable right now; try again").http(transactionId: nil).response
+                    } catch {
+                        logger.error("request failed", ["http.route": pattern, "error": "\(error)"])
+                        return HTTPError.internalError.response
+                    }
                 }
             }
         }
         let bodyLimit = maxBodyBytes ?? (authenticated == nil ? Self.unauthenticatedBodyBytes : nil)
         router.add(method, pattern, maxBodyBytes: bodyLimit, admission: admission) { request in
-            guard admit(request) else {
-                throw APIError(.rateLimited, "too many requests from this client; slow down", retryAfter: 1).http(transactionId: nil)
-            }
-            do {
-                return try await idempotent ? idempotency.run(request, wire) : wire(request)
-            } catch let error as PostgresError where error.isServerUnavailable {
-                // PostgreSQL away (a restart, a failover): the documented 503, which a client may retry.
-                logger.warning("database not reachable", ["http.route": pattern, "error": error.description])
-                throw APIError(.serviceUnavailable, "the service is unavailable right now; try again").http(transactionId: nil)
-            } catch let error as HTTPError {
-                throw error
-            } catch {
-                logger.error("request failed", ["http.route": pattern, "error": "\(error)"])
-                throw error
+            try await Self.traced(request) {
+                guard admit(request) else {
+                    throw APIError(.rateLimited, "too many requests from this client; slow down", retryAfter: 1).http(transactionId: nil)
+                }
+                do {
+                    return try await idempotent ? idempotency.run(request, wire) : wire(request)
+                } catch let error as PostgresError where error.isServerUnavailable {
+                    // PostgreSQL away (a restart, a failover): the documented 503, which a client may retry.
+                    logger.warning("database not reachable", ["http.route": pattern, "error": error.description])
+                    throw APIError(.serviceUnavailable, "the service is unavailable right now; try again").http(transactionId: nil)
+                } catch let error as HTTPError {
+                    throw error
+                } catch {
+                    logger.error("request failed", ["http.route": pattern, "error": "\(error)"])
+                    throw error
+                }
             }
         }
+    }
+
+    /// Runs a call as the gateway's span of the caller's trace (W3C `traceparent`, or a new trace): every log line and job
+    /// of the call carries it, and the answer names it in `traceresponse` (Trace Context level 2), errors included.
+    static func traced(_ request: HTTPRequest, _ body: () async throws -> HTTPResponse) async throws -> HTTPResponse {
+        let span = (request.headers["traceparent"].flatMap(TraceContext.init(traceparent:)) ?? .random()).child()
+        do {
+            var response = try await TraceContext.$current.withValue(span) { try await body() }
+            response.headers.append(("traceresponse", span.traceparent))
+            return response
+        } catch var error as HTTPError {
+            error.headers.append(("traceresponse", span.traceparent))
+            throw error
+        }
+    }
+
+    static func traced(_ request: HTTPRequest, _ body: () async -> HTTPResponse?) async -> HTTPResponse? {
+        let span = (request.headers["traceparent"].flatMap(TraceContext.init(traceparent:)) ?? .random()).child()
+        var response = await TraceContext.$current.withValue(span) { await body() }
+        response?.headers.append(("traceresponse", span.traceparent))
+        return response
     }
 }
 
@@ -364,8 +385,14 @@ final class PublicHTTPService: Service {
         server = HTTPServer(configuration: http, router: router) { record in
             requests.increment(["route": record.routeTemplate, "method": record.method, "status": String(record.status)])
             seconds.observe(record.duration, ["route": record.routeTemplate])
-            logger.info("request", ["request.id": record.requestId, "http.method": record.method, "http.route": record.routeTemplate,
-                                    "http.status": String(record.status), "duration_ms": String(format: "%.1f", record.duration.milliseconds)])
+            var fields = ["request.id": record.requestId, "http.method": record.method, "http.route": record.routeTemplate,
+                          "http.status": String(record.status), "duration_ms": String(format: "%.1f", record.duration.milliseconds)]
+            // The call's trace, as its answer named it: joins this line to the call's other lines here and in the workers.
+            if let trace = record.traceResponse.flatMap(TraceContext.init(traceparent:)) {
+                fields["trace.id"] = trace.traceId
+                fields["span.id"] = trace.spanId
+            }
+            logger.info("request", fields)
         }
         self.logger = runtime.logger
         self.readiness = runtime.readiness

@@ -191,13 +191,18 @@ public struct HTTPRequestRecord: Sendable {
     public var duration: Duration
     public var requestId: String
     public var remoteAddress: String
+    /// The answer's `traceresponse` header (W3C Trace Context level 2), when the handler set one: the request line
+    /// names the trace the call's other lines belong to.
+    public var traceResponse: String?
 
-    public init(method: String, routeTemplate: String, status: Int, duration: Duration, requestId: String, remoteAddress: String) {
+    public init(method: String, routeTemplate: String, status: Int, duration: Duration, requestId: String, remoteAddress: String,
+                traceResponse: String? = nil) {
         self.method = method
         self.routeTemplate = routeTemplate
         self.status = status
         self.duration = duration
         self.requestId = requestId
         self.remoteAddress = remoteAddress
+        self.traceResponse = traceResponse
     }
 }

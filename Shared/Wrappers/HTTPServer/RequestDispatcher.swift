@@ -33,6 +33,8 @@ final class RequestContext: @unchecked Sendable {
     var bodyLimit = 0
     var phase = Phase.receiving
     var status: Int?
+    /// The answer's `traceresponse` header, for the request's record.
+    var traceResponse: String?
     var abortedOversized = false
     let handoff = Mutex(Handoff())
 
@@ -271,6 +273,7 @@ final class RequestDispatcher: Sendable {
             _ = MHD_add_response_header(handle, "Connection", "close")
         }
         context.status = response.status
+        context.traceResponse = response.headers.first { asciiCaseInsensitiveEquals($0.0, "traceresponse") }?.1
         return MHD_queue_response(context.connection, UInt32(response.status), handle)
     }
 
@@ -291,7 +294,7 @@ final class RequestDispatcher: Sendable {
         onRequest(HTTPRequestRecord(
             method: context.request.method, routeTemplate: context.request.routeTemplate, status: status,
             duration: .now - context.started, requestId: context.request.requestId,
-            remoteAddress: context.request.remoteAddress))
+            remoteAddress: context.request.remoteAddress, traceResponse: context.traceResponse))
     }
 
     /// Answers every request still waiting on its handler with 503, ends every stream, and from now on
