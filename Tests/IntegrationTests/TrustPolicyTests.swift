@@ -262,12 +262,15 @@ struct TrustPolicyTests {
             let token = try await stack.accessToken(app)
             let unset = try await DPoPTests.Device().call(stack, "GET", "/v1/liveness/challenges", token: token)
             #expect(unset.status == 503 && unset.errorCode == "SERVICE_UNAVAILABLE")
+            // The OpenAPI document names no host it does not know: its server is relative.
+            #expect((try await stack.call("GET", "/openapi.json").json["servers"] as? [[String: String]])?.first?["url"] == "/")
         }
         try await TestStack.with(withMatcher: false, extra: ["FACEGATE_HTTP_HOST": "0.0.0.0", "FACEGATE_PUBLIC_URL": "https://facegate.test"]) { stack in
             let app = try await stack.createApp(extra: ["deviceBinding": "dpop"])
             let token = try await stack.accessToken(app)
             let phone = DPoPTests.Device()
             let path = "/v1/liveness/challenges"
+            #expect((try await stack.call("GET", "/openapi.json").json["servers"] as? [[String: String]])?.first?["url"] == "https://facegate.test")
             let named = try DPoP.proof(key: phone.key, method: "GET", url: "https://facegate.test" + path, accessToken: token)
             #expect(try await phone.call(stack, "GET", path, token: token, proof: named).status == 200)
             let elsewhere = try DPoP.proof(key: phone.key, method: "GET", url: "https://phish.example" + path, accessToken: token)

@@ -13,14 +13,15 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SOURCE = os.path.join(ROOT, "Services", "AuthGateway", "Sources", "OpenAPIDocument.swift")
 
 
-def raw_text(path=SOURCE):
-    """The raw string literal `static let json = #\"\"\" … \"\"\"#` of the Swift file."""
+def raw_text(path=SOURCE, server_url="/"):
+    """The raw string literal of `static func json(serverURL:)` in the Swift file, its server `server_url` (the
+    gateway's `FACEGATE_PUBLIC_URL`, or `/` when it has none)."""
     with open(path, encoding="utf-8") as handle:
         source = handle.read()
-    match = re.search(r'static let json = #"""\n(.*?)\n"""#', source, re.S)
+    match = re.search(r'static func json\(serverURL: String\) -> String \{\n\s*#"""\n(.*?)\n"""#', source, re.S)
     if not match:
         raise ValueError(f"{path}: no raw JSON string literal found")
-    return match.group(1)
+    return match.group(1).replace("\\#(serverURL)", server_url)
 
 
 def load(path=SOURCE):

@@ -7,8 +7,9 @@ extension GatewayContext {
         router.add("GET", "/.well-known/jwks.json", answers: []) { _ in
             HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "public, max-age=300")], body: .bytes(jwks))
         }
+        let openAPI = Array(OpenAPIDocument.json(serverURL: configuration.publicURL ?? "/").utf8)
         router.add("GET", "/openapi.json", answers: []) { _ in
-            HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: .bytes(Array(OpenAPIDocument.json.utf8)))
+            HTTPResponse(status: 200, headers: [("Content-Type", "application/json")], body: .bytes(openAPI))
         }
     }
 }

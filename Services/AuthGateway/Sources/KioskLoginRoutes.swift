@@ -56,7 +56,7 @@ extension GatewayContext {
 
     func kioskLogin(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
         try await recorded(request, kind: "kiosk.login", appId: app.id) { draft in
-            let kiosk = try await kioskDevice(request, app: app, draft: &draft).kiosk
+            let kiosk = try await kioskDevice(request, app: app, draft: &draft)
             let answer = try await kioskLoginFlow.login(app: app, kiosk: kiosk, probe: {
                 let (challengeId, frames) = try livenessFrames(from: request, challengeRequired: app.liveness.kiosk == .active)
                 return KioskLogin.Probe(challengeId: challengeId, frames: frames)

@@ -32,20 +32,21 @@ extension GatewayContext {
 
     /// The registered kiosk calling a kiosk route: a DPoP proof (whatever the app's `deviceBinding`) by the key of a live
     /// kiosk of the app, from an address it is allowed. Call it inside the recorded call, so that a refusal is audited.
-    func kioskDevice(_ request: HTTPRequest, app: AppRecord, draft: inout TransactionDraft) async throws -> (kiosk: RegisteredKiosk, device: ClientDevice) {
+    func kioskDevice(_ request: HTTPRequest, app: AppRecord, draft: inout TransactionDraft) async throws -> RegisteredKiosk {
         let jkt = request.headers["DPoP"] == nil ? nil : try await dpopProof(request, appId: app.id).thumbprint
         draft.deviceId = jkt
         let kiosk = try await kioskRegistration.kiosk(app: app, jkt: jkt, address: clientAddress(request))
         draft.detail["kioskId"] = kiosk.id.wire
-        return (kiosk, ClientDevice(id: kiosk.jkt, isKey: true, label: try? deviceId(request)))
+        if let label = try? deviceId(request) { draft.detail["deviceLabel"] = label }
+        return kiosk
     }
 
     /// A kiosk route that writes no transaction of its own: the kiosk, with a refusal recorded on the app's chain
     /// (`kiosk.refused`). With `session`, the kiosk must be the one that opened it.
-    func provenKiosk(_ request: HTTPRequest, app: AppRecord, session: KioskSession? = nil) async throws -> (kiosk: RegisteredKiosk, device: ClientDevice) {
+    func provenKiosk(_ request: HTTPRequest, app: AppRecord, session: KioskSession? = nil) async throws -> RegisteredKiosk {
         try await refusalRecorded(request, kind: "kiosk.refused", appId: app.id) { draft in
             let proven = try await kioskDevice(request, app: app, draft: &draft)
-            if let session, session.kioskId != proven.kiosk.id {
+            if let session, session.kioskId != proven.id {
                 throw APIError(.kioskNotRegistered, "this kiosk session was opened by another kiosk")
             }
             return proven
@@ -53,7 +54,7 @@ extension GatewayContext {
     }
 
     /// The same for a route that knows only the session (its interview token is the caller's other proof).
-    func provenKiosk(_ request: HTTPRequest, session: KioskSession) async throws -> (kiosk: RegisteredKiosk, device: ClientDevice) {
+    func provenKiosk(_ request: HTTPRequest, session: KioskSession) async throws -> RegisteredKiosk {
         guard let app = try await apps.find(session.appId) else { throw APIError(.notFound, "no such kiosk session") }
         return try await provenKiosk(request, app: app, session: session)
     }

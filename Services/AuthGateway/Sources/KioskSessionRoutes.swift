@@ -42,7 +42,7 @@ extension GatewayContext {
     }
 
     func createKioskSession(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        let kiosk = try await provenKiosk(request, app: app).kiosk
+        let kiosk = try await provenKiosk(request, app: app)
         let caller = KioskSessions.Caller(app: app, device: kiosk.jkt, kioskId: kiosk.id, clientIp: clientAddress(request))
         return .json(try await kioskSessionFlow.create(caller), status: 201)
     }
@@ -186,7 +186,7 @@ extension GatewayContext {
         guard let session = try await kioskSessions.session(step.interviewId), session.appId == step.app.id else {
             throw APIError(.notFound, "no such kiosk session")
         }
-        let kiosk = try await provenKiosk(request, app: step.app, session: session).kiosk
+        let kiosk = try await provenKiosk(request, app: step.app, session: session)
         return KioskSessions.Caller(app: step.app, device: kiosk.jkt, kioskId: kiosk.id, clientIp: clientAddress(request))
     }
 

@@ -5,7 +5,9 @@
 /// status it answers (errors through `components/responses`); bodies are named schemas; a field the server
 /// leaves out when empty is optional, a field it sends as null is nullable.
 enum OpenAPIDocument {
-    static let json = #"""
+    /// The document, its server `serverURL`: `FACEGATE_PUBLIC_URL`, or `/` (relative to where the document was read).
+    static func json(serverURL: String) -> String {
+        #"""
 {
   "openapi": "3.1.0",
   "info": {
@@ -13,7 +15,7 @@ enum OpenAPIDocument {
     "version": "1.1.0",
     "description": "Face login, identity tokens, CTID, kiosk, operator and auditor API. JSON field names are camelCase; times are RFC 3339 UTC. Every error is {\"error\": {\"code\", \"message\", \"transactionId\"?}} with a code from ErrorCode; transactionId is there when the call was recorded in the transaction log."
   },
-  "servers": [{"url": "http://127.0.0.1:8080"}],
+  "servers": [{"url": "\#(serverURL)"}],
   "tags": [
     {"name": "apps", "description": "Apps: modules, thresholds, liveness and device-binding policy, secrets (operator)"},
     {"name": "users", "description": "Users of an app (operator)"},
@@ -1041,4 +1043,5 @@ enum OpenAPIDocument {
   }
 }
 """#
+    }
 }

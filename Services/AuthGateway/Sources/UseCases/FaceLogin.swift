@@ -160,6 +160,10 @@ struct FaceLogin: Sendable {
     func confirm(app: AppRecord, device: ClientDevice, clientAddress: String, confirmationId: UUID, employeeNumber: String,
                  bindingTicket: String?, draft: inout TransactionDraft) async throws -> Answer {
         try await admission.admit(app, module: .faceLogin)
+        // Before anything is looked at, so the refusal tells nothing about the number or the face.
+        if device.isKey, try await kioskKeys.isLiveKiosk(appId: app.id, jkt: device.id) {
+            throw APIError(.forbidden, "a registered kiosk's key is not a user's device and cannot be bound")
+        }
         guard let confirmation = try await bindings.confirmation(confirmationId, appId: app.id, deviceId: device.id) else {
             // An unknown confirmation id is a guess too: it costs the device and the address.
             return try await attempts.attempt(appId: app.id, [.device(device.id), .clientAddress(clientAddress)]) {
@@ -197,9 +201,6 @@ struct FaceLogin: Sendable {
                 throw APIError(.employeeNumberMismatch, left <= 0
                                ? "the employee number does not match the face; the confirmation is now void, log in again"
                                : "the employee number does not match the face; \(left) tries left")
-            }
-            if device.isKey, try await kioskKeys.isLiveKiosk(appId: app.id, jkt: device.id) {
-                throw APIError(.forbidden, "a registered kiosk's key is not a user's device and cannot be bound")
             }
             draft.score = match.distance
             try await bindings.bind(confirmation: confirmationId, appId: app.id, device: device, user: claimed, ticket: ticket)
