@@ -99,7 +99,7 @@ extension GatewayContext {
     /// The app server (HTTP Basic, its current secret) or a client app (access token).
     var appServerOrClient: Authenticator<AppCaller> {
         Authenticator { [self] request in
-            AppCaller.sendsBasic(request) ? AppCaller(app: try await requireAppServer(request, previousSecret: false), isAppServer: true)
+            AppCaller.sendsBasic(request) ? AppCaller(app: try await requireAppServer(request).app, isAppServer: true)
                 : AppCaller(app: try await requireClient(request), isAppServer: false)
         }
     }
@@ -119,7 +119,7 @@ extension GatewayContext {
     var appServerOrOperator: Authenticator<AppCaller> {
         Authenticator { [self] request in
             guard AppCaller.sendsBasic(request) else { return AppCaller(app: try await operatorApp(request), isAppServer: false) }
-            let app = try await requireAppServer(request, previousSecret: false)
+            let app = try await requireAppServer(request).app
             guard app.id == (try request.uuidParameter("appId")) else {
                 throw APIError(.forbidden, "these app server credentials are for another app")
             }

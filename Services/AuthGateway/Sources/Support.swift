@@ -132,7 +132,7 @@ extension GatewayContext {
     var client: Authenticator<AppRecord> { Authenticator { [self] in try await requireClient($0) } }
     /// App servers: HTTP Basic `appId:appSecret` (`requireAppServer`), the previous secret during its grace included
     /// (access tokens and identity exchange only).
-    var appServer: Authenticator<AppServer> { Authenticator { [self] in try await appServerCaller($0) } }
+    var appServer: Authenticator<AppServer> { Authenticator { [self] in try await requireAppServer($0, previousSecret: true) } }
     /// Operators whose key covers the route's `{appId}` (`operatorApp`).
     var appOperator: Authenticator<AppRecord> { Authenticator { [self] in try await operatorApp($0) } }
     /// Any operator key, with the apps it covers.
@@ -195,21 +195,10 @@ extension GatewayContext {
         var previousSecret: Bool
     }
 
-    func appServerCaller(_ request: HTTPRequest) async throws -> AppServer {
-        var usedPrevious = false
-        let app = try await requireAppServer(request, previousSecret: true, usedPrevious: &usedPrevious)
-        return AppServer(app: app, previousSecret: usedPrevious)
-    }
-
-    func requireAppServer(_ request: HTTPRequest, previousSecret: Bool) async throws -> AppRecord {
-        var usedPrevious = false
-        return try await requireAppServer(request, previousSecret: previousSecret, usedPrevious: &usedPrevious)
-    }
-
     /// App server: HTTP Basic `appId:appSecret`. With `previousSecret`, the previous secret is honoured during its grace
-    /// period (`usedPrevious` says so); elsewhere it is refused like a wrong secret, so a leaked old secret can mint
-    /// short-lived access tokens at most, never tickets, searches or verdicts.
-    func requireAppServer(_ request: HTTPRequest, previousSecret: Bool, usedPrevious: inout Bool) async throws -> AppRecord {
+    /// period (and the answer says it was used); elsewhere it is refused like a wrong secret, so a leaked old secret can
+    /// mint short-lived access tokens at most, never tickets, searches or verdicts.
+    func requireAppServer(_ request: HTTPRequest, previousSecret: Bool = false) async throws -> AppServer {
         guard let header = request.headers["Authorization"], header.lowercased().hasPrefix("basic "),
               let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
               let text = String(data: decoded, encoding: .utf8), let colon = text.firstIndex(of: ":"),
@@ -218,6 +207,7 @@ extension GatewayContext {
         }
         let secretHash = SHA256.hash(Array(text[text.index(after: colon)...].utf8))
         guard let app = try await apps.find(appId) else { throw APIError(.unauthorized, "unknown app or wrong secret") }
+        var usedPrevious = false
         if !constantTimeEquals(app.secretHash, secretHash) {
             guard previousSecret, app.previousSecretIsLive, let previous = app.previousSecretHash, constantTimeEquals(previous, secretHash) else {
                 throw APIError(.unauthorized, "unknown app or wrong secret")
@@ -225,7 +215,7 @@ extension GatewayContext {
             usedPrevious = true
         }
         Tenant.enter(app: app.id)
-        return app
+        return AppServer(app: app, previousSecret: usedPrevious)
     }
 
     /// Client app: a Bearer access token. Expired → `ACCESS_TOKEN_EXPIRED`, anything else wrong → `ACCESS_TOKEN_INVALID`.
