@@ -29,7 +29,8 @@ public struct GatewayConfiguration: Sendable {
     /// Open kiosk event streams per gateway (`FACEGATE_EVENT_STREAMS`) and per client address (`FACEGATE_EVENT_STREAMS_PER_CLIENT`).
     public var eventStreams: Int
     public var eventStreamsPerClient: Int
-    /// Hash of the bootstrap operator key (`FACEGATE_ADMIN_KEY`), if set.
+    /// SHA-256 of the bootstrap operator key: `FACEGATE_ADMIN_KEY_SHA256` (hex), so the gateway need not hold the key
+    /// itself, or the hash of `FACEGATE_ADMIN_KEY`; none when neither is set.
     public var bootstrapAdminKeyHash: [UInt8]?
     public var signingKey: [UInt8]
     /// X25519 public key of the ctid-verifier: institution keys are sealed to it at app creation.
@@ -100,7 +101,14 @@ public struct GatewayConfiguration: Sendable {
         refusalSummarySeconds = try env.int("FACEGATE_REFUSAL_SUMMARY_SECONDS", default: 60, range: 0...3600)
         eventStreams = try env.int("FACEGATE_EVENT_STREAMS", default: 256, range: 1...100_000)
         eventStreamsPerClient = try env.int("FACEGATE_EVENT_STREAMS_PER_CLIENT", default: 8, range: 1...100_000)
-        bootstrapAdminKeyHash = env.optionalString("FACEGATE_ADMIN_KEY").map { SHA256.hash(Array($0.utf8)) }
+        if let hex = env.optionalString("FACEGATE_ADMIN_KEY_SHA256") {
+            guard let hash = Hex.decode(hex), hash.count == 32 else {
+                throw ConfigurationError(variable: "FACEGATE_ADMIN_KEY_SHA256", problem: "must be the SHA-256 of the operator key: 64 hex digits")
+            }
+            bootstrapAdminKeyHash = hash
+        } else {
+            bootstrapAdminKeyHash = env.optionalString("FACEGATE_ADMIN_KEY").map { SHA256.hash(Array($0.utf8)) }
+        }
         signingKey = try env.base64Key("FACEGATE_SIGNING_KEY", bytes: 32)
         ctidPublicKey = try env.base64Key("FACEGATE_CTID_PUBLIC_KEY", bytes: 32)
         previousSigningKeys = []
