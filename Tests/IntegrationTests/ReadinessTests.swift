@@ -1,4 +1,5 @@
 import AuthGateway
+import Crypto
 import FaceGateTestSupport
 import Foundation
 #if canImport(FoundationNetworking)
@@ -81,6 +82,20 @@ import Testing
             try CommonConfiguration(serviceName: "t", defaultAdminPort: 0,
                                     environment: Environment(base.merging(["FACEGATE_KAFKA_SECURITY_PROTOCOL": "sasl_tls"]) { _, new in new }))
         }
+    }
+
+    /// The gateway may hold the operator key's SHA-256 instead of the key (`make run` gives it nothing else); a malformed
+    /// hash stops it at start with the variable named.
+    @Test func theGatewayTakesTheOperatorKeysHashInsteadOfTheKey() async throws {
+        let database = try await TestDatabase.create()
+        defer { Task { await database.drop() } }
+        var environment = try TestStack(database: database).environment(for: "auth-gateway")
+        let key = environment.removeValue(forKey: "FACEGATE_ADMIN_KEY")!
+        environment["FACEGATE_ADMIN_KEY_SHA256"] = Hex.encode(SHA256.hash(Array(key.utf8)))
+        let configuration = try GatewayConfiguration(environment: Environment(environment))
+        #expect(configuration.bootstrapAdminKeyHash == SHA256.hash(Array(key.utf8)))
+        environment["FACEGATE_ADMIN_KEY_SHA256"] = "not-a-hash"
+        #expect(throws: ConfigurationError.self) { try GatewayConfiguration(environment: Environment(environment)) }
     }
 
     /// With PostgreSQL away, a call that needs it is the documented 503 (a client may retry), never a 500.
