@@ -511,6 +511,16 @@ class ValidatorTests(unittest.TestCase):
         self.assert_rejected(self.ALERTS, "FaceGateDeadlineMisses: expr does not parse as PromQL: expected type matrix"
                                           " in call to function 'rate', got vector")
 
+    def test_dashboard_query_of_a_metric_nobody_registers_is_rejected(self) -> None:
+        dashboard = "deploy/grafana/facegate.json"
+        self.edit(dashboard, "facegate_consumer_lag)", "facegate_consumer_backlog)")
+        self.assert_rejected(dashboard, "Consumer lag: facegate_consumer_backlog is not a metric the services register")
+
+    def test_dashboard_query_that_is_not_promql_is_rejected(self) -> None:
+        dashboard = "deploy/grafana/facegate.json"
+        self.edit(dashboard, "increase(facegate_dead_letters_total[10m])", "increase(facegate_dead_letters_total)")
+        self.assert_rejected(dashboard, "Dead letters (10 min): query does not parse as PromQL")
+
     def test_metric_the_services_do_not_register_is_rejected(self) -> None:
         self.edit(self.ALERTS, "facegate_db_pool_waiting > 0", "facegate_db_pool_queued > 0")
         self.assert_rejected(self.ALERTS, "FaceGateDatabasePoolSaturated: facegate_db_pool_queued is not a metric the services register")

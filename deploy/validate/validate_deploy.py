@@ -269,6 +269,7 @@ ROOT_FILES = {
     "prometheus_rule_schema": "deploy/schemas/prometheus-rule.schema.json",
     "pod_monitor_schema": "deploy/schemas/pod-monitor.schema.json",
     "alerts": "deploy/prometheus/alerts.yml",
+    "dashboard": "deploy/grafana/facegate.json",
     "prometheus_rule": "deploy/k8s/monitoring/prometheus-rule.yaml",
     "deploy_readme": "deploy/README.md",
     "package": "Package.swift",
@@ -2268,6 +2269,48 @@ def check_prometheus(root: Path, reporter: Reporter) -> None:
             report.fail(f"no rule reads {name} for {', '.join(missing)}: those services are not watched")
 
 
+def check_dashboard(root: Path, reporter: Reporter) -> None:
+    """deploy/grafana/facegate.json: a Grafana dashboard model whose every panel has a title and targets, and whose every
+    query parses as PromQL and reads only metrics the services register (or Prometheus adds), like the alert rules."""
+    relative = ROOT_FILES["dashboard"]
+    report = reporter.file(relative, "dashboard: panels, PromQL parsed, metrics registered, unique ids and uid")
+    if not reporter.wants(relative):
+        return
+    try:
+        dashboard = json.loads((root / relative).read_text())
+    except (OSError, ValueError) as error:
+        report.fail(f"not a readable JSON dashboard: {error}")
+        return
+    for key in ("title", "uid", "schemaVersion", "panels"):
+        if not dashboard.get(key):
+            report.fail(f"no {key}")
+    promql = promql_module()
+    known = set(registered_metrics(root)) | SCRAPE_METRICS
+    ids: set[Any] = set()
+    for panel in dashboard.get("panels") or []:
+        title = panel.get("title") or f"panel {panel.get('id')}"
+        if panel.get("id") in ids:
+            report.fail(f"{title}: panel id {panel.get('id')} is used twice")
+        ids.add(panel.get("id"))
+        if not panel.get("title"):
+            report.fail(f"{title}: no title")
+        targets = panel.get("targets") or []
+        if not targets:
+            report.fail(f"{title}: no query")
+        for target in targets:
+            expr = str(target.get("expr", ""))
+            try:
+                tree = promql.parse(expr)
+            except ValueError as error:
+                report.fail(f"{title}: query does not parse as PromQL: {' '.join(str(error).split())}")
+                continue
+            for selector in promql_selectors(promql, tree):
+                name = selector_name(selector)
+                if name is None or name not in known:
+                    report.fail(f"{title}: {name or selector} is not a metric the services register"
+                                f" (Swift sources under {', '.join(METRIC_SOURCE_DIRS)}) nor one Prometheus adds")
+
+
 def prometheus_rule_text(alerts_text: str, current: str | None) -> str:
     """The PrometheusRule of deploy/k8s/monitoring made from the rule file: the current file's text up to
     its spec: line (header comment and metadata, which may carry the labels a Prometheus selects), then
@@ -2423,6 +2466,7 @@ def validate(root: Path, only: Iterable[str] | None = None) -> Reporter:
     topics = check_scripts(root, reporter)
     check_compose(root, reporter, image_env, topics)
     check_prometheus(root, reporter)
+    check_dashboard(root, reporter)
     check_kubernetes(root, reporter, image_env, topics)
     return reporter
 
