@@ -1,6 +1,6 @@
 #!/bin/bash
 # Prints deploy/compose.env.example with every empty secret filled with fresh random bytes:
-#   deploy/make-compose-env.sh > deploy/.env
+#   deploy/make-compose-env.sh > .env
 # Needs openssl (1.1.1 or later, for X25519 and Ed25519).
 set -euo pipefail
 example="$(dirname "$0")/compose.env.example"

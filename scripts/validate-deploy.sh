@@ -1,5 +1,5 @@
 #!/bin/bash
-# Offline validation of the deployment files (deploy/docker-compose.yml, deploy/docker, deploy/k8s),
+# Offline validation of the deployment files (docker-compose.yml, deploy/docker, deploy/k8s),
 # called by `make test`; no Docker engine or cluster needed.
 #   1. installs the pinned tools of deploy/validate/requirements.txt into .run/deploy-venv
 #      (once; again when the requirements change) — the only step that needs PyPI;

@@ -32,11 +32,12 @@ sys.path.insert(0, str(VALIDATOR.parent))
 import validate_deploy  # noqa: E402
 
 
-COMPOSE = "deploy/docker-compose.yml"
+COMPOSE = "docker-compose.yml"
 
 
 def copy_tree(destination: Path) -> None:
     shutil.copy2(REPO / "Package.swift", destination / "Package.swift")
+    shutil.copy2(REPO / COMPOSE, destination / COMPOSE)
     shutil.copytree(REPO / "deploy", destination / "deploy",
                     ignore=shutil.ignore_patterns("__pycache__"))
     # Target folders named by Package.swift, so the build-context check sees them exist.
@@ -751,8 +752,8 @@ class ValidatorTests(unittest.TestCase):
         self.assertIn("services.auth-gateway: FACEGATE_DATABASE_URL carries the superuser's password POSTGRES_PASSWORD", output)
 
     def test_compose_roles_sharing_a_password_are_rejected(self) -> None:
-        self.edit(COMPOSE, "facegate_matcher:${DB_PASSWORD_MATCHER:?set DB_PASSWORD_MATCHER in deploy/.env}",
-                  "facegate_matcher:${DB_PASSWORD_GATEWAY:?set DB_PASSWORD_GATEWAY in deploy/.env}")
+        self.edit(COMPOSE, "facegate_matcher:${DB_PASSWORD_MATCHER:?set DB_PASSWORD_MATCHER in .env}",
+                  "facegate_matcher:${DB_PASSWORD_GATEWAY:?set DB_PASSWORD_GATEWAY in .env}")
         self.assert_rejected(COMPOSE, "the roles facegate_gateway, facegate_matcher share the password DB_PASSWORD_GATEWAY")
 
     def test_compose_owner_made_the_superuser_is_rejected(self) -> None:
@@ -760,8 +761,8 @@ class ValidatorTests(unittest.TestCase):
         self.assert_rejected(COMPOSE, "services.postgres: POSTGRES_USER facegate_owner makes a FaceGate role the cluster's superuser")
 
     def test_compose_without_role_passwords_is_rejected(self) -> None:
-        self.edit(COMPOSE, "./k8s/base/files/set-role-passwords.sh:/opt/facegate/set-role-passwords.sh:ro",
-                  "./k8s/base/files/create-topics.sh:/opt/facegate/set-role-passwords:ro")
+        self.edit(COMPOSE, "./deploy/k8s/base/files/set-role-passwords.sh:/opt/facegate/set-role-passwords.sh:ro",
+                  "./deploy/k8s/base/files/create-topics.sh:/opt/facegate/set-role-passwords:ro")
         self.assert_rejected(COMPOSE, "no one-shot runs set-role-passwords.sh")
 
     def test_service_starting_before_its_password_is_set_is_rejected(self) -> None:
@@ -774,13 +775,13 @@ class ValidatorTests(unittest.TestCase):
                                       " not ctid-verifier's own role facegate_ctid")
 
     def test_compose_build_context_outside_the_repository_is_rejected(self) -> None:
-        self.edit(COMPOSE, "    context: ..\n", "    context: .\n")
-        self.assert_rejected(COMPOSE, "services.migrate: build context . is not the repository root")
+        self.edit(COMPOSE, "    context: .\n", "    context: ./deploy\n")
+        self.assert_rejected(COMPOSE, "services.migrate: build context ./deploy is not the repository root")
 
     # -- message-signing keys (Compose) -----------------------------------------------------
 
     def test_compose_service_without_its_key_is_rejected(self) -> None:
-        self.edit(COMPOSE, "      FACEGATE_SERVICE_KEY: ${FACEGATE_SERVICE_KEY_CTID_VERIFIER:?set FACEGATE_SERVICE_KEY_CTID_VERIFIER in deploy/.env}\n", "")
+        self.edit(COMPOSE, "      FACEGATE_SERVICE_KEY: ${FACEGATE_SERVICE_KEY_CTID_VERIFIER:?set FACEGATE_SERVICE_KEY_CTID_VERIFIER in .env}\n", "")
         self.assert_rejected(COMPOSE, "services.ctid-verifier: required FACEGATE_SERVICE_KEY is not set")
 
     def test_compose_service_without_the_public_keys_is_rejected(self) -> None:
@@ -812,7 +813,7 @@ class ValidatorTests(unittest.TestCase):
         self.assertIn("services.migrate: FACEGATE_SERVICE_KEY does not belong to facegate", output)
 
     def test_compose_service_key_written_into_the_file_is_rejected(self) -> None:
-        self.edit(COMPOSE, "FACEGATE_SERVICE_KEY: ${FACEGATE_SERVICE_KEY_MATCHER_WORKER:?set FACEGATE_SERVICE_KEY_MATCHER_WORKER in deploy/.env}",
+        self.edit(COMPOSE, "FACEGATE_SERVICE_KEY: ${FACEGATE_SERVICE_KEY_MATCHER_WORKER:?set FACEGATE_SERVICE_KEY_MATCHER_WORKER in .env}",
                   "FACEGATE_SERVICE_KEY: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=")
         self.assert_rejected(COMPOSE, "services.matcher-worker: FACEGATE_SERVICE_KEY comes from a value written into the compose"
                                       " file, not from matcher-worker's own ${FACEGATE_SERVICE_KEY_MATCHER_WORKER}")
@@ -822,8 +823,8 @@ class ValidatorTests(unittest.TestCase):
         self.assert_rejected(COMPOSE, "services.ctid-verifier: env_file hands every variable of the file")
 
     def test_compose_services_given_different_public_keys_are_rejected(self) -> None:
-        self.edit(COMPOSE, "FACEGATE_SERVICE_PUBLIC_KEYS: ${FACEGATE_SERVICE_PUBLIC_KEYS:?set FACEGATE_SERVICE_PUBLIC_KEYS in deploy/.env}",
-                  "FACEGATE_SERVICE_PUBLIC_KEYS: ${FACEGATE_CTID_PUBLIC_KEY:?set FACEGATE_CTID_PUBLIC_KEY in deploy/.env}")
+        self.edit(COMPOSE, "FACEGATE_SERVICE_PUBLIC_KEYS: ${FACEGATE_SERVICE_PUBLIC_KEYS:?set FACEGATE_SERVICE_PUBLIC_KEYS in .env}",
+                  "FACEGATE_SERVICE_PUBLIC_KEYS: ${FACEGATE_CTID_PUBLIC_KEY:?set FACEGATE_CTID_PUBLIC_KEY in .env}")
         self.assert_rejected(COMPOSE, "the services are given different FACEGATE_SERVICE_PUBLIC_KEYS")
 
     def test_service_key_missing_from_env_example_is_rejected(self) -> None:
@@ -833,16 +834,16 @@ class ValidatorTests(unittest.TestCase):
     # -- token keys and the audit key (Compose) ----------------------------------------------
 
     def test_compose_kiosk_with_the_gateways_signing_key_is_rejected(self) -> None:
-        self.edit(COMPOSE, "FACEGATE_KIOSK_SIGNING_KEY: ${FACEGATE_KIOSK_SIGNING_KEY:?set FACEGATE_KIOSK_SIGNING_KEY in deploy/.env}",
-                  "FACEGATE_SIGNING_KEY: ${FACEGATE_SIGNING_KEY:?set FACEGATE_SIGNING_KEY in deploy/.env}")
+        self.edit(COMPOSE, "FACEGATE_KIOSK_SIGNING_KEY: ${FACEGATE_KIOSK_SIGNING_KEY:?set FACEGATE_KIOSK_SIGNING_KEY in .env}",
+                  "FACEGATE_SIGNING_KEY: ${FACEGATE_SIGNING_KEY:?set FACEGATE_SIGNING_KEY in .env}")
         output = self.assert_rejected(COMPOSE, "services.kiosk-orchestrator: FACEGATE_SIGNING_KEY does not belong to kiosk-orchestrator")
         self.assertIn("services.kiosk-orchestrator: required FACEGATE_KIOSK_SIGNING_KEY is not set", output)
         self.assertIn("services.kiosk-orchestrator: FACEGATE_SIGNING_KEY carries ${FACEGATE_SIGNING_KEY}, the gateway's token key;"
                       " it runs kiosk-orchestrator, and only auth-gateway gets it", output)
 
     def test_compose_gateway_key_passed_as_the_kiosk_key_is_rejected(self) -> None:
-        self.edit(COMPOSE, "FACEGATE_KIOSK_SIGNING_KEY: ${FACEGATE_KIOSK_SIGNING_KEY:?set FACEGATE_KIOSK_SIGNING_KEY in deploy/.env}",
-                  "FACEGATE_KIOSK_SIGNING_KEY: ${FACEGATE_SIGNING_KEY:?set FACEGATE_SIGNING_KEY in deploy/.env}")
+        self.edit(COMPOSE, "FACEGATE_KIOSK_SIGNING_KEY: ${FACEGATE_KIOSK_SIGNING_KEY:?set FACEGATE_KIOSK_SIGNING_KEY in .env}",
+                  "FACEGATE_KIOSK_SIGNING_KEY: ${FACEGATE_SIGNING_KEY:?set FACEGATE_SIGNING_KEY in .env}")
         self.assert_rejected(COMPOSE, "services.kiosk-orchestrator: FACEGATE_KIOSK_SIGNING_KEY carries ${FACEGATE_SIGNING_KEY},"
                                       " the gateway's token key; it runs kiosk-orchestrator, and only auth-gateway gets it")
 
@@ -858,7 +859,7 @@ class ValidatorTests(unittest.TestCase):
 
     def test_compose_audit_key_given_to_the_matcher_is_rejected(self) -> None:
         self.edit(COMPOSE, "      SERVICE: matcher-worker\n",
-                  "      SERVICE: matcher-worker\n      FACEGATE_AUDIT_KEY: ${FACEGATE_AUDIT_KEY:?set FACEGATE_AUDIT_KEY in deploy/.env}\n")
+                  "      SERVICE: matcher-worker\n      FACEGATE_AUDIT_KEY: ${FACEGATE_AUDIT_KEY:?set FACEGATE_AUDIT_KEY in .env}\n")
         output = self.assert_rejected(COMPOSE, "services.matcher-worker: FACEGATE_AUDIT_KEY does not belong to matcher-worker")
         self.assertIn("services.matcher-worker: FACEGATE_AUDIT_KEY carries ${FACEGATE_AUDIT_KEY}, the audit chain key; it runs"
                       " matcher-worker, and only auth-gateway, ctid-verifier, kiosk-orchestrator get it", output)
@@ -890,7 +891,7 @@ class ValidatorTests(unittest.TestCase):
         path.write_text(text[:start] + re.sub(r"FACEGATE_AUDIT_KEY: [^\n]*", "FACEGATE_AUDIT_KEY: AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
                                               text[start:], count=1))
         self.assert_rejected(COMPOSE, "services.kiosk-orchestrator: FACEGATE_AUDIT_KEY (the audit chain key) is written into the"
-                                      " compose file; take it from deploy/.env")
+                                      " compose file; take it from .env")
 
     def test_compose_previous_audit_keys_on_one_writer_only_is_rejected(self) -> None:
         path = self.root / COMPOSE
@@ -909,7 +910,7 @@ class ValidatorTests(unittest.TestCase):
         """Uncomment the example as its comments tell an operator to: the marked lines of the compose file
         and the SASL passwords of the env example, with the two mounted files present."""
         path = self.root / COMPOSE
-        pattern = r"(?m)^(\s*)# ((?:FACEGATE_KAFKA_\w+|COMMAND_CONFIG): .*|volumes:|  - \./kafka-.*|- \./kafka-.*)$"
+        pattern = r"(?m)^(\s*)# ((?:FACEGATE_KAFKA_\w+|COMMAND_CONFIG): .*|volumes:|  - \./deploy/kafka-.*|- \./deploy/kafka-.*)$"
         text, count = re.subn(pattern, r"\1\2", path.read_text())
         self.assertGreaterEqual(count, 4 * 7 + 3, "test setup: the commented example changed shape")
         path.write_text(text)
@@ -931,7 +932,7 @@ class ValidatorTests(unittest.TestCase):
     def test_compose_kafka_password_written_into_the_file_is_rejected(self) -> None:
         self.enable_compose_kafka_tls()
         self.edit(COMPOSE, "FACEGATE_KAFKA_SASL_PASSWORD: ${FACEGATE_KAFKA_SASL_PASSWORD_MATCHER_WORKER:?set"
-                           " FACEGATE_KAFKA_SASL_PASSWORD_MATCHER_WORKER in deploy/.env}", "FACEGATE_KAFKA_SASL_PASSWORD: hunter2")
+                           " FACEGATE_KAFKA_SASL_PASSWORD_MATCHER_WORKER in .env}", "FACEGATE_KAFKA_SASL_PASSWORD: hunter2")
         self.assert_rejected(COMPOSE, "services.matcher-worker: FACEGATE_KAFKA_SASL_PASSWORD (a Kafka SASL password) is written"
                                       " into the compose file")
 
@@ -970,8 +971,8 @@ class ValidatorTests(unittest.TestCase):
         path = self.root / COMPOSE
         text = path.read_text()
         start = text.index("  auth-gateway:\n")
-        path.write_text(text[:start] + text[start:].replace("      - ./kafka-ca.crt:/etc/facegate/kafka/ca.crt:ro\n",
-                                                            "      - ./kafka-ca.crt:/etc/kafka/ca.crt:ro\n", 1))
+        path.write_text(text[:start] + text[start:].replace("      - ./deploy/kafka-ca.crt:/etc/facegate/kafka/ca.crt:ro\n",
+                                                            "      - ./deploy/kafka-ca.crt:/etc/kafka/ca.crt:ro\n", 1))
         self.assert_rejected(COMPOSE, "services.auth-gateway: FACEGATE_KAFKA_SSL_CA_LOCATION=/etc/facegate/kafka/ca.crt is not"
                                       " inside a mounted volume")
 

@@ -4,10 +4,10 @@
 # database `facegate` it owns. `facegate migrate` then runs as that owner and creates the services'
 # login roles (migration 6); no service ever logs in as the owner or as a superuser.
 #
-# deploy/docker-compose.yml mounts it into /docker-entrypoint-initdb.d, so the postgres image runs it as
+# docker-compose.yml mounts it into /docker-entrypoint-initdb.d, so the postgres image runs it as
 # the superuser on the first start of an empty data volume. Idempotent: to adopt a database made
 # before the owner role existed (owned by the superuser), run it once by hand as that superuser:
-#   docker compose -f deploy/docker-compose.yml exec -e POSTGRES_USER=<superuser> postgres \
+#   docker compose exec -e POSTGRES_USER=<superuser> postgres \
 #     /docker-entrypoint-initdb.d/10-facegate-owner.sh
 # which creates the owner if needed and hands it the database and every table and sequence.
 #

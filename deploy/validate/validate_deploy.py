@@ -2,7 +2,7 @@
 """Offline validation of FaceGate's deployment files.
 
 Checks, without a Docker engine or a Kubernetes cluster:
-  deploy/docker-compose.yml    Compose Specification JSON schema (as shipped by check-jsonschema)
+  docker-compose.yml    Compose Specification JSON schema (as shipped by check-jsonschema)
                                + the runtime contract (env names per service, secrets, ports)
                                + database roles: each service logs in as its own role with its
                                own password, never as the schema owner or a superuser
@@ -23,7 +23,7 @@ Checks, without a Docker engine or a Kubernetes cluster:
                                only, FACEGATE_KIOSK_SIGNING_KEY the kiosk-orchestrator only;
                                FACEGATE_AUDIT_KEY reaches exactly the three audit writers, from one
                                source, never the matcher or the migrate one-shot (under any name)
-  secrets                      every secret variable from a Secret (Kubernetes) or a deploy/.env
+  secrets                      every secret variable from a Secret (Kubernetes) or a .env
                                variable (compose), never written into a file, never in a ConfigMap
   Kafka TLS/SASL               the broker security variables: known values, SASL with a mechanism,
                                user and password (a secret), certificate files mounted, the topics
@@ -202,7 +202,7 @@ CONTRACT_ENV = COMMON_ENV.union(*SERVICE_ENV.values())
 CONTRACT_PREFIXES = ("FACEGATE_", "MATCHER_")
 ALL_SERVICES_ENV = COMMON_ENV.union(*(SERVICE_ENV[s] for s in EXECUTABLES))
 
-# Secrets: only ever from the Secret facegate-secrets (Kubernetes, secretKeyRef) or a deploy/.env
+# Secrets: only ever from the Secret facegate-secrets (Kubernetes, secretKeyRef) or a .env
 # variable (compose, ${NAME}); never written into a manifest, the compose file or a ConfigMap. The
 # database URLs and the message-signing keys have checks of their own (roles, one key per service).
 SECRET_ENV = {SIGNING_KEY, "FACEGATE_PREVIOUS_SIGNING_KEYS", "FACEGATE_ADMIN_KEY", KIOSK_SIGNING_KEY, SEALING_KEY,
@@ -255,7 +255,7 @@ MAX_SHORT_RETENTION_MS = 3_600_000
 KUBERNETES_VERSIONS = ["1.30.0", None]
 
 ROOT_FILES = {
-    "compose": "deploy/docker-compose.yml",
+    "compose": "docker-compose.yml",
     "compose_env": "deploy/compose.env.example",
     "dockerfile": "deploy/docker/Dockerfile",
     "dockerignore": "deploy/docker/Dockerfile.dockerignore",
@@ -899,7 +899,7 @@ def check_short_retention(report: FileReport, name: str, configs: dict[str, str]
 
 
 # --------------------------------------------------------------------------------------------
-# deploy/docker-compose.yml.
+# docker-compose.yml.
 
 @functools.lru_cache(maxsize=None)
 def compose_schema() -> dict[str, Any]:
@@ -1060,7 +1060,7 @@ def check_compose_service_keys(report: FileReport, services: dict[str, Any]) -> 
         value = environment.get(SERVICE_KEY)
         if value is not None and variables_referenced(str(value)) != [own]:
             source = "a value written into the compose file" if "$" not in str(value) else str(value)
-            report.fail(f"{where}: {SERVICE_KEY} comes from {source}, not from {selected}'s own ${{{own}}} in deploy/.env")
+            report.fail(f"{where}: {SERVICE_KEY} comes from {source}, not from {selected}'s own ${{{own}}} in .env")
         value = environment.get(SERVICE_PUBLIC_KEYS)
         if value is None:
             continue  # reported as a required variable
@@ -1074,7 +1074,7 @@ def check_compose_service_keys(report: FileReport, services: dict[str, Any]) -> 
 
 
 def check_compose_secrets(report: FileReport, services: dict[str, Any]) -> None:
-    """Secrets come from deploy/.env, each only to the services that read it and only under its own
+    """Secrets come from .env, each only to the services that read it and only under its own
     name; the audit writers share one audit key; each service has its own Kafka password variable;
     the broker settings of every service are coherent."""
     password_owners = {variable: service for service, variable in KAFKA_PASSWORD_VARIABLES.items()}
@@ -1095,7 +1095,7 @@ def check_compose_secrets(report: FileReport, services: dict[str, Any]) -> None:
                         report.fail(f"{where}: {key} carries ${{{variable}}}, {SECRET_WHAT[variable]}; it runs {runs},"
                                     f" and {only_readers(readers)}")
                     elif key != variable:
-                        report.fail(f"{where}: {key} carries ${{{variable}}}, {SECRET_WHAT[variable]}; deploy/.env's"
+                        report.fail(f"{where}: {key} carries ${{{variable}}}, {SECRET_WHAT[variable]}; .env's"
                                     f" {variable} is passed only as {variable}")
                 owner = password_owners.get(variable)
                 if owner is not None and owner != selected:
@@ -1106,7 +1106,7 @@ def check_compose_secrets(report: FileReport, services: dict[str, Any]) -> None:
             value = str(environment[key])
             if not re.fullmatch(r"\$\{\w+[^}]*\}", value.strip()):
                 report.fail(f"{where}: {key} ({SECRET_WHAT[key]}) is written into the compose file; take it from"
-                            f" deploy/.env as ${{NAME}}")
+                            f" .env as ${{NAME}}")
         password = environment.get(KAFKA_SASL_PASSWORD)
         if password is not None and selected in SERVICES:
             named = variables_referenced(str(password))

@@ -2,7 +2,7 @@
 # Creates FaceGate's Kafka topics with the partition counts of the runtime contract, then
 # checks that every topic has exactly those partitions. Idempotent: existing topics are kept.
 # Runs in the apache/kafka image (kafka-topics.sh, kafka-configs.sh); used by
-# deploy/docker-compose.yml (init-topics) and by the Kubernetes Job kafka-topics
+# docker-compose.yml (init-topics) and by the Kubernetes Job kafka-topics
 # (deploy/k8s/base/kafka-topics-job.yaml).
 #
 # Retention: job topics carry photos, portraits and document images, and their replies personal

@@ -2,7 +2,7 @@
 # Gives each service's login role the password of its database URL, connected as the schema owner.
 # Migration 6 creates the roles without a password (migrations never carry secrets); the owner
 # created them, so it may set them. Idempotent: run it after every `facegate migrate`
-# (deploy/docker-compose.yml's `db-passwords`, the Kubernetes Job facegate-migrate), so the
+# (docker-compose.yml's `db-passwords`, the Kubernetes Job facegate-migrate), so the
 # passwords always equal the URLs the services are given.
 #
 #   DATABASE_URL_OWNER     postgres://facegate_owner:...@host:port/facegate   (connects with it)
