@@ -46,8 +46,8 @@ stop_all() {
 }
 trap stop_all INT TERM EXIT
 
-# start NAME ROLE ADMIN_PORT HTTP_PORT COMMAND: one supervised service, logged in to PostgreSQL as its own role
-# (created by `facegate migrate`), never as the owner; HTTP_PORT is a gateway's public port (- for the others: the
+# start NAME ROLE ADMIN_PORT HTTP_PORT COMMAND: one supervised service, logged in to PostgreSQL as its own role with its
+# own password (scripts/stack.sh made both), never as the owner, and without the password file of the others; HTTP_PORT is a gateway's public port (- for the others: the
 # gateway's default, FACEGATE_HTTP_PORT or 8080).
 # Each service gets its own message-signing key as FACEGATE_SERVICE_KEY and none of the others'; only the gateway holds
 # the token signing key, only the kiosk-orchestrator its own, no matcher the audit key, no gateway the sealing key, only the
@@ -58,8 +58,9 @@ start() {
   local binary; binary="$(basename "$1")"
   local own; own="FACEGATE_SERVICE_KEY_$(echo "$binary" | tr 'a-z-' 'A-Z_')"
   (
-    export FACEGATE_SERVICE_KEY="${!own}" FACEGATE_DATABASE_URL="postgres://$role@$FACEGATE_DATABASE_SERVER/facegate" \
-      FACEGATE_ADMIN_PORT="$port"
+    export FACEGATE_SERVICE_KEY="${!own}" FACEGATE_ADMIN_PORT="$port" \
+      FACEGATE_DATABASE_URL="postgres://$role:$(sed -n "s/^$role=//p" "$STATE/db-passwords")@$FACEGATE_DATABASE_SERVER/facegate"
+    unset PGPASSFILE
     [ "$http" = - ] || export FACEGATE_HTTP_PORT="$http"
     unset FACEGATE_SERVICE_KEY_AUTH_GATEWAY FACEGATE_SERVICE_KEY_MATCHER_WORKER FACEGATE_SERVICE_KEY_CTID_VERIFIER \
       FACEGATE_SERVICE_KEY_KIOSK_ORCHESTRATOR

@@ -146,7 +146,9 @@ pg_dir() {
   if [ "$(id -u)" -eq 0 ]; then
     mkdir -p "$RUN/$profile"
     if ! runuser -u postgres -- test -x "$RUN/$profile"; then
-      dir="/var/tmp/facegate-$(printf '%s' "$ROOT" | sha256sum | cut -c1-12)/$profile/pg"
+      dir="/var/tmp/facegate-$(printf '%s' "$ROOT" | sha256sum | cut -c1-12)"
+      mkdir -p "$dir" && chmod 711 "$dir"
+      dir="$dir/$profile/pg"
     fi
   fi
   printf '%s' "$dir"
@@ -160,7 +162,11 @@ pg_up() {
   [ "$(id -u)" -eq 0 ] && chown postgres: "$dir" "$(dirname "$dir")"
   if [ ! -f "$dir/data/PG_VERSION" ]; then
     log "initdb $dir/data"
-    as_pg "$PG_BIN/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 >"$dir/initdb.log" 2>&1
+    db_password "$profile" postgres >"$dir/pwfile"
+    [ "$(id -u)" -eq 0 ] && chown postgres: "$dir/pwfile"
+    as_pg "$PG_BIN/initdb" -D "$dir/data" -U postgres --auth=scram-sha-256 --pwfile="$dir/pwfile" -E UTF8 \
+      >"$dir/initdb.log" 2>&1 || { rm -f "$dir/pwfile"; echo "initdb failed; see $dir/initdb.log" >&2; exit 1; }
+    rm -f "$dir/pwfile"
   fi
   if [ -f "$dir/data/postmaster.pid" ] && kill -0 "$(head -n 1 "$dir/data/postmaster.pid")" 2>/dev/null; then
     log "PostgreSQL already running on $PG_PORT"
@@ -177,9 +183,18 @@ pg_up() {
 # own login roles; the services never log in as the owner. A database made by an earlier version (owned by
 # postgres) is handed over to the owner.
 pg_roles_up() {
-  local sql=(psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -v ON_ERROR_STOP=1 -qtA)
+  local profile="$1" sql=(psql -w -h 127.0.0.1 -p "$PG_PORT" -U postgres -v ON_ERROR_STOP=1 -qtA)
   "${sql[@]}" -c "SELECT 1 FROM pg_roles WHERE rolname='facegate_owner'" | grep -q 1 \
     || "${sql[@]}" -c "CREATE ROLE facegate_owner LOGIN CREATEROLE NOSUPERUSER NOCREATEDB NOREPLICATION"
+  # Every login gets its password here, before the first migration makes the services' roles members of
+  # facegate_service (it creates them only where they are missing, as on a compose or Kubernetes database).
+  local role
+  for role in "${DB_ROLES[@]}"; do
+    [ "$role" = postgres ] || [ "$role" = facegate_owner ] || "${sql[@]}" -c "SELECT 1 FROM pg_roles WHERE rolname='$role'" | grep -q 1 \
+      || "${sql[@]}" -c "CREATE ROLE $role LOGIN"
+    "${sql[@]}" -c "ALTER ROLE $role PASSWORD '$(db_password "$profile" "$role")'"
+  done
+  pg_hba_strict "$profile"
   if "${sql[@]}" -c "SELECT 1 FROM pg_database WHERE datname='facegate'" | grep -q 1; then
     "${sql[@]}" -c "ALTER DATABASE facegate OWNER TO facegate_owner"
     "${sql[@]}" -d facegate -c "DO \$\$ DECLARE r record; BEGIN
@@ -190,6 +205,38 @@ pg_roles_up() {
   else
     "${sql[@]}" -c "CREATE DATABASE facegate OWNER facegate_owner"
   fi
+}
+
+# Local logins: every role has a password (scram-sha-256, over TCP and the socket alike), generated once per profile and
+# kept in two files of the profile's state directory, both 0600: db-passwords (ROLE=PASSWORD: scripts/run.sh puts each
+# service's own into its database URL) and pgpass, libpq's password file, which the env file names as PGPASSFILE so
+# the CLI, psql and the tests log in without a password on any command line.
+DB_ROLES=(postgres facegate_owner facegate_gateway facegate_matcher facegate_ctid facegate_kiosk)
+
+db_passwords_up() {
+  local profile="$1" file="$RUN/$1/db-passwords" role
+  if [ ! -s "$file" ]; then
+    for role in "${DB_ROLES[@]}"; do
+      echo "$role=$(head -c 24 /dev/urandom | base64 -w0 | tr '+/' '-_')"
+    done >"$file"
+  fi
+  while IFS='=' read -r role password; do
+    printf '*:%s:*:%s:%s\n' "$PG_PORT" "$role" "$password"
+  done <"$file" >"$RUN/$profile/pgpass"
+}
+
+db_password() { sed -n "s/^$2=//p" "$RUN/$1/db-passwords"; }
+
+# A cluster made before the passwords (trust for everyone) is turned strict once its roles have their passwords.
+pg_hba_strict() {
+  local dir; dir="$(pg_dir "$1")"
+  local wanted="local all all scram-sha-256
+host all all 127.0.0.1/32 scram-sha-256
+host all all ::1/128 scram-sha-256"
+  [ "$(grep -Ev '^[[:space:]]*(#|$)' "$dir/data/pg_hba.conf")" = "$wanted" ] && return 0
+  log "PostgreSQL: password (scram-sha-256) logins only, over TCP and the socket"
+  printf '# Written by scripts/stack.sh: every login needs its password.\n%s\n' "$wanted" >"$dir/data/pg_hba.conf"
+  as_pg "$PG_BIN/pg_ctl" -D "$dir/data" reload >/dev/null
 }
 
 pg_down() {
@@ -290,6 +337,7 @@ write_env() {
     # its own login role on the same server (FACEGATE_DATABASE_SERVER).
     echo "export FACEGATE_DATABASE_URL=postgres://facegate_owner@127.0.0.1:$PG_PORT/facegate"
     echo "export FACEGATE_DATABASE_SERVER=127.0.0.1:$PG_PORT"
+    echo "export PGPASSFILE=$RUN/$profile/pgpass"
     echo "export FACEGATE_KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"
     echo "export FACEGATE_MODEL_DIR=$RUN/models"
     # The local broker (tansu) re-reads storage on a timer inside a waiting fetch instead of answering when data
@@ -306,6 +354,8 @@ write_env() {
     sed 's/^/export /' "$service_keys" "$audit_key"
     echo "export FACEGATE_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:$PG_PORT/postgres"
     echo "export FACEGATE_TEST_KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"
+    echo "export FACEGATE_TEST_DATABASE_SOCKET=$(pg_dir "$profile")"
+    echo "export FACEGATE_TEST_STATE_DIR=$RUN/$profile"
     echo "export FACEGATE_TEST_IMAGES=$RUN/testdata"
     echo "export FACEGATE_TEST_PYTHON=$VENV/bin/python"
     echo "export FACEGATE_TANSU=$RUN/tansu"
@@ -317,9 +367,16 @@ cmd="${1:-}"; profile="${2:-run}"; down_seconds="${3:-0}"
 case "$cmd" in
   install) install_apt; install_python; install_models ;;
   up)
+    # The profile's state directory (keys, passwords, logs) is this user's alone; as root its owner is `postgres`, who
+    # runs the cluster inside it.
     profile_ports "$profile"; mkdir -p "$RUN/$profile"
+    [ "$(id -u)" -ne 0 ] || chown postgres: "$RUN/$profile"
+    chmod -R go-rwx "$RUN/$profile"
+    umask 077
+    export PGPASSFILE="$RUN/$profile/pgpass"
+    db_passwords_up "$profile"
     pg_up "$profile"; broker_up "$profile"; topics_up
-    pg_roles_up
+    pg_roles_up "$profile"
     write_env "$profile" ;;
   down) profile_ports "$profile"; broker_down "$profile"; pg_down "$profile" ;;
   env) cat "$RUN/$profile/env" ;;

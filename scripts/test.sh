@@ -6,6 +6,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 LOGS=.run/test/logs
+# Logs and artefacts carry tokens and photos: this user's alone, like the rest of the state directory.
+umask 077
 started=$(date +%s)
 
 # The deploy validator's tools before the build, not in the middle of the test jobs (`make test` installed the rest).
