@@ -47,31 +47,16 @@ stop_all() {
 trap stop_all INT TERM EXIT
 
 # start NAME ROLE ADMIN_PORT HTTP_PORT COMMAND: one supervised service, logged in to PostgreSQL as its own role with its
-# own password (scripts/stack.sh made both), never as the owner, and without the password file of the others; HTTP_PORT is a gateway's public port (- for the others: the
-# gateway's default, FACEGATE_HTTP_PORT or 8080).
-# Each service gets its own message-signing key as FACEGATE_SERVICE_KEY and none of the others'; only the gateway holds
-# the token signing key, only the kiosk-orchestrator its own, no matcher the audit key, no gateway the sealing key, only the
-# ctid-verifier the CTID private key, and no service the operator key (the gateway gets its SHA-256 only): the table in the
-# README's "Keys per service". Keys travel in the environment, never on a command line (where `ps` would show them).
+# own password (scripts/stack.sh made both), never as the owner; HTTP_PORT is a gateway's public port (- for the others:
+# the gateway's default, FACEGATE_HTTP_PORT or 8080). scripts/service-env.sh hands it only the keys its code uses (the
+# README's "Keys per service"). Keys travel in the environment, never on a command line (where `ps` would show them).
 start() {
   local name="$1" role="$2" port="$3" http="$4"; shift 4
-  local binary; binary="$(basename "$1")"
-  local own; own="FACEGATE_SERVICE_KEY_$(echo "$binary" | tr 'a-z-' 'A-Z_')"
   (
-    export FACEGATE_SERVICE_KEY="${!own}" FACEGATE_ADMIN_PORT="$port" \
+    export FACEGATE_ADMIN_PORT="$port" \
       FACEGATE_DATABASE_URL="postgres://$role:$(sed -n "s/^$role=//p" "$STATE/db-passwords")@$FACEGATE_DATABASE_SERVER/facegate"
-    unset PGPASSFILE
     [ "$http" = - ] || export FACEGATE_HTTP_PORT="$http"
-    unset FACEGATE_SERVICE_KEY_AUTH_GATEWAY FACEGATE_SERVICE_KEY_MATCHER_WORKER FACEGATE_SERVICE_KEY_CTID_VERIFIER \
-      FACEGATE_SERVICE_KEY_KIOSK_ORCHESTRATOR
-    [ "$binary" != auth-gateway ] || export FACEGATE_ADMIN_KEY_SHA256="$(printf '%s' "$FACEGATE_ADMIN_KEY" | sha256sum | cut -d' ' -f1)"
-    unset FACEGATE_ADMIN_KEY
-    [ "$binary" = auth-gateway ] || unset FACEGATE_SIGNING_KEY FACEGATE_CTID_PUBLIC_KEY
-    [ "$binary" = kiosk-orchestrator ] || unset FACEGATE_KIOSK_SIGNING_KEY
-    [ "$binary" = ctid-verifier ] || unset FACEGATE_CTID_PRIVATE_KEY
-    [ "$binary" != auth-gateway ] || unset FACEGATE_SEALING_KEY
-    [ "$binary" != matcher-worker ] || unset FACEGATE_AUDIT_KEY
-    exec scripts/supervise.sh "$name" "$PIDS" "$@"
+    exec scripts/service-env.sh "$(basename "$1")" scripts/supervise.sh "$name" "$PIDS" "$@"
   ) > >(sed -u "s/^/[$name] /") 2>&1 &
 }
 

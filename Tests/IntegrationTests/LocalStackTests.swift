@@ -1,3 +1,4 @@
+import Crypto
 import FaceGateTestSupport
 import Foundation
 import Testing
@@ -45,6 +46,50 @@ import Testing
                 #expect(right.exitCode == 0, "\(role) at \(host) with its password: \(right.errorText)")
             }
         }
+    }
+
+    /// What scripts/service-env.sh (through which `make run` starts every service) hands each kind of service, from an
+    /// environment holding every key: only the keys the README's table gives it, as scripts/check-service-keys.sh (the
+    /// same check it runs on the live processes) reads them, with its own message-signing key and, for the gateway, the
+    /// operator key's SHA-256. The checker refuses the gateway's keys for a matcher, so it is no rubber stamp.
+    @Test func eachServiceIsHandedOnlyTheKeysItUses() throws {
+        let scripts = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts").path
+        let kinds = ["auth-gateway", "matcher-worker", "ctid-verifier", "kiosk-orchestrator"]
+        var everything = ["FACEGATE_ADMIN_KEY": "operator-key", "FACEGATE_SIGNING_KEY": "token-key", "FACEGATE_SEALING_KEY": "sealing-key",
+                          "FACEGATE_CTID_PRIVATE_KEY": "ctid-private", "FACEGATE_CTID_PUBLIC_KEY": "ctid-public",
+                          "FACEGATE_KIOSK_SIGNING_KEY": "kiosk-key", "FACEGATE_AUDIT_KEY": "audit-key", "PGPASSFILE": "/tmp/pgpass"]
+        for kind in kinds { everything["FACEGATE_SERVICE_KEY_" + kind.uppercased().replacingOccurrences(of: "-", with: "_")] = "key-of-\(kind)" }
+        let expected: [String: Set<String>] = [
+            "auth-gateway": ["FACEGATE_SIGNING_KEY", "FACEGATE_CTID_PUBLIC_KEY", "FACEGATE_ADMIN_KEY_SHA256", "FACEGATE_AUDIT_KEY"],
+            "matcher-worker": ["FACEGATE_SEALING_KEY"],
+            "ctid-verifier": ["FACEGATE_SEALING_KEY", "FACEGATE_CTID_PRIVATE_KEY", "FACEGATE_AUDIT_KEY"],
+            "kiosk-orchestrator": ["FACEGATE_KIOSK_SIGNING_KEY", "FACEGATE_SEALING_KEY", "FACEGATE_AUDIT_KEY"],
+        ]
+        var handed: [String: Data] = [:]
+        for kind in kinds {
+            let run = try ChildProcess.run("/usr/bin/env", ["-i", "PATH=/usr/bin:/bin"] + everything.map { "\($0.key)=\($0.value)" }
+                                           + ["\(scripts)/service-env.sh", kind, "/usr/bin/env"], timeout: .seconds(30))
+            #expect(run.exitCode == 0, "\(kind): \(run.errorText)")
+            handed[kind] = run.output
+            let held = Dictionary(String(decoding: run.output, as: UTF8.self).split(separator: "\n").map { line in
+                let parts = line.split(separator: "=", maxSplits: 1)
+                return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+            }, uniquingKeysWith: { first, _ in first })
+            let keys = Set(held.keys).subtracting(["PATH", "PWD", "SHLVL", "_", "FACEGATE_SERVICE_KEY"])
+            #expect(keys == expected[kind], "\(kind) holds \(keys.sorted())")
+            #expect(held["FACEGATE_SERVICE_KEY"] == "key-of-\(kind)")
+            if kind == "auth-gateway" {
+                let digest = Hex.encode(SHA256.hash("operator-key"))
+                #expect(held["FACEGATE_ADMIN_KEY_SHA256"] == digest)
+            }
+            let check = try ChildProcess.run("\(scripts)/check-service-keys.sh", ["--names", kind], input: run.output, timeout: .seconds(30))
+            #expect(check.exitCode == 0, "\(kind): \(String(decoding: check.output, as: UTF8.self))")
+        }
+        let misplaced = try ChildProcess.run("\(scripts)/check-service-keys.sh", ["--names", "matcher-worker"],
+                                             input: try #require(handed["auth-gateway"]), timeout: .seconds(30))
+        #expect(misplaced.exitCode == 1)
+        #expect(String(decoding: misplaced.output, as: UTF8.self).contains("matcher-worker holds FACEGATE_SIGNING_KEY"))
     }
 
     /// The state directory (keys, passwords, the env file, logs) and everything in it grant nothing to group or others.
