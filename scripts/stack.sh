@@ -192,7 +192,8 @@ pg_roles_up() {
   for role in "${DB_ROLES[@]}"; do
     [ "$role" = postgres ] || [ "$role" = facegate_owner ] || "${sql[@]}" -c "SELECT 1 FROM pg_roles WHERE rolname='$role'" | grep -q 1 \
       || "${sql[@]}" -c "CREATE ROLE $role LOGIN"
-    "${sql[@]}" -c "ALTER ROLE $role PASSWORD '$(db_password "$profile" "$role")'"
+    # On standard input: a password on psql's command line would show in `ps`.
+    "${sql[@]}" <<<"ALTER ROLE $role PASSWORD '$(db_password "$profile" "$role")'"
   done
   pg_hba_strict "$profile"
   if "${sql[@]}" -c "SELECT 1 FROM pg_database WHERE datname='facegate'" | grep -q 1; then
@@ -227,7 +228,8 @@ db_passwords_up() {
 
 db_password() { sed -n "s/^$2=//p" "$RUN/$1/db-passwords"; }
 
-# A cluster made before the passwords (trust for everyone) is turned strict once its roles have their passwords.
+# Once every role has its password, these three lines are the whole pg_hba.conf: they replace initdb's (which also lets
+# replication connections in) and, on a cluster made before the passwords, the one that trusted every local user.
 pg_hba_strict() {
   local dir; dir="$(pg_dir "$1")"
   local wanted="local all all scram-sha-256

@@ -15,6 +15,14 @@ import Testing
         return value
     }
 
+    /// The NAME=value lines of `text` (db-passwords, `env`'s output); the first of a name twice wins.
+    static func assignments(_ text: String) -> [String: String] {
+        Dictionary(text.split(separator: "\n").map { line in
+            let parts = line.split(separator: "=", maxSplits: 1)
+            return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+        }, uniquingKeysWith: { first, _ in first })
+    }
+
     /// psql as `role` at `host` (an address or the socket's directory) with no password file; `password` in PGPASSWORD.
     static func login(_ role: String, host: String, password: String?) throws -> ChildProcess.Output {
         let port = try #require(URLComponents(string: try setting("FACEGATE_TEST_DATABASE_URL"))?.port)
@@ -28,11 +36,7 @@ import Testing
     /// one; its own password (from the profile's 0600 file) lets it in, so the refusals are the server's rule.
     @Test func everyDatabaseLoginNeedsItsPassword() throws {
         let state = URL(fileURLWithPath: try Self.setting("FACEGATE_TEST_STATE_DIR"))
-        let passwords = Dictionary(uniqueKeysWithValues: try String(contentsOf: state.appendingPathComponent("db-passwords"), encoding: .utf8)
-            .split(separator: "\n").map { line in
-                let parts = line.split(separator: "=", maxSplits: 1)
-                return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
-            })
+        let passwords = Self.assignments(try String(contentsOf: state.appendingPathComponent("db-passwords"), encoding: .utf8))
         for host in ["127.0.0.1", try Self.setting("FACEGATE_TEST_DATABASE_SOCKET")] {
             for role in Self.roles {
                 let password = try #require(passwords[role], "no password for \(role)")
@@ -72,10 +76,7 @@ import Testing
                                            + ["\(scripts)/service-env.sh", kind, "/usr/bin/env"], timeout: .seconds(30))
             #expect(run.exitCode == 0, "\(kind): \(run.errorText)")
             handed[kind] = run.output
-            let held = Dictionary(String(decoding: run.output, as: UTF8.self).split(separator: "\n").map { line in
-                let parts = line.split(separator: "=", maxSplits: 1)
-                return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
-            }, uniquingKeysWith: { first, _ in first })
+            let held = Self.assignments(String(decoding: run.output, as: UTF8.self))
             let keys = Set(held.keys).subtracting(["PATH", "PWD", "SHLVL", "_", "FACEGATE_SERVICE_KEY"])
             #expect(keys == expected[kind], "\(kind) holds \(keys.sorted())")
             #expect(held["FACEGATE_SERVICE_KEY"] == "key-of-\(kind)")
