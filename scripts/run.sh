@@ -111,8 +111,11 @@ for _ in $(seq 1 120); do
 done
 
 DEMO="$STATE/demo-app.json"
+# Secrets are shown on the terminal once, the run that makes them; later runs say which 0600 file holds them.
+shown_once=""
 if [ ! -s "$DEMO" ] || ! "$BIN/facegate" app get "$(sed -n 's/.*"appId":"\([^"]*\)".*/\1/p' "$DEMO")" >/dev/null 2>&1; then
   "$BIN/facegate" app create "Demo app" --formal >"$DEMO"
+  shown_once=1
 fi
 chmod 600 "$DEMO"
 APP_ID="$(sed -n 's/.*"appId":"\([^"]*\)".*/\1/p' "$DEMO")"
@@ -121,20 +124,27 @@ APP_SECRET="$(sed -n 's/.*"appSecret":"\([^"]*\)".*/\1/p' "$DEMO")"
 # device keys (`facegate app binding APP_ID dpop`, the default for new apps). Also for a demo app of an older run.
 "$BIN/facegate" app binding "$APP_ID" header employeeNumber >/dev/null
 
+if [ -n "$shown_once" ]; then
+  SECRETS="  operator key    $FACEGATE_ADMIN_KEY   (shown this once: FACEGATE_ADMIN_KEY of $STATE/env, 0600)
+  demo app        $APP_ID   secret $APP_SECRET   (shown this once: $DEMO, 0600)"
+else
+  SECRETS="  operator key    FACEGATE_ADMIN_KEY of $STATE/env (0600, yours alone)
+  demo app        $APP_ID   (its secret and ctidKey: $DEMO, 0600)"
+fi
 cat <<INFO
 
 FaceGate is running.
   public API      http://127.0.0.1:$HTTP_PORT   (OpenAPI: /openapi.json, JWKS: /.well-known/jwks.json)$BALANCED
-  web console     http://127.0.0.1:$HTTP_PORT/console/   (sign in with the operator key below)
+  web console     http://127.0.0.1:$HTTP_PORT/console/   (sign in with the operator key)
   admin ports     gateway $GATEWAY_ADMIN; matcher $MATCHER_ADMIN; ctid 9102; kiosk 9103  (/healthz /readyz /metrics)
-  operator key    $FACEGATE_ADMIN_KEY
-  demo app        $APP_ID   secret $APP_SECRET   (all of $DEMO)
+$SECRETS
 
 Try it (photos: .run/testdata):
-  export FACEGATE_ADMIN_KEY=$FACEGATE_ADMIN_KEY
+  . $STATE/env    # FACEGATE_ADMIN_KEY for the CLI, PGPASSFILE for \`facegate migrate\` and psql
+  APP_SECRET=\$(sed -n 's/.*"appSecret":"\([^"]*\)".*/\1/p' $DEMO)
   USER_ID=\$(.build/release/facegate user create $APP_ID E1001 "Barack Obama" | sed -n 's/.*"userId":"\([^"]*\)".*/\1/p')
   .build/release/facegate enroll $APP_ID \$USER_ID .run/testdata/obama.jpg
-  TOKEN=\$(curl -s -u $APP_ID:$APP_SECRET -X POST http://127.0.0.1:$HTTP_PORT/v1/access-tokens | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p')
+  TOKEN=\$(curl -s -u $APP_ID:\$APP_SECRET -X POST http://127.0.0.1:$HTTP_PORT/v1/access-tokens | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p')
   curl -s -H "Authorization: Bearer \$TOKEN" -H "X-Device-Id: my-phone" -H "Content-Type: image/jpeg" \\
        --data-binary @.run/testdata/obama2.jpg http://127.0.0.1:$HTTP_PORT/v1/face-login
 Press Ctrl-C to stop.
