@@ -169,6 +169,7 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
         var body: Data
         var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
         var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+        var errorMessage: String? { (json["error"] as? [String: Any])?["message"] as? String }
         func string(_ key: String) -> String? { json[key] as? String }
     }
 

@@ -177,12 +177,20 @@ public enum FaceGateCLI {
         case ("app", "list"):
             try await admin(environment).print("GET", "/v1/apps")
         case ("app", "modules"):
+            let names = ["faceLogin", "ctid", "kiosk", "deviceAuth"], states = ["disabled", "trial", "formal"]
             var modules: [String: String] = [:]
             for pair in rest.dropFirst(2) {
                 let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
                 guard parts.count == 2 else { throw CLIError("expected MODULE=STATE, got \(pair)", exitCode: 2) }
+                guard names.contains(parts[0]) else {
+                    throw CLIError("no module '\(parts[0])'; the modules are \(names.joined(separator: ", "))", exitCode: 2)
+                }
+                guard states.contains(parts[1]) else {
+                    throw CLIError("\(parts[0]): no state '\(parts[1])'; the states are \(states.joined(separator: ", "))", exitCode: 2)
+                }
                 modules[parts[0]] = parts[1]
             }
+            guard !modules.isEmpty else { throw CLIError("app modules APP_ID MODULE=STATE...: name at least one module", exitCode: 2) }
             try await admin(environment).print("PATCH", "/v1/apps/\(try argument(rest, 1, "APP_ID"))", json: ["modules": modules])
         case ("app", "rotate-secret"):
             let app = try argument(rest, 1, "APP_ID")
@@ -263,6 +271,9 @@ public enum FaceGateCLI {
             }
             body["name"] = try argument(arguments, 0, "NAME")
             if arguments.count > 1 { body["appIds"] = Array(arguments.dropFirst()) }
+            if command == "auditor", arguments.count < 2, body["allApps"] == nil {
+                throw CLIError("auditor create NAME (APP_ID... | --all-apps): an auditor key reads only the apps it is given", exitCode: 2)
+            }
             try await admin(environment).print("POST", collection, json: body)
         case ("auditor", "list"), ("operator-key", "list"):
             try await admin(environment).print("GET", command == "auditor" ? "/v1/auditors" : "/v1/operator-keys")

@@ -39,6 +39,29 @@ struct ModulesPatch: Codable, Sendable {
     }
 }
 
+extension ModulesPatch {
+    private enum CodingKeys: String, CodingKey, CaseIterable { case faceLogin, ctid, kiosk, deviceAuth }
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    /// A misspelt module (`faceLogn`) is refused, never ignored: ignoring it would change nothing and still answer 200.
+    init(from decoder: any Decoder) throws {
+        for key in try decoder.container(keyedBy: AnyKey.self).allKeys where CodingKeys(rawValue: key.stringValue) == nil {
+            let names = CodingKeys.allCases.map(\.rawValue).joined(separator: ", ")
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath + [key], debugDescription: "no such module; the modules are \(names)"))
+        }
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        faceLogin = try container.decodeIfPresent(ModuleState.self, forKey: .faceLogin)
+        ctid = try container.decodeIfPresent(ModuleState.self, forKey: .ctid)
+        kiosk = try container.decodeIfPresent(ModuleState.self, forKey: .kiosk)
+        deviceAuth = try container.decodeIfPresent(ModuleState.self, forKey: .deviceAuth)
+    }
+}
+
 /// How a client device is identified. `dpop`: by the RFC 7638 thumbprint of the P-256 key that signs its
 /// requests (RFC 9449); `header`: by the `X-Device-Id` the caller chooses — the original SDK's behaviour,
 /// which anyone holding a device id can claim.
