@@ -79,6 +79,20 @@ import Testing
         }
     }
 
+    /// `enroll` with several photos tries every one: a file it cannot read does not stop the next, and the exit code says
+    /// one was not enrolled.
+    @Test func enrollTriesEveryPhotoAndNamesTheOnesRefused() async throws {
+        try await TestStack.with { stack in
+            let environment = Environment(["FACEGATE_URL": stack.baseURL, "FACEGATE_ADMIN_KEY": stack.adminKey])
+            let app = try await stack.createApp()
+            let user = try await stack.createUser(app, employeeNumber: "M1", name: "Barack Obama")
+            let photo = try TestEnvironment.value("FACEGATE_TEST_IMAGES") + "/obama.jpg"
+            #expect(await FaceGateCLI.run(["enroll", app.id, user, "/nonexistent/photo.jpg", photo], environment: environment) == 1)
+            let faces = try await stack.call("GET", "/v1/apps/\(app.id)/users/\(user)/faces", bearer: stack.adminKey)
+            #expect((faces.json["items"] as? [Any])?.count == 1)
+        }
+    }
+
     /// The sealing key is rotated while the stack runs: `facegate reseal` moves every template, kept enrollment photo and
     /// CTID registry row to the new key, after which a matcher holding only the new key still logs the user in and the registry still reads.
     @Test func resealMovesEverySealedValueToTheNewKey() async throws {

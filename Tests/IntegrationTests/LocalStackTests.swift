@@ -8,13 +8,6 @@ import Testing
 @Suite struct LocalStackTests {
     static let roles = ["postgres", "facegate_owner", "facegate_gateway", "facegate_matcher", "facegate_ctid", "facegate_kiosk"]
 
-    static func setting(_ name: String) throws -> String {
-        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
-            throw TestSetupError("\(name) is not set: run the tests with `make test`, which starts the local stack")
-        }
-        return value
-    }
-
     /// The NAME=value lines of `text` (db-passwords, `env`'s output); the first of a name twice wins.
     static func assignments(_ text: String) -> [String: String] {
         Dictionary(text.split(separator: "\n").map { line in
@@ -25,7 +18,7 @@ import Testing
 
     /// psql as `role` at `host` (an address or the socket's directory) with no password file; `password` in PGPASSWORD.
     static func login(_ role: String, host: String, password: String?) throws -> ChildProcess.Output {
-        let port = try #require(URLComponents(string: try setting("FACEGATE_TEST_DATABASE_URL"))?.port)
+        let port = try #require(URLComponents(string: try TestEnvironment.value("FACEGATE_TEST_DATABASE_URL"))?.port)
         let credentials = password.map { ["PGPASSWORD=\($0)"] } ?? ["-u", "PGPASSWORD"]
         return try ChildProcess.run("/usr/bin/env", credentials + ["PGPASSFILE=/dev/null", "psql", "-w", "-X", "-h", host,
                                                                    "-p", "\(port)", "-U", role, "-d", "postgres", "-tAc", "SELECT 1"],
@@ -35,9 +28,9 @@ import Testing
     /// Every role, the superuser included, is refused without its password over TCP and over the socket, and with a wrong
     /// one; its own password (from the profile's 0600 file) lets it in, so the refusals are the server's rule.
     @Test func everyDatabaseLoginNeedsItsPassword() throws {
-        let state = URL(fileURLWithPath: try Self.setting("FACEGATE_TEST_STATE_DIR"))
+        let state = URL(fileURLWithPath: try TestEnvironment.value("FACEGATE_TEST_STATE_DIR"))
         let passwords = Self.assignments(try String(contentsOf: state.appendingPathComponent("db-passwords"), encoding: .utf8))
-        for host in ["127.0.0.1", try Self.setting("FACEGATE_TEST_DATABASE_SOCKET")] {
+        for host in ["127.0.0.1", try TestEnvironment.value("FACEGATE_TEST_DATABASE_SOCKET")] {
             for role in Self.roles {
                 let password = try #require(passwords[role], "no password for \(role)")
                 let without = try Self.login(role, host: host, password: nil)
@@ -95,7 +88,7 @@ import Testing
 
     /// The state directory (keys, passwords, the env file, logs) and everything in it grant nothing to group or others.
     @Test func theStateDirectoryIsItsUsersAlone() throws {
-        let state = try Self.setting("FACEGATE_TEST_STATE_DIR")
+        let state = try TestEnvironment.value("FACEGATE_TEST_STATE_DIR")
         var checked = 0
         var open: [String] = []
         func inspect(_ path: String) throws {

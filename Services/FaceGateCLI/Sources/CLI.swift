@@ -45,7 +45,8 @@ public enum FaceGateCLI {
       user create APP_ID EMPLOYEE_NUMBER NAME
       user list APP_ID                          every user (all pages)
       user delete APP_ID USER_ID
-      enroll APP_ID USER_ID PHOTO...            JPEG/PNG files, one template each
+      enroll APP_ID USER_ID PHOTO...            JPEG/PNG files, one template each; every file is tried and named
+                                                with its outcome on stderr (exit 1 if any was not enrolled)
       face list APP_ID USER_ID | face delete APP_ID USER_ID TEMPLATE_ID
       face search APP_ID PHOTO                  1:N search at the app's operating point, with the top candidates
       device reset APP_ID DEVICE_ID
@@ -237,10 +238,23 @@ public enum FaceGateCLI {
             let app = try argument(rest, 0, "APP_ID"), user = try argument(rest, 1, "USER_ID")
             guard rest.count >= 3 else { throw CLIError("usage: facegate enroll APP_ID USER_ID PHOTO...", exitCode: 2) }
             let client = try admin(environment)
-            for path in rest.dropFirst(2) {
-                guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read \(path)", exitCode: 1) }
-                let type = path.lowercased().hasSuffix(".png") ? "image/png" : "image/jpeg"
-                try await client.print("POST", "/v1/apps/\(app)/users/\(user)/faces", body: data, contentType: type)
+            // Each photo's answer on stdout and its outcome, named, on stderr; a refused or unreadable photo does not stop the
+            // others (an unreachable server does).
+            let photos = rest.dropFirst(2)
+            var refused: [String] = []
+            for path in photos {
+                do {
+                    guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read the file", exitCode: 1) }
+                    let type = path.lowercased().hasSuffix(".png") ? "image/png" : "image/jpeg"
+                    try await client.print("POST", "/v1/apps/\(app)/users/\(user)/faces", body: data, contentType: type)
+                    FileHandle.standardError.write(Data("\(path): enrolled\n".utf8))
+                } catch let error as CLIError {
+                    FileHandle.standardError.write(Data("\(path): not enrolled: \(error.message)\n".utf8))
+                    refused.append(path)
+                }
+            }
+            guard refused.isEmpty else {
+                throw CLIError("\(refused.count) of \(photos.count) photos not enrolled: \(refused.joined(separator: ", "))", exitCode: 1)
             }
         case ("face", "list"):
             try await admin(environment).print("GET", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/users/\(try argument(rest, 2, "USER_ID"))/faces")
