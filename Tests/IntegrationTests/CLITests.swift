@@ -2,6 +2,7 @@ import CTIDVerifier
 import Crypto
 import FaceGateCLI
 import FaceGateCore
+import FaceGateTestSupport
 import Foundation
 import PostgresClient
 import ServiceKit
@@ -76,6 +77,26 @@ import Testing
             #expect(await FaceGateCLI.run(["auditor", "revoke", UUID().uuidString], environment: environment) == 1)
             #expect(try await keys("/v1/operator-keys").allSatisfy { $0["revokedAt"] is String })
             #expect(try await keys("/v1/auditors").allSatisfy { $0["revokedAt"] is String })
+        }
+    }
+
+    /// A call that fails says why in one line on stderr, and nothing on stdout: a gateway nobody answers at is named (not
+    /// a Foundation error dump), a refused key is an error code with what to check.
+    @Test func failuresAreOneReadableLine() async throws {
+        try await TestStack.with(withMatcher: false) { stack in
+            let facegate = try TestEnvironment.value("FACEGATE_BIN_DIR") + "/facegate"
+            func run(_ url: String, key: String) throws -> ChildProcess.Output {
+                try ChildProcess.run("/usr/bin/env", ["FACEGATE_URL=\(url)", "FACEGATE_ADMIN_KEY=\(key)", facegate, "app", "list"])
+            }
+            let unreachable = try run("http://127.0.0.1:1", key: stack.adminKey)
+            #expect(unreachable.exitCode == 1 && unreachable.output.isEmpty)
+            #expect(unreachable.errorText == "facegate: cannot reach http://127.0.0.1:1: nothing answers there; is the gateway running, and is FACEGATE_URL right?\n")
+            let refused = try run(stack.baseURL, key: "fgk_admin_wrong")
+            #expect(refused.exitCode == 1 && refused.output.isEmpty)
+            #expect(refused.errorText.hasPrefix("facegate: GET /v1/apps answered 401 UNAUTHORIZED"))
+            #expect(refused.errorText.contains("the key was refused: wrong, revoked or expired"))
+            #expect(refused.errorText.filter { $0 == "\n" }.count == 1)
+            #expect(try run(stack.baseURL, key: stack.adminKey).exitCode == 0)
         }
     }
 

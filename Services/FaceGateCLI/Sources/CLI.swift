@@ -70,9 +70,27 @@ public enum FaceGateCLI {
             FileHandle.standardError.write(Data("facegate: \(error.message)\n".utf8))
             return error.exitCode
         } catch {
-            FileHandle.standardError.write(Data("facegate: \(error)\n".utf8))
+            FileHandle.standardError.write(Data("facegate: \(describe(error))\n".utf8))
             return 1
         }
+    }
+
+    /// One readable line for an error a call or a library threw: a gateway that cannot be reached is named with why, never
+    /// as a Foundation error dump.
+    static func describe(_ error: any Error) -> String {
+        let error = error as NSError
+        guard error.domain == NSURLErrorDomain else { return "\(error.localizedDescription)" }
+        let url = (error.userInfo[NSURLErrorFailingURLErrorKey] as? URL).map { url in
+            "\(url.scheme ?? "http")://\(url.host ?? "")\(url.port.map { ":\($0)" } ?? "")"
+        } ?? "the gateway"
+        let why = switch URLError.Code(rawValue: error.code) {
+        case .cannotConnectToHost, .networkConnectionLost: "nothing answers there; is the gateway running, and is FACEGATE_URL right?"
+        case .cannotFindHost, .dnsLookupFailed: "no such host; check FACEGATE_URL"
+        case .timedOut: "it did not answer in time"
+        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate: "the TLS connection failed"
+        default: "network error \(error.code)"
+        }
+        return "cannot reach \(url): \(why)"
     }
 
     static func dispatch(_ arguments: [String], environment: Environment) async throws {
@@ -400,6 +418,7 @@ struct APIClient {
         }
         let (data, response) = try await URLSession.shared.data(for: request)
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        guard (200..<300).contains(status) else { throw Self.refusal(method, path, status, data) }
         if !data.isEmpty { FileHandle.standardOutput.write(data) }
         if let app = try? JSONSerialization.jsonObject(with: data) as? [String: Any], app["deviceBinding"] as? String == "header" {
             let warning = "warning: this app identifies devices by the X-Device-Id header, which any caller can set; "
@@ -407,7 +426,18 @@ struct APIClient {
             FileHandle.standardError.write(Data(warning.utf8))
         }
         if !data.isEmpty, data.last != UInt8(ascii: "\n") { FileHandle.standardOutput.write(Data("\n".utf8)) }
-        guard (200..<300).contains(status) else { throw CLIError("\(method) \(path) answered \(status)", exitCode: 1) }
+    }
+
+    /// A refused call as one line: status, the API's error code and message, its transaction id, and for 401 what to check.
+    static func refusal(_ method: String, _ path: String, _ status: Int, _ data: Data) -> CLIError {
+        var line = "\(method) \(path) answered \(status)"
+        if let error = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["error"] as? [String: Any] {
+            if let code = error["code"] as? String { line += " \(code)" }
+            if let message = error["message"] as? String { line += ": \(message)" }
+            if let transaction = error["transactionId"] as? String { line += " (transaction \(transaction))" }
+        }
+        if status == 401 { line += "; the key was refused: wrong, revoked or expired (FACEGATE_ADMIN_KEY, FACEGATE_AUDITOR_KEY)" }
+        return CLIError(line, exitCode: 1)
     }
 
     /// A JSON object answer, for commands that combine several calls.
@@ -419,9 +449,9 @@ struct APIClient {
         }
         let (data, response) = try await URLSession.shared.data(for: request)
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        guard (200..<300).contains(status), let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-            FileHandle.standardError.write(data)
-            throw CLIError("\(method) \(path) answered \(status)", exitCode: 1)
+        guard (200..<300).contains(status) else { throw Self.refusal(method, path, status, data) }
+        guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw CLIError("\(method) \(path) answered \(status) with no JSON object", exitCode: 1)
         }
         return object
     }
