@@ -106,7 +106,7 @@ enum OpenAPIDocument {
       "Modules": {"type": "object", "required": ["faceLogin", "ctid", "kiosk", "deviceAuth"], "properties": {
         "faceLogin": {"$ref": "#/components/schemas/ModuleState"}, "ctid": {"$ref": "#/components/schemas/ModuleState"},
         "kiosk": {"$ref": "#/components/schemas/ModuleState"}, "deviceAuth": {"$ref": "#/components/schemas/ModuleState"}}},
-      "ModulesChange": {"type": "object", "additionalProperties": false, "description": "Modules to change; absent ones keep their state (new apps: trial everywhere); a module name not listed here is refused with 400 INVALID_REQUEST", "properties": {
+      "ModulesChange": {"type": "object", "additionalProperties": false, "description": "Modules to change; absent ones keep their state (new apps: trial, kiosk disabled); a module name not listed here is refused with 400 INVALID_REQUEST", "properties": {
         "faceLogin": {"$ref": "#/components/schemas/ModuleState"}, "ctid": {"$ref": "#/components/schemas/ModuleState"},
         "kiosk": {"$ref": "#/components/schemas/ModuleState"}, "deviceAuth": {"$ref": "#/components/schemas/ModuleState"}}},
       "Liveness": {"type": "object", "required": ["faceLogin", "kiosk"], "description": "Defaults: faceLogin off, kiosk active", "properties": {
