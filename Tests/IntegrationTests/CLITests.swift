@@ -100,6 +100,31 @@ import Testing
         }
     }
 
+    /// `facegate keys` prints every key a service needs to start (the audit key and the operator key among them), each a
+    /// fresh value, with its public halves and the operator key's SHA-256 matching.
+    @Test func keysPrintsEveryKeyTheServicesNeed() throws {
+        func generate() throws -> [String: String] {
+            let run = try ChildProcess.run(try TestEnvironment.value("FACEGATE_BIN_DIR") + "/facegate", ["keys"])
+            #expect(run.exitCode == 0, "\(run.errorText)")
+            return LocalStackTests.assignments(String(decoding: run.output, as: UTF8.self))
+        }
+        let keys = try generate()
+        let services = ["AUTH_GATEWAY", "MATCHER_WORKER", "CTID_VERIFIER", "KIOSK_ORCHESTRATOR"].map { "FACEGATE_SERVICE_KEY_\($0)" }
+        #expect(Set(keys.keys) == Set(["FACEGATE_SIGNING_KEY", "FACEGATE_SEALING_KEY", "FACEGATE_CTID_PRIVATE_KEY", "FACEGATE_CTID_PUBLIC_KEY",
+                                       "FACEGATE_SERVICE_PUBLIC_KEYS", "FACEGATE_KIOSK_SIGNING_KEY", "FACEGATE_KIOSK_PUBLIC_KEYS",
+                                       "FACEGATE_AUDIT_KEY", "FACEGATE_ADMIN_KEY", "FACEGATE_ADMIN_KEY_SHA256"] + services))
+        for name in ["FACEGATE_SIGNING_KEY", "FACEGATE_SEALING_KEY", "FACEGATE_AUDIT_KEY", "FACEGATE_KIOSK_SIGNING_KEY"] + services {
+            #expect(Data(base64Encoded: keys[name] ?? "")?.count == 32, "\(name)")
+        }
+        let operatorKey = try #require(keys["FACEGATE_ADMIN_KEY"])
+        #expect(operatorKey.hasPrefix("fgk_admin_") && keys["FACEGATE_ADMIN_KEY_SHA256"] == Hex.encode(SHA256.hash(operatorKey)))
+        let kioskSeed = try #require(Data(base64Encoded: keys["FACEGATE_KIOSK_SIGNING_KEY"] ?? ""))
+        #expect(Data(try Ed25519PrivateKey(seed: Array(kioskSeed)).publicKey.rawRepresentation).base64EncodedString()
+                == keys["FACEGATE_KIOSK_PUBLIC_KEYS"])
+        let again = try generate()
+        #expect(keys.filter { again[$0.key] == $0.value }.isEmpty, "a value printed twice")
+    }
+
     /// `enroll` with several photos tries every one: a file it cannot read does not stop the next, and the exit code says
     /// one was not enrolled.
     @Test func enrollTriesEveryPhotoAndNamesTheOnesRefused() async throws {

@@ -19,7 +19,8 @@ public enum FaceGateCLI {
 
     setup
       migrate                                   apply database migrations (FACEGATE_DATABASE_URL)
-      keys                                      print fresh signing, sealing, CTID and per-service message keys
+      keys                                      print a fresh set of every key the services need: token, sealing,
+                                                CTID, per-service message, kiosk token, audit and operator keys
       reseal                                    re-seal templates, kept photos and CTID registry rows under FACEGATE_SEALING_KEY,
                                                 opening with FACEGATE_PREVIOUS_SEALING_KEYS (FACEGATE_DATABASE_URL, online)
       --version                                 this tool's release; --help anywhere prints this
@@ -136,6 +137,12 @@ public enum FaceGateCLI {
             let kiosk = Ed25519PrivateKey()
             print("FACEGATE_KIOSK_SIGNING_KEY=\(Data(kiosk.seed).base64EncodedString())")
             print("FACEGATE_KIOSK_PUBLIC_KEYS=\(Data(kiosk.publicKey.rawRepresentation).base64EncodedString())")
+            // The audit chains' key, the same for the gateway, the ctid-verifier and the kiosk-orchestrator.
+            print("FACEGATE_AUDIT_KEY=\(Data(SecureRandom.bytes(32)).base64EncodedString())")
+            // The bootstrap operator key for the CLI and the console; the gateway needs only its SHA-256.
+            let operatorKey = "fgk_admin_" + Base64URL.encode(SecureRandom.bytes(24))
+            print("FACEGATE_ADMIN_KEY=\(operatorKey)")
+            print("FACEGATE_ADMIN_KEY_SHA256=\(Hex.encode(SHA256.hash(operatorKey)))")
         case ("app", "create"):
             guard rest.count >= 2 else {
                 throw CLIError("usage: facegate app create NAME [--formal] [--model M] [--threshold D | --false-match-rate R] [--binding B] [--binding-policy P]", exitCode: 2)
