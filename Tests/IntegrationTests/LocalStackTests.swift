@@ -55,7 +55,8 @@ import Testing
         let kinds = ["auth-gateway", "matcher-worker", "ctid-verifier", "kiosk-orchestrator"]
         var everything = ["FACEGATE_ADMIN_KEY": "operator-key", "FACEGATE_SIGNING_KEY": "token-key", "FACEGATE_SEALING_KEY": "sealing-key",
                           "FACEGATE_CTID_PRIVATE_KEY": "ctid-private", "FACEGATE_CTID_PUBLIC_KEY": "ctid-public",
-                          "FACEGATE_KIOSK_SIGNING_KEY": "kiosk-key", "FACEGATE_AUDIT_KEY": "audit-key", "PGPASSFILE": "/tmp/pgpass"]
+                          "FACEGATE_KIOSK_SIGNING_KEY": "kiosk-key", "FACEGATE_AUDIT_KEY": "audit-key", "PGPASSFILE": "/tmp/pgpass",
+                          "FACEGATE_TEST_DATABASE_URL": "postgres://postgres@127.0.0.1:1/postgres"]
         for kind in kinds { everything["FACEGATE_SERVICE_KEY_" + kind.uppercased().replacingOccurrences(of: "-", with: "_")] = "key-of-\(kind)" }
         let expected: [String: Set<String>] = [
             "auth-gateway": ["FACEGATE_SIGNING_KEY", "FACEGATE_CTID_PUBLIC_KEY", "FACEGATE_ADMIN_KEY_SHA256", "FACEGATE_AUDIT_KEY"],
