@@ -279,22 +279,8 @@ final class HeldStream {
     init(port: Int, path: String, token: String, proof: String) {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.socket = socket
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
         let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nX-Interview-Token: \(token)\r\nDPoP: \(proof)\r\nAccept: text/event-stream\r\n\r\n"
-        var head: [UInt8] = []
-        if connected == 0 {
-            _ = request.withCString { Glibc.send(socket, $0, strlen($0), 0) }
-            var byte: UInt8 = 0
-            while !head.reversed().starts(with: Array("\n\r\n\r".utf8)), Glibc.recv(socket, &byte, 1, 0) == 1 { head.append(byte) }
-        }
-        let statusLine = String(decoding: head, as: UTF8.self).split(separator: " ")
-        status = statusLine.count > 1 ? Int(statusLine[1]) ?? 0 : 0
+        status = RawHTTP.connect(socket, port: port) ? RawHTTP.status(send: request, on: socket, readingUntil: "\r\n\r\n") : 0
     }
 
     func close() { Glibc.close(socket) }

@@ -394,19 +394,30 @@ enum RawHTTP {
         defer { Glibc.close(socket) }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        guard connect(socket, port: port) else { throw TestSetupError("cannot connect to the gateway") }
+        return status(send: head, on: socket, readingUntil: "\r\n")
+    }
+
+    /// Connects `socket` to 127.0.0.1:`port`; false when nothing takes the connection.
+    static func connect(_ socket: Int32, port: Int) -> Bool {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
+        return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw TestSetupError("cannot connect to the gateway") }
-        _ = head.withCString { Glibc.send(socket, $0, strlen($0), 0) }
-        var line: [UInt8] = []
+        } == 0
+    }
+
+    /// Sends `request`, reads the answer up to the first `end` (the status line, or the whole head) and returns its status
+    /// (0 when there is none).
+    static func status(send request: String, on socket: Int32, readingUntil end: String) -> Int {
+        _ = request.withCString { Glibc.send(socket, $0, strlen($0), 0) }
+        var read: [UInt8] = []
         var byte: UInt8 = 0
-        while !line.reversed().starts(with: Array("\n\r".utf8)), Glibc.recv(socket, &byte, 1, 0) == 1 { line.append(byte) }
-        let parts = String(decoding: line, as: UTF8.self).split(separator: " ")
+        let ending = Array(end.utf8.reversed())
+        while !read.reversed().starts(with: ending), Glibc.recv(socket, &byte, 1, 0) == 1 { read.append(byte) }
+        let parts = String(decoding: read, as: UTF8.self).split(separator: " ")
         return parts.count > 1 ? Int(parts[1]) ?? 0 : 0
     }
 }
