@@ -294,6 +294,19 @@ final class InMemoryUserRoster: UserRoster {
         }
     }
 
+    /// What deleting the app takes from the roster, as the cascade from `apps` does.
+    func eraseApp(_ appId: UUID) -> (users: Int, templates: [GalleryChange]) {
+        state.withLock { state in
+            let users = state.users.filter { $0.appId == appId }.count
+            let templates = state.templates.filter { $0.appId == appId }.map {
+                GalleryChange(operation: .delete, appId: appId, userId: $0.userId, templateId: $0.id, changeSeq: $0.changeSeq)
+            }
+            state.users.removeAll { $0.appId == appId }
+            state.templates.removeAll { $0.appId == appId }
+            return (users, templates)
+        }
+    }
+
     func eraseFace(_ template: UUID, of user: UUID, appId: UUID) async throws -> GalleryChange? {
         state.withLock { state in
             guard state.templates.contains(where: { $0.id == template && $0.userId == user && $0.appId == appId }) else { return nil }
@@ -535,8 +548,13 @@ final class InMemoryApps: AppStore {
     private struct State { var apps: [UUID: AppRecord] = [:]; var sealedKeys: [UUID: [UInt8]] = [:]; var calls: [String: Int] = [:] }
     private let state = Mutex(State())
     let clock: FakeClock
+    /// The app's people, which a deletion takes with it.
+    let roster: InMemoryUserRoster?
 
-    init(clock: FakeClock) { self.clock = clock }
+    init(clock: FakeClock, roster: InMemoryUserRoster? = nil) {
+        self.clock = clock
+        self.roster = roster
+    }
 
     func sealedCTIDKey(of app: UUID) -> [UInt8]? { state.withLock { $0.sealedKeys[app] } }
 
@@ -607,6 +625,11 @@ final class InMemoryApps: AppStore {
     }
 
     func find(_ id: UUID) async throws -> AppRecord? { state.withLock { $0.apps[id] } }
+
+    func delete(_ id: UUID) async throws -> (users: Int, templates: [GalleryChange])? {
+        guard state.withLock({ $0.apps.removeValue(forKey: id) }) != nil else { return nil }
+        return roster?.eraseApp(id) ?? (0, [])
+    }
 
     func admit(_ app: AppRecord, module: Module) async throws {
         let mode = app.modules[module]
@@ -688,11 +711,11 @@ final class InMemoryApiKeys: ApiKeyStore {
 
     init(clock: FakeClock) { self.clock = clock }
 
-    func live(hash: [UInt8]) async throws -> (role: String, appIds: [UUID]?)? {
+    func live(hash: [UInt8]) async throws -> (id: UUID, role: String, appIds: [UUID]?)? {
         let now = clock.now
         return keys.withLock { keys in
             keys.first { $0.hash == hash && $0.record.revokedAt == nil && ($0.record.expiresAt.map { $0 > now } ?? true) }
-                .map { (role: $0.role, appIds: $0.record.appIds) }
+                .map { (id: $0.record.id, role: $0.role, appIds: $0.record.appIds) }
         }
     }
 
@@ -713,6 +736,16 @@ final class InMemoryApiKeys: ApiKeyStore {
             guard let index = keys.firstIndex(where: { $0.record.id == id && $0.role == role }) else { return false }
             keys[index].record.revokedAt = keys[index].record.revokedAt ?? now
             return true
+        }
+    }
+
+    func forget(app: UUID) async throws {
+        let now = clock.now
+        keys.withLock { keys in
+            for index in keys.indices where keys[index].role == "admin" && keys[index].record.appIds?.contains(app) == true {
+                if keys[index].record.appIds == [app] { keys[index].record.revokedAt = keys[index].record.revokedAt ?? now }
+                keys[index].record.appIds?.removeAll { $0 == app }
+            }
         }
     }
 }

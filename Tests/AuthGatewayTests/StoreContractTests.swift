@@ -58,7 +58,7 @@ struct StoreWorld: Sendable {
             let directory = InMemoryUserDirectory()
             let audit = InMemoryAuditRecords()
             let credentials = InMemoryDeviceCredentials(clock: clock)
-            return StoreWorld(appId: appId, apps: InMemoryApps(clock: clock), apiKeys: InMemoryApiKeys(clock: clock), attempts: InMemoryAttemptCounters(clock: clock), bindings: InMemoryDeviceBindings(clock: clock),
+            return StoreWorld(appId: appId, apps: InMemoryApps(clock: clock, roster: roster), apiKeys: InMemoryApiKeys(clock: clock), attempts: InMemoryAttemptCounters(clock: clock), bindings: InMemoryDeviceBindings(clock: clock),
                               challenges: InMemoryLivenessChallenges(clock: clock), credentials: credentials,
                               idempotency: InMemoryIdempotencyRecords(clock: clock), spentIds: InMemorySpentTokenIds(),
                               roster: roster, audit: audit, appendAudit: { audit.add($0) }, directory: directory,
@@ -545,6 +545,29 @@ extension StoreContracts {
             #expect(try await world.apps.find(UUID()) == nil)
         }
 
+        @Test(arguments: StoreKind.allCases) func aDeletedAppTakesItsPeopleAndTemplatesOnce(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let (alice, bob, first, second) = (UUID(), UUID(), UUID(), UUID())
+            try await world.scoped { () async throws in
+                #expect(try await world.roster.create(alice, appId: world.appId, employeeNumber: "A", name: "Alice"))
+                #expect(try await world.roster.create(bob, appId: world.appId, employeeNumber: "B", name: "Bob"))
+            }
+            try await world.addTemplate(first, alice)
+            try await world.addTemplate(second, alice)
+            if kind == .memory {  // the world's app (PostgreSQL's is inserted by make)
+                try await world.apps.create(world.appId, name: "contract", secretHash: [0], ctidKeySealed: [], faceModel: .sface2021dec, settings: Self.settings())
+            }
+            try await world.scoped { () async throws in
+                let erased = try #require(try await world.apps.delete(world.appId))
+                #expect(erased.users == 2)
+                #expect(Set(erased.templates.map(\.templateId)) == [first, second] && erased.templates.allSatisfy { $0.userId == alice })
+                #expect(try await world.apps.find(world.appId) == nil)
+                #expect(try await world.roster.user(alice, appId: world.appId) == nil)
+                #expect(try await world.roster.enrolledUsers(appId: world.appId) == 0)
+                #expect(try await world.apps.delete(world.appId) == nil)
+            }
+        }
+
         @Test(arguments: StoreKind.allCases) func aRotationKeepsThePreviousSecretForTheGracePeriod(_ kind: StoreKind) async throws {
             let world = try await StoreWorld.make(kind)
             let id = try await newApp(world)
@@ -623,6 +646,22 @@ extension StoreContracts {
             #expect(try await world.apiKeys.revoke(lasting, role: "auditor"), "revoking again succeeds")
             #expect(try await world.apiKeys.list(role: "auditor").first { $0.id == lasting }?.revokedAt == revokedAt, "and keeps the first time")
             #expect(try await !world.apiKeys.revoke(UUID(), role: "auditor"))
+        }
+
+        @Test(arguments: StoreKind.allCases) func aDeletedAppLeavesOperatorKeysAndRevokesThoseThatNamedOnlyIt(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            let other = UUID()
+            let keys = (only: UUID(), both: UUID(), every: UUID(), auditor: UUID())
+            for (id, role, apps) in [(keys.only, "admin", [world.appId]), (keys.both, "admin", [world.appId, other]),
+                                     (keys.every, "admin", nil), (keys.auditor, "auditor", [world.appId])] as [(UUID, String, [UUID]?)] {
+                try await world.apiKeys.create(id: id, role: role, name: "k", hash: SHA256.hash(Array(id.wire.utf8)), appIds: apps, expiresAt: nil)
+            }
+            try await world.apiKeys.forget(app: world.appId)
+            let operators = Dictionary(uniqueKeysWithValues: try await world.apiKeys.list(role: "admin").map { ($0.id, $0) })
+            #expect(operators[keys.only]?.revokedAt != nil && operators[keys.only]?.appIds == [])
+            #expect(operators[keys.both]?.revokedAt == nil && operators[keys.both]?.appIds == [other])
+            #expect(operators[keys.every]?.revokedAt == nil && operators[keys.every]?.appIds == nil)
+            #expect(try await world.apiKeys.live(hash: SHA256.hash(Array(keys.auditor.wire.utf8)))?.appIds == [world.appId], "auditors keep reading the trail")
         }
 
         @Test(arguments: StoreKind.allCases) func listingsAreByRoleOldestFirstWithTheirApps(_ kind: StoreKind) async throws {

@@ -52,7 +52,7 @@ import Testing
             #expect(csv.status == 200)
             #expect(csv.headers["content-type"]?.hasPrefix("text/csv") == true)
             let lines = String(decoding: csv.body, as: UTF8.self).split(separator: "\r\n")
-            #expect(lines.first == "transactionId,appId,kind,outcome,userId,deviceId,clientIp,score,latencyMs,createdAt")
+            #expect(lines.first == "transactionId,appId,kind,outcome,userId,deviceId,clientIp,score,latencyMs,createdAt,actor,detail")
             #expect(lines.count == 4)
 
             let verified = try await stack.call("GET", "/v1/audit/verify?appId=\(app.id)", bearer: auditorKey)
@@ -268,6 +268,30 @@ import Testing
             let newSecret = try #require(rotated.string("appSecret"))
             #expect(try await stack.call("POST", "/v1/access-tokens", basic: (app.id, newSecret)).status == 200)
             #expect(try await stack.call("POST", "/v1/access-tokens", basic: (app.id, app.secret)).status == 200)
+        }
+    }
+
+    @Test func administrativeRowsNameWhoActedAndWhatChanged() async throws {
+        try await TestStack.with(withMatcher: false) { stack in
+            let app = try await stack.createApp()
+            let created = try await stack.call("POST", "/v1/operator-keys", bearer: stack.adminKey, json: ["name": "ops", "appIds": [app.id]])
+            let (keyId, key) = (try #require(created.string("operatorKeyId")), try #require(created.string("operatorKey")))
+            let patched = try await stack.call("PATCH", "/v1/apps/\(app.id)", bearer: key, json: ["matchThreshold": 0.95, "modules": ["ctid": "disabled"]])
+            #expect(patched.status == 200, "\(patched.json)")
+            _ = try await stack.call("DELETE", "/v1/operator-keys/\(keyId)", bearer: stack.adminKey)
+            _ = try await stack.faceLogin(try await stack.accessToken(app), device: "dev-actor", image: Data("not an image".utf8))
+
+            func rows(_ query: String) async throws -> [[String: Any]] {
+                try await stack.call("GET", "/v1/audit/transactions?" + query, bearer: stack.adminKey).json["items"] as? [[String: Any]] ?? []
+            }
+            let update = try #require(try await rows("appId=\(app.id)&kind=app.update").first)
+            #expect(update["actor"] as? String == "operator:\(keyId)")
+            let detail = try #require(update["detail"] as? [String: String])
+            #expect(detail["modules.ctid"] == "formal → disabled" && detail["matchThreshold"]?.hasSuffix("→ 0.95") == true, "\(detail)")
+            #expect(detail["modules.faceLogin"] == nil, "what did not change is not named")
+            let revoke = try #require(try await rows("kind=operator-key.revoke&limit=100").first { ($0["detail"] as? [String: String])?["keyId"] == keyId })
+            #expect(revoke["actor"] as? String == "operator:bootstrap")
+            #expect(try await rows("appId=\(app.id)&deviceId=dev-actor").first?["actor"] as? String == "client")
         }
     }
 

@@ -266,7 +266,7 @@ struct APIRoutes {
         let wire: HTTPHandler = { request in
             do {
                 // Row-level security: the request sees no app's rows until its caller is authenticated.
-                return try await Tenant.request { try await handler(request) }
+                return try await RequestCaller.$current.withValue(RequestCaller()) { try await Tenant.request { try await handler(request) } }
             } catch let error as APIError {
                 throw error.http(transactionId: error.code.refusesCredentials ? await refusal(request, error) : nil)
             }

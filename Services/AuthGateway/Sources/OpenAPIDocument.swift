@@ -333,11 +333,22 @@ enum OpenAPIDocument {
         "result": {"$ref": "#/components/schemas/KioskResult"}, "expiresAt": {"type": "string", "format": "date-time"},
         "events": {"type": "array", "description": "Step calls: the events this call produced", "items": {"$ref": "#/components/schemas/KioskEvent"}}}},
       "KioskEventTicket": {"type": "object", "required": ["ticket", "expiresIn"], "properties": {"ticket": {"type": "string"}, "expiresIn": {"type": "integer"}}},
-      "Transaction": {"type": "object", "required": ["transactionId", "appId", "kind", "outcome", "userId", "deviceId", "clientIp", "score", "latencyMs", "createdAt"], "properties": {
-        "transactionId": {"type": "string", "format": "uuid"}, "appId": {"type": "string", "format": "uuid"}, "kind": {"type": "string"},
-        "outcome": {"type": "string", "description": "SUCCESS or an ErrorCode"}, "userId": {"type": ["string", "null"], "format": "uuid"},
+      "Transaction": {"type": "object", "required": ["transactionId", "appId", "kind", "outcome", "userId", "deviceId", "clientIp", "score", "latencyMs", "createdAt", "actor", "detail"], "properties": {
+        "transactionId": {"type": "string", "format": "uuid"}, "appId": {"type": "string", "format": "uuid"},
+        "kind": {"type": "string", "description": "What was done. Platform rows (app.create, keys, auth.refused summaries) are on the platform chain (appId 00000000-0000-0000-0000-000000000000); app.delete is the last row of the deleted app's own chain",
+          "enum": ["app.create", "app.update", "app.delete", "app.secret.rotate", "app.secret.revoke-previous", "app.face-model.switch",
+                   "operator-key.create", "operator-key.revoke", "auditor-key.create", "auditor-key.revoke", "auth.refused",
+                   "user.create", "user.delete", "user.reset", "face.enroll", "face.delete", "face.search", "face.migrate", "face.migrate.re-embed",
+                   "face.login", "face.login.confirm", "face.verify", "identity.exchange", "liveness.challenge.refused",
+                   "device.binding.ticket", "device.register", "device.challenge", "device.assert", "device.revoke", "device.reset", "device.credential.reset",
+                   "ctid.verify", "kiosk.register", "kiosk.revoke", "kiosk.login", "kiosk.refused", "kiosk.flow", "kiosk.onboarding"]},
+        "outcome": {"type": "string", "description": "SUCCESS; REPEATED on an auth.refused summary of repeated refusals; else the ErrorCode the call ended with",
+          "anyOf": [{"enum": ["SUCCESS", "REPEATED"]}, {"$ref": "#/components/schemas/ErrorCode"}]},
+        "userId": {"type": ["string", "null"], "format": "uuid"},
         "deviceId": {"type": ["string", "null"]}, "clientIp": {"type": ["string", "null"]}, "score": {"type": ["number", "null"]},
-        "latencyMs": {"type": "integer"}, "createdAt": {"type": "string", "format": "date-time"}}},
+        "latencyMs": {"type": "integer"}, "createdAt": {"type": "string", "format": "date-time"},
+        "actor": {"type": ["string", "null"], "description": "Who acted: operator:<operatorKeyId>, operator:bootstrap, auditor:<auditorId>, app-server, client (the device is deviceId), or null (a refused credential, a service's own row, rows from before actors were recorded)"},
+        "detail": {"type": "object", "additionalProperties": {"type": "string"}, "description": "What the row records beyond its columns: a settings change as \"field\": \"old → new\", the ids a change touched, counts. Never a secret or a photo"}}},
       "TransactionPage": {"type": "object", "required": ["items"], "properties": {
         "items": {"type": "array", "items": {"$ref": "#/components/schemas/Transaction"}}, "nextCursor": {"type": "string", "description": "Absent on the last page"}}},
       "ChainVerification": {"type": "object", "required": ["appId", "ok", "checked", "firstBrokenTransactionId"], "properties": {
@@ -406,7 +417,12 @@ enum OpenAPIDocument {
           "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"},
           "403": {"$ref": "#/components/responses/Forbidden"}, "404": {"$ref": "#/components/responses/NotFound"},
           "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
-          "default": {"$ref": "#/components/responses/Unexpected"}}}
+          "default": {"$ref": "#/components/responses/Unexpected"}}},
+      "delete": {"operationId": "deleteApp", "tags": ["apps"], "summary": "Delete the app and all its data: users, templates (dropped from every matcher), kept photos, devices, device credentials, kiosks and their sessions, CTID rows, counters; operator keys stop naming it (those that named only it are revoked). Its audit trail and chain stay, readable by its auditors, and end with the app.delete row", "security": [{"operatorKey": []}],
+        "responses": {
+          "204": {"description": "Deleted"}, "401": {"$ref": "#/components/responses/Unauthorized"},
+          "403": {"$ref": "#/components/responses/Forbidden"}, "404": {"$ref": "#/components/responses/NotFound"},
+          "503": {"$ref": "#/components/responses/ServiceUnavailable"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/apps/{appId}/secret": {
       "parameters": [{"$ref": "#/components/parameters/appId"}],

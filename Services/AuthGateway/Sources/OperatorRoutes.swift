@@ -14,6 +14,13 @@ extension GatewayContext {
         let operators = router.group(appOperator)
         operators.add("GET", "/v1/apps/{appId}", answers: [AppRecord.Public.self]) { _, app in .json(app.publicView) }
         operators.add("PATCH", "/v1/apps/{appId}", answers: [AppRecord.Public.self]) { [self] request, app in try await patchApp(request, app: app) }
+        operators.add("DELETE", "/v1/apps/{appId}", answers: []) { [self] request, app in
+            // Recorded on the app's own chain, which outlives it: its last row says who deleted it.
+            try await recorded(request, kind: "app.delete", appId: app.id) { draft in
+                try await AppErasure(apps: apps, keys: apiKeys, gallery: self).erase(app, draft: &draft)
+                return .noContent
+            }
+        }
         operators.add("POST", "/v1/apps/{appId}/secret", answers: [AppAdministration.Rotated.self], maxBodyBytes: 1024) { [self] request, app in try await rotateSecret(request, app: app) }
         operators.add("DELETE", "/v1/apps/{appId}/secret/previous", answers: []) { [self] request, app in
             try await recorded(request, kind: "app.secret.revoke-previous", appId: app.id) { draft in

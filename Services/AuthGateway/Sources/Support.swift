@@ -4,6 +4,7 @@ import Foundation
 import HTTPServer
 import JWT
 import ServiceKit
+import Synchronization
 
 /// An API error with its wire code; becomes the `{"error": {...}}` envelope.
 struct APIError: Error {
@@ -53,6 +54,17 @@ extension APIError {
 }
 
 /// The transaction an API call writes, filled in as the call proceeds.
+/// Who the current request's caller proved to be, once authenticated: its audit rows' `actor`. Set by the `require…`
+/// checks in the request's scope (`APIRoutes`), read when the row is written.
+final class RequestCaller: Sendable {
+    @TaskLocal static var current: RequestCaller?
+    private let actor = Mutex<String?>(nil)
+
+    static func note(_ actor: String) { current?.actor.withLock { $0 = actor } }
+
+    static var actor: String? { current?.actor.withLock { $0 } }
+}
+
 struct TransactionDraft {
     let id = UUID()
     var appId: UUID
@@ -99,6 +111,8 @@ extension GatewayContext {
     /// task, and the attempt must still reach the trail (with the call's trace, which a detached task does not inherit).
     /// No audit record, no answer: an unrecorded success would be a hole in the trail (`SERVICE_UNAVAILABLE`).
     func append(_ draft: TransactionDraft, for request: HTTPRequest, started: ContinuousClock.Instant) async throws {
+        var draft = draft
+        if let actor = RequestCaller.actor { draft.detail[TransactionRecord.actorKey] = actor }
         let record = TransactionRecord(id: draft.id, appId: draft.appId, kind: draft.kind, outcome: draft.outcome, userId: draft.userId,
                                        deviceId: draft.deviceId, clientIp: clientAddress(request), score: draft.score,
                                        latencyMs: Int((ContinuousClock.now - started).milliseconds.rounded()), detail: draft.detail)
@@ -157,10 +171,14 @@ extension GatewayContext {
     func requireAdmin(_ request: HTTPRequest, global: Bool = false) async throws -> OperatorScope {
         let key = try bearer(request, missing: .unauthorized)
         let hash = SHA256.hash(Array(key.utf8))
-        if let bootstrap = configuration.bootstrapAdminKeyHash, constantTimeEquals(bootstrap, hash) { return OperatorScope(appIds: nil) }
+        if let bootstrap = configuration.bootstrapAdminKeyHash, constantTimeEquals(bootstrap, hash) {
+            RequestCaller.note("operator:bootstrap")
+            return OperatorScope(appIds: nil)
+        }
         guard let key = try await apiKeys.live(hash: hash), key.role == "admin" else {
             throw APIError(.unauthorized, "an operator key is required")
         }
+        RequestCaller.note("operator:" + key.id.wire)
         let scope = OperatorScope(appIds: key.appIds)
         if global, !scope.isGlobal { throw APIError(.forbidden, "this operator key is limited to some apps; this needs a key for every app") }
         return scope
@@ -181,10 +199,12 @@ extension GatewayContext {
         let key = try bearer(request, missing: .unauthorized)
         let hash = SHA256.hash(Array(key.utf8))
         if let bootstrap = configuration.bootstrapAdminKeyHash, constantTimeEquals(bootstrap, hash) {
+            RequestCaller.note("operator:bootstrap")
             Tenant.enterAcrossApps()
             return nil
         }
         guard let key = try await apiKeys.live(hash: hash) else { throw APIError(.unauthorized, "an auditor key is required") }
+        RequestCaller.note((key.role == "admin" ? "operator:" : "auditor:") + key.id.wire)
         Tenant.enterAcrossApps()
         return key.appIds
     }
@@ -214,6 +234,7 @@ extension GatewayContext {
             }
             usedPrevious = true
         }
+        RequestCaller.note("app-server")
         Tenant.enter(app: app.id)
         return AppServer(app: app, previousSecret: usedPrevious)
     }
@@ -240,6 +261,7 @@ extension GatewayContext {
         if claims.prev == true, !app.previousSecretIsLive {
             throw APIError(.accessTokenExpired, "this access token was minted with the app's previous secret, which has expired or was revoked")
         }
+        RequestCaller.note("client")
         Tenant.enter(app: app.id)
         return app
     }

@@ -62,6 +62,23 @@ final class GalleryStore: Sendable {
                 self.noteSeq(try row.decode("change_seq"))
             }
         }
+        try await dropDeletedApps()
+    }
+
+    /// Drops the galleries of apps that no longer exist: an app's deletion takes its templates without tombstones, and its
+    /// broadcasts may have been lost. The apps held are read before the apps that exist, so an app created meanwhile is
+    /// never taken for a deleted one (an app id is never reused).
+    private func dropDeletedApps() async throws {
+        let held = Set(owners.withLock { $0.values.map(\.appId) })
+        guard !held.isEmpty else { return }
+        let existing = Set(try await database.query("SELECT id FROM apps").map { try $0.decode("id", as: UUID.self) })
+        let deleted = held.subtracting(existing)
+        guard !deleted.isEmpty else { return }
+        owners.withLock { $0 = $0.filter { !deleted.contains($0.value.appId) } }
+        for appId in deleted {
+            for registry in registries.values { registry.remove(app: appId) }
+        }
+        logger.info("dropped the galleries of deleted apps", ["apps": "\(deleted.count)"])
     }
 
     @discardableResult

@@ -36,6 +36,7 @@ public enum Schema {
         Step(version: 13, name: "forced row-level security", sql: forcedRowLevelSecurity),
         Step(version: 14, name: "kept enrollment photos", sql: keptEnrollmentPhotos),
         Step(version: 15, name: "registered kiosks, per-app liveness frames", sql: registeredKiosks),
+        Step(version: 16, name: "app deletion", sql: appDeletion),
     ]
 
     /// The tables that hold an app's data, each with an `app_id` column.
@@ -513,5 +514,11 @@ public enum Schema {
         AND state NOT IN ('completed', 'failed', 'cancelled', 'expired');
     ALTER TABLE used_liveness_frames DROP CONSTRAINT used_liveness_frames_pkey;
     ALTER TABLE used_liveness_frames ADD PRIMARY KEY (app_id, digest);
+    """
+
+    /// An operator may delete an app: the row goes, and with it, by cascade, every row that references it. Two tables name
+    /// an app without a foreign key (spent token ids, gallery tombstones) and are emptied of it in the same transaction.
+    static let appDeletion = """
+    GRANT DELETE ON apps, gallery_tombstones TO facegate_gateway;
     """
 }

@@ -16,6 +16,10 @@ public struct TransactionRecord: Codable, Sendable, Equatable {
     /// Small, non-sensitive context (e.g. a masked ID number, the module state); values are strings.
     public var detail: [String: String]
 
+    /// The `detail` entry naming who acted: `operator:<keyId>`, `operator:bootstrap`, `auditor:<id>`, `app-server`, `client`,
+    /// or the service that wrote the row.
+    public static let actorKey = "actor"
+
     public init(id: UUID = UUID(), appId: UUID, kind: String, outcome: String, userId: UUID? = nil, deviceId: String? = nil,
                 clientIp: String? = nil, score: Float? = nil, latencyMs: Int, createdAt: Date = Date(), detail: [String: String] = [:]) {
         self.id = id

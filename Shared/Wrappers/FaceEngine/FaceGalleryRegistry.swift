@@ -20,6 +20,11 @@ public final class GalleryRegistry: Sendable {
         }
     }
 
+    /// Drops the app's gallery (the app was deleted).
+    public func remove(app appId: UUID) {
+        _ = galleries.withLock { $0.removeValue(forKey: appId) }
+    }
+
     /// Templates across all apps.
     public var totalCount: Int { snapshot().reduce(0) { $0 + $1.count } }
 

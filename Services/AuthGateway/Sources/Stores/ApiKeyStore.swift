@@ -15,22 +15,27 @@ struct ApiKeyRecord: Sendable {
 
 /// Operator and auditor keys (`api_keys`), by role: `admin` (operators) or `auditor`.
 protocol ApiKeyStore: Sendable {
-    /// The role and apps of the live (neither revoked nor expired) key with this SHA-256 hash.
-    func live(hash: [UInt8]) async throws -> (role: String, appIds: [UUID]?)?
+    /// The id, role and apps of the live (neither revoked nor expired) key with this SHA-256 hash.
+    func live(hash: [UInt8]) async throws -> (id: UUID, role: String, appIds: [UUID]?)?
     func create(id: UUID, role: String, name: String, hash: [UInt8], appIds: [UUID]?, expiresAt: Date?) async throws
     func list(role: String) async throws -> [ApiKeyRecord]
     /// Revokes the key (a revoked key stays revoked at its first time); false when there is no such key of the role.
     func revoke(_ id: UUID, role: String) async throws -> Bool
+    /// A deleted app leaves the operator keys that named it; those that named only it are revoked. Auditor keys keep it:
+    /// the app's audit trail outlives the app, and they still read it.
+    func forget(app: UUID) async throws
 }
 
 struct PostgresApiKeys: ApiKeyStore {
     let database: PostgresPool
 
-    func live(hash: [UInt8]) async throws -> (role: String, appIds: [UUID]?)? {
+    func live(hash: [UInt8]) async throws -> (id: UUID, role: String, appIds: [UUID]?)? {
         try await database.query("""
-            SELECT role, app_ids::text AS app_ids FROM api_keys
+            SELECT id, role, app_ids::text AS app_ids FROM api_keys
             WHERE key_hash = \(hash) AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
-            """).first.map { row -> (role: String, appIds: [UUID]?) in (try row.decode("role", as: String.self), try Self.appList(row)) }
+            """).first.map { row -> (id: UUID, role: String, appIds: [UUID]?) in
+            (try row.decode("id", as: UUID.self), try row.decode("role", as: String.self), try Self.appList(row))
+        }
     }
 
     func create(id: UUID, role: String, name: String, hash: [UInt8], appIds: [UUID]?, expiresAt: Date?) async throws {
@@ -53,6 +58,14 @@ struct PostgresApiKeys: ApiKeyStore {
     func revoke(_ id: UUID, role: String) async throws -> Bool {
         try await database.query("UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = \(id) AND role = \(role)")
             .affectedRows == 1
+    }
+
+    func forget(app: UUID) async throws {
+        _ = try await database.query("""
+            UPDATE api_keys SET app_ids = array_remove(app_ids, \(app)),
+                   revoked_at = CASE WHEN app_ids = ARRAY[\(app)]::uuid[] THEN coalesce(revoked_at, now()) ELSE revoked_at END
+            WHERE role = 'admin' AND \(app) = ANY(app_ids)
+            """)
     }
 
     /// `app_ids` as PostgreSQL's text form of a uuid[] (`{…,…}`); NULL: every app.

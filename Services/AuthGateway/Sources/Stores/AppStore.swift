@@ -25,7 +25,7 @@ struct Modules: Codable, Sendable, Equatable {
     }
 }
 
-enum Module: String, Sendable { case faceLogin, ctid, kiosk, deviceAuth }
+enum Module: String, Sendable, CaseIterable { case faceLogin, ctid, kiosk, deviceAuth }
 
 struct ModulesPatch: Codable, Sendable {
     var faceLogin: ModuleState?
@@ -168,6 +168,11 @@ protocol AppStore: ModuleAdmission {
     /// The apps `covered` lets through, oldest first (of the first 1,000).
     func all(covered: (UUID) -> Bool) async throws -> [AppRecord]
     func find(_ id: UUID) async throws -> AppRecord?
+    /// Erases the app and everything that hangs on it: users, templates and kept photos, devices, kiosks and their sessions,
+    /// device credentials, CTID serials and registry, counters, challenges, spent token ids and gallery tombstones. Its audit
+    /// trail stays. Answers how many users went and a delete change for each template (what every matcher must drop); nil:
+    /// no such app.
+    func delete(_ id: UUID) async throws -> (users: Int, templates: [GalleryChange])?
 }
 
 struct PostgresApps: AppStore {
@@ -224,6 +229,21 @@ struct PostgresApps: AppStore {
             if covered(id), let app = try await find(id) { apps.append(app) }
         }
         return apps
+    }
+
+    func delete(_ id: UUID) async throws -> (users: Int, templates: [GalleryChange])? {
+        try await database.withTransaction { connection in
+            let users: Int = try await connection.query("SELECT count(*) AS n FROM users WHERE app_id = \(id)").first?.decode("n") ?? 0
+            let templates = try await connection.query("SELECT id, user_id, change_seq FROM face_templates WHERE app_id = \(id)")
+            // The two tables that name an app without a foreign key; every other one follows `apps` by cascade.
+            _ = try await connection.query("DELETE FROM used_token_ids WHERE app_id = \(id)")
+            _ = try await connection.query("DELETE FROM gallery_tombstones WHERE app_id = \(id)")
+            guard try await connection.query("DELETE FROM apps WHERE id = \(id)").affectedRows == 1 else { return nil }
+            return (users, try templates.rows.map {
+                GalleryChange(operation: .delete, appId: id, userId: try $0.decode("user_id"), templateId: try $0.decode("id"),
+                              changeSeq: try $0.decode("change_seq"))
+            })
+        }
     }
 
     func find(_ id: UUID) async throws -> AppRecord? {

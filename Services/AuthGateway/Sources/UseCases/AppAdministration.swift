@@ -111,11 +111,25 @@ struct AppAdministration: Sendable {
     func update(_ app: AppRecord, with changes: Changes, draft: inout TransactionDraft) async throws -> AppRecord {
         let settings = try changes.applied(to: app.settings, model: app.faceModel)
         try await apps.update(app.id, settings: settings)
-        draft.detail = ["modules": settings.modules.jsonText, "deviceBinding": settings.deviceBinding.rawValue,
-                        "deviceBindingPolicy": settings.deviceBindingPolicy.rawValue,
-                        "keepEnrollmentPhotos": String(settings.keepEnrollmentPhotos)]
+        draft.detail = Self.difference(from: app.settings, to: settings)
         guard let updated = try await apps.find(app.id) else { throw APIError(.notFound, "no such app") }
         return updated
+    }
+
+    /// The settings that differ, each as `"name": "old → new"` (modules one by one): the audit row of an update says what
+    /// changed, and an update that changed nothing says so by being empty.
+    static func difference(from old: AppSettings, to new: AppSettings) -> [String: String] {
+        var fields: [(String, String, String)] = Module.allCases.map { ("modules.\($0.rawValue)", old.modules[$0].rawValue, new.modules[$0].rawValue) }
+        fields += [
+            ("matchThreshold", "\(old.matchThreshold)", "\(new.matchThreshold)"),
+            ("liveness", old.liveness.jsonText, new.liveness.jsonText),
+            ("deviceBinding", old.deviceBinding.rawValue, new.deviceBinding.rawValue),
+            ("deviceBindingPolicy", old.deviceBindingPolicy.rawValue, new.deviceBindingPolicy.rawValue),
+            ("kioskApproval", old.kioskApproval.jsonText, new.kioskApproval.jsonText),
+            ("quotas", old.quotas.jsonText, new.quotas.jsonText),
+            ("keepEnrollmentPhotos", String(old.keepEnrollmentPhotos), String(new.keepEnrollmentPhotos)),
+        ]
+        return Dictionary(uniqueKeysWithValues: fields.filter { $0.1 != $0.2 }.map { ($0.0, "\($0.1) → \($0.2)") })
     }
 
     /// A new secret now. The old one keeps working for `previousSecretValidFor` seconds (0–86,400; default

@@ -153,6 +153,12 @@ struct AuditItem: Encodable, Sendable {
     var score: Float?
     var latencyMs: Int
     var createdAt: Date
+    /// Who acted (`TransactionRecord.actorKey`): `operator:<keyId>`, `operator:bootstrap`, `auditor:<id>`, `app-server`,
+    /// `client` (the device is `deviceId`) or a service's name; null on rows written before it was recorded.
+    var actor: String?
+    /// What the row records beyond its columns: an administrative change as `"field": "old → new"`, the ids it touched,
+    /// counts. Never a secret or a photo.
+    var detail: [String: String]
 
     init(_ record: TransactionRecord) {
         transactionId = record.id.wire
@@ -165,10 +171,12 @@ struct AuditItem: Encodable, Sendable {
         score = record.score
         latencyMs = record.latencyMs
         createdAt = record.createdAt
+        actor = record.detail[TransactionRecord.actorKey]
+        detail = record.detail.filter { $0.key != TransactionRecord.actorKey }
     }
 
     enum CodingKeys: String, CodingKey {
-        case transactionId, appId, kind, outcome, userId, deviceId, clientIp, score, latencyMs, createdAt
+        case transactionId, appId, kind, outcome, userId, deviceId, clientIp, score, latencyMs, createdAt, actor, detail
     }
 
     /// Absent values are written as null, so every item has every field the API lists.
@@ -184,13 +192,16 @@ struct AuditItem: Encodable, Sendable {
         try container.encode(score, forKey: .score)
         try container.encode(latencyMs, forKey: .latencyMs)
         try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(actor, forKey: .actor)
+        try container.encode(detail, forKey: .detail)
     }
 
-    static let csvHeader = "transactionId,appId,kind,outcome,userId,deviceId,clientIp,score,latencyMs,createdAt\r\n"
+    static let csvHeader = "transactionId,appId,kind,outcome,userId,deviceId,clientIp,score,latencyMs,createdAt,actor,detail\r\n"
 
     var csvLine: String {
+        let detailText = detail.isEmpty ? "" : String(decoding: (try? FaceGateJSON.encode(detail)) ?? [], as: UTF8.self)
         let fields = [transactionId, appId, kind, outcome, userId ?? "", deviceId ?? "", clientIp ?? "", score.map { String($0) } ?? "",
-                      String(latencyMs), RFC3339.string(from: createdAt)]
+                      String(latencyMs), RFC3339.string(from: createdAt), actor ?? "", detailText]
         return fields.map(Self.csvField).joined(separator: ",") + "\r\n"
     }
 
