@@ -88,7 +88,7 @@ import Testing
         let updated = try await administration.update(app, with: changes, draft: &draft)
         #expect(updated.keepEnrollmentPhotos && updated.liveness == app.liveness && updated.quotas == app.quotas)
         #expect(updated.matchThreshold == app.matchThreshold && updated.deviceBinding == app.deviceBinding)
-        #expect(draft.detail == ["keepEnrollmentPhotos": "false → true"], "the row names what changed, and only that")
+        #expect(draft.detail == ["change": #"{"keepEnrollmentPhotos":[false,true]}"#], "the row names what changed, and only that")
         changes.quotas = Quotas(dailyCalls: -1, gallerySize: 7)
         #expect(await errorCode { try await administration.update(updated, with: changes, draft: &draft) } == .invalidRequest)
         changes.quotas = nil

@@ -52,7 +52,7 @@ import Testing
             #expect(csv.status == 200)
             #expect(csv.headers["content-type"]?.hasPrefix("text/csv") == true)
             let lines = String(decoding: csv.body, as: UTF8.self).split(separator: "\r\n")
-            #expect(lines.first == "transactionId,appId,kind,outcome,userId,deviceId,clientIp,score,latencyMs,createdAt,actor,detail")
+            #expect(lines.first == "transactionId,appId,kind,outcome,userId,deviceId,clientIp,score,latencyMs,createdAt,actorType,actorId,change,detail")
             #expect(lines.count == 4)
 
             let verified = try await stack.call("GET", "/v1/audit/verify?appId=\(app.id)", bearer: auditorKey)
@@ -284,14 +284,16 @@ import Testing
             func rows(_ query: String) async throws -> [[String: Any]] {
                 try await stack.call("GET", "/v1/audit/transactions?" + query, bearer: stack.adminKey).json["items"] as? [[String: Any]] ?? []
             }
+            func actor(_ row: [String: Any]?) -> [String: String]? { row?["actor"] as? [String: String] }
             let update = try #require(try await rows("appId=\(app.id)&kind=app.update").first)
-            #expect(update["actor"] as? String == "operator:\(keyId)")
-            let detail = try #require(update["detail"] as? [String: String])
-            #expect(detail["modules.ctid"] == "formal → disabled" && detail["matchThreshold"]?.hasSuffix("→ 0.95") == true, "\(detail)")
-            #expect(detail["modules.faceLogin"] == nil, "what did not change is not named")
+            #expect(actor(update) == ["type": "operator", "id": keyId])
+            let change = try #require(update["change"] as? [String: [Any]], "\(update)")
+            #expect(change["modules.ctid"] as? [String] == ["formal", "disabled"], "\(change)")
+            #expect((change["matchThreshold"]?.last as? Double).map { abs($0 - 0.95) < 1e-6 } == true, "\(change)")
+            #expect(change.count == 2, "what did not change is not named: \(change)")
             let revoke = try #require(try await rows("kind=operator-key.revoke&limit=100").first { ($0["detail"] as? [String: String])?["keyId"] == keyId })
-            #expect(revoke["actor"] as? String == "operator:bootstrap")
-            #expect(try await rows("appId=\(app.id)&deviceId=dev-actor").first?["actor"] as? String == "client")
+            #expect(actor(revoke) == ["type": "operator", "id": "bootstrap"])
+            #expect(actor(try await rows("appId=\(app.id)&deviceId=dev-actor").first) == ["type": "client", "id": "dev-actor"])
         }
     }
 

@@ -347,8 +347,12 @@ enum OpenAPIDocument {
         "userId": {"type": ["string", "null"], "format": "uuid"},
         "deviceId": {"type": ["string", "null"]}, "clientIp": {"type": ["string", "null"]}, "score": {"type": ["number", "null"]},
         "latencyMs": {"type": "integer"}, "createdAt": {"type": "string", "format": "date-time"},
-        "actor": {"type": ["string", "null"], "description": "Who acted: operator:<operatorKeyId>, operator:bootstrap, auditor:<auditorId>, app-server, client (the device is deviceId), or null (a refused credential, a service's own row, rows from before actors were recorded)"},
-        "detail": {"type": "object", "additionalProperties": {"type": "string"}, "description": "What the row records beyond its columns: a settings change as \"field\": \"old → new\", the ids a change touched, counts. Never a secret or a photo"}}},
+        "actor": {"oneOf": [{"type": "null"}, {"type": "object", "required": ["type", "id"], "properties": {
+          "type": {"type": "string", "enum": ["operator", "auditor", "appServer", "client", "kiosk", "service"]},
+          "id": {"type": ["string", "null"], "description": "operator: the operator key's id or bootstrap; auditor: the auditor id; appServer: the app; client: the device; kiosk: the kiosk id; service: its name"}}}],
+          "description": "Who acted; null where no caller was authenticated (a refused credential) and on rows written before actors were recorded"},
+        "change": {"type": ["object", "null"], "additionalProperties": {"type": "array", "minItems": 2, "maxItems": 2}, "description": "What an administrative call changed, each setting as [old, new], e.g. {\"matchThreshold\": [1.0, 0.95]}; never a secret or a photo"},
+        "detail": {"type": "object", "additionalProperties": {"type": "string"}, "description": "The row's other context: ids it touched, counts, masked numbers"}}},
       "TransactionPage": {"type": "object", "required": ["items"], "properties": {
         "items": {"type": "array", "items": {"$ref": "#/components/schemas/Transaction"}}, "nextCursor": {"type": "string", "description": "Absent on the last page"}}},
       "ChainVerification": {"type": "object", "required": ["appId", "ok", "checked", "firstBrokenTransactionId"], "properties": {

@@ -112,7 +112,11 @@ extension GatewayContext {
     /// No audit record, no answer: an unrecorded success would be a hole in the trail (`SERVICE_UNAVAILABLE`).
     func append(_ draft: TransactionDraft, for request: HTTPRequest, started: ContinuousClock.Instant) async throws {
         var draft = draft
-        if let actor = RequestCaller.actor { draft.detail[TransactionRecord.actorKey] = actor }
+        if var actor = RequestCaller.actor {
+            // A client is its device; a registered kiosk's call names the kiosk.
+            if actor == "client", let kiosk = draft.detail["kioskId"] { actor = "kiosk:" + kiosk } else if actor == "client", let device = draft.deviceId { actor += ":" + device }
+            draft.detail[TransactionRecord.actorKey] = actor
+        }
         let record = TransactionRecord(id: draft.id, appId: draft.appId, kind: draft.kind, outcome: draft.outcome, userId: draft.userId,
                                        deviceId: draft.deviceId, clientIp: clientAddress(request), score: draft.score,
                                        latencyMs: Int((ContinuousClock.now - started).milliseconds.rounded()), detail: draft.detail)
@@ -234,7 +238,7 @@ extension GatewayContext {
             }
             usedPrevious = true
         }
-        RequestCaller.note("app-server")
+        RequestCaller.note("appServer:" + app.id.wire)
         Tenant.enter(app: app.id)
         return AppServer(app: app, previousSecret: usedPrevious)
     }

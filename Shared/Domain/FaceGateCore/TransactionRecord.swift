@@ -16,9 +16,11 @@ public struct TransactionRecord: Codable, Sendable, Equatable {
     /// Small, non-sensitive context (e.g. a masked ID number, the module state); values are strings.
     public var detail: [String: String]
 
-    /// The `detail` entry naming who acted: `operator:<keyId>`, `operator:bootstrap`, `auditor:<id>`, `app-server`, `client`,
-    /// or the service that wrote the row.
+    /// The `detail` entry naming who acted, as `type:id`: `operator:<keyId>` (`operator:bootstrap`), `auditor:<id>`,
+    /// `appServer:<appId>`, `client:<deviceId>`, `kiosk:<kioskId>`, `service:<name>`.
     public static let actorKey = "actor"
+    /// The `detail` entry holding what an administrative call changed, as JSON: `{"field": [old, new], …}`.
+    public static let changeKey = "change"
 
     public init(id: UUID = UUID(), appId: UUID, kind: String, outcome: String, userId: UUID? = nil, deviceId: String? = nil,
                 clientIp: String? = nil, score: Float? = nil, latencyMs: Int, createdAt: Date = Date(), detail: [String: String] = [:]) {

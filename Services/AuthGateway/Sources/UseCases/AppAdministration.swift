@@ -111,25 +111,29 @@ struct AppAdministration: Sendable {
     func update(_ app: AppRecord, with changes: Changes, draft: inout TransactionDraft) async throws -> AppRecord {
         let settings = try changes.applied(to: app.settings, model: app.faceModel)
         try await apps.update(app.id, settings: settings)
-        draft.detail = Self.difference(from: app.settings, to: settings)
+        let change = try Self.difference(from: app.settings, to: settings)
+        if !change.isEmpty { draft.detail[TransactionRecord.changeKey] = String(decoding: try FaceGateJSON.encode(change), as: UTF8.self) }
         guard let updated = try await apps.find(app.id) else { throw APIError(.notFound, "no such app") }
         return updated
     }
 
-    /// The settings that differ, each as `"name": "old → new"` (modules one by one): the audit row of an update says what
-    /// changed, and an update that changed nothing says so by being empty.
-    static func difference(from old: AppSettings, to new: AppSettings) -> [String: String] {
-        var fields: [(String, String, String)] = Module.allCases.map { ("modules.\($0.rawValue)", old.modules[$0].rawValue, new.modules[$0].rawValue) }
+    /// The settings that differ, as `{"name": [old, new]}` (modules one by one): the audit row of an update says what
+    /// changed, and an update that changed nothing has no change.
+    static func difference(from old: AppSettings, to new: AppSettings) throws -> [String: [JSONValue]] {
+        func pair<T: Encodable & Equatable>(_ name: String, _ old: T, _ new: T) throws -> (String, [JSONValue])? {
+            old == new ? nil : (name, [try JSONValue(encoding: old), try JSONValue(encoding: new)])
+        }
+        var fields = try Module.allCases.map { try pair("modules.\($0.rawValue)", old.modules[$0], new.modules[$0]) }
         fields += [
-            ("matchThreshold", "\(old.matchThreshold)", "\(new.matchThreshold)"),
-            ("liveness", old.liveness.jsonText, new.liveness.jsonText),
-            ("deviceBinding", old.deviceBinding.rawValue, new.deviceBinding.rawValue),
-            ("deviceBindingPolicy", old.deviceBindingPolicy.rawValue, new.deviceBindingPolicy.rawValue),
-            ("kioskApproval", old.kioskApproval.jsonText, new.kioskApproval.jsonText),
-            ("quotas", old.quotas.jsonText, new.quotas.jsonText),
-            ("keepEnrollmentPhotos", String(old.keepEnrollmentPhotos), String(new.keepEnrollmentPhotos)),
+            try pair("matchThreshold", old.matchThreshold, new.matchThreshold),
+            try pair("liveness", old.liveness, new.liveness),
+            try pair("deviceBinding", old.deviceBinding, new.deviceBinding),
+            try pair("deviceBindingPolicy", old.deviceBindingPolicy, new.deviceBindingPolicy),
+            try pair("kioskApproval", old.kioskApproval, new.kioskApproval),
+            try pair("quotas", old.quotas, new.quotas),
+            try pair("keepEnrollmentPhotos", old.keepEnrollmentPhotos, new.keepEnrollmentPhotos),
         ]
-        return Dictionary(uniqueKeysWithValues: fields.filter { $0.1 != $0.2 }.map { ($0.0, "\($0.1) → \($0.2)") })
+        return Dictionary(uniqueKeysWithValues: fields.compactMap { $0 })
     }
 
     /// A new secret now. The old one keeps working for `previousSecretValidFor` seconds (0–86,400; default

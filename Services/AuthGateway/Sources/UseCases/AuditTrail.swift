@@ -153,12 +153,18 @@ struct AuditItem: Encodable, Sendable {
     var score: Float?
     var latencyMs: Int
     var createdAt: Date
-    /// Who acted (`TransactionRecord.actorKey`): `operator:<keyId>`, `operator:bootstrap`, `auditor:<id>`, `app-server`,
-    /// `client` (the device is `deviceId`) or a service's name; null on rows written before it was recorded.
-    var actor: String?
-    /// What the row records beyond its columns: an administrative change as `"field": "old → new"`, the ids it touched,
-    /// counts. Never a secret or a photo.
+    /// Who acted: `{type, id}`, type `operator` (id: the key's id, or `bootstrap`), `auditor`, `appServer` (the app),
+    /// `client` (the device), `kiosk` or `service`; null where no caller was authenticated (a refused credential).
+    var actor: Actor?
+    /// What an administrative call changed, `{"field": [old, new]}`; null on other rows. Never a secret or a photo.
+    var change: JSONValue?
+    /// The row's other context (ids it touched, counts, masked numbers).
     var detail: [String: String]
+
+    struct Actor: Encodable, Sendable {
+        var type: String
+        var id: String?
+    }
 
     init(_ record: TransactionRecord) {
         transactionId = record.id.wire
@@ -171,12 +177,16 @@ struct AuditItem: Encodable, Sendable {
         score = record.score
         latencyMs = record.latencyMs
         createdAt = record.createdAt
-        actor = record.detail[TransactionRecord.actorKey]
-        detail = record.detail.filter { $0.key != TransactionRecord.actorKey }
+        actor = record.detail[TransactionRecord.actorKey].map { text in
+            let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
+            return Actor(type: parts[0], id: parts.count > 1 ? parts[1] : nil)
+        }
+        change = record.detail[TransactionRecord.changeKey].flatMap { try? FaceGateJSON.decode(JSONValue.self, from: Array($0.utf8)) }
+        detail = record.detail.filter { $0.key != TransactionRecord.actorKey && $0.key != TransactionRecord.changeKey }
     }
 
     enum CodingKeys: String, CodingKey {
-        case transactionId, appId, kind, outcome, userId, deviceId, clientIp, score, latencyMs, createdAt, actor, detail
+        case transactionId, appId, kind, outcome, userId, deviceId, clientIp, score, latencyMs, createdAt, actor, change, detail
     }
 
     /// Absent values are written as null, so every item has every field the API lists.
@@ -193,15 +203,17 @@ struct AuditItem: Encodable, Sendable {
         try container.encode(latencyMs, forKey: .latencyMs)
         try container.encode(createdAt, forKey: .createdAt)
         try container.encode(actor, forKey: .actor)
+        try container.encode(change, forKey: .change)
         try container.encode(detail, forKey: .detail)
     }
 
-    static let csvHeader = "transactionId,appId,kind,outcome,userId,deviceId,clientIp,score,latencyMs,createdAt,actor,detail\r\n"
+    static let csvHeader = "transactionId,appId,kind,outcome,userId,deviceId,clientIp,score,latencyMs,createdAt,actorType,actorId,change,detail\r\n"
 
     var csvLine: String {
-        let detailText = detail.isEmpty ? "" : String(decoding: (try? FaceGateJSON.encode(detail)) ?? [], as: UTF8.self)
+        func json<T: Encodable>(_ value: T?) -> String { value.map { String(decoding: (try? FaceGateJSON.encode($0)) ?? [], as: UTF8.self) } ?? "" }
         let fields = [transactionId, appId, kind, outcome, userId ?? "", deviceId ?? "", clientIp ?? "", score.map { String($0) } ?? "",
-                      String(latencyMs), RFC3339.string(from: createdAt), actor ?? "", detailText]
+                      String(latencyMs), RFC3339.string(from: createdAt), actor?.type ?? "", actor?.id ?? "", json(change),
+                      detail.isEmpty ? "" : json(detail)]
         return fields.map(Self.csvField).joined(separator: ",") + "\r\n"
     }
 
@@ -253,3 +265,40 @@ final class AuditExport: Sendable {
     }
 }
 
+
+/// Any JSON value: what an administrative change held before and after, whatever the setting's shape.
+indirect enum JSONValue: Codable, Sendable, Equatable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null
+        } else if let value = try? container.decode(Bool.self) { self = .bool(value)
+        } else if let value = try? container.decode(Double.self) { self = .number(value)
+        } else if let value = try? container.decode(String.self) { self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) { self = .array(value)
+        } else { self = .object(try container.decode([String: JSONValue].self)) }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+
+    /// `value` as JSON (how it encodes on the wire).
+    init<T: Encodable>(encoding value: T) throws {
+        self = try FaceGateJSON.decode(JSONValue.self, from: try FaceGateJSON.encode(value))
+    }
+}
