@@ -82,7 +82,7 @@ let package = Package(
         .executableTarget(name: "kiosk-orchestrator", dependencies: ["KioskOrchestrator", "ServiceKit"], path: "Services/KioskOrchestrator/Main"),
         .target(
             name: "FaceGateCLI",
-            dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "PostgresClient", "KafkaClient"],
+            dependencies: ["ServiceKit", "FaceGateCore", "FaceGateContracts", "FaceGateClient", "Crypto", "PostgresClient", "KafkaClient"],
             path: "Services/FaceGateCLI/Sources"),
         .executableTarget(name: "facegate", dependencies: ["FaceGateCLI"], path: "Services/FaceGateCLI/Main"),
 

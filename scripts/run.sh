@@ -120,10 +120,6 @@ fi
 chmod 600 "$DEMO"
 APP_ID="$(sed -n 's/.*"appId":"\([^"]*\)".*/\1/p' "$DEMO")"
 APP_SECRET="$(sed -n 's/.*"appSecret":"\([^"]*\)".*/\1/p' "$DEMO")"
-# The demo app names devices by the X-Device-Id header, so the curl lines below work as printed; real apps bind
-# device keys (`facegate app binding APP_ID dpop`, the default for new apps). Also for a demo app of an older run.
-"$BIN/facegate" app binding "$APP_ID" header employeeNumber >/dev/null
-
 if [ -n "$shown_once" ]; then
   SECRETS="  operator key    $FACEGATE_ADMIN_KEY   (shown this once: FACEGATE_ADMIN_KEY of $STATE/env, 0600)
   demo app        $APP_ID   secret $APP_SECRET   (shown this once: $DEMO, 0600)"
@@ -139,14 +135,13 @@ FaceGate is running.
   admin ports     gateway $GATEWAY_ADMIN; matcher $MATCHER_ADMIN; ctid 9102; kiosk 9103  (/healthz /readyz /metrics)
 $SECRETS
 
-Try it (photos: .run/testdata):
-  . $STATE/env    # FACEGATE_ADMIN_KEY for the CLI, PGPASSFILE for \`facegate migrate\` and psql
-  APP_SECRET=\$(sed -n 's/.*"appSecret":"\([^"]*\)".*/\1/p' $DEMO)
-  USER_ID=\$(.build/release/facegate user create $APP_ID E1001 "Barack Obama" | sed -n 's/.*"userId":"\([^"]*\)".*/\1/p')
-  .build/release/facegate enroll $APP_ID \$USER_ID .run/testdata/obama.jpg
-  TOKEN=\$(curl -s -u $APP_ID:\$APP_SECRET -X POST http://127.0.0.1:$HTTP_PORT/v1/access-tokens | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p')
-  curl -s -H "Authorization: Bearer \$TOKEN" -H "X-Device-Id: my-phone" -H "Content-Type: image/jpeg" \\
-       --data-binary @.run/testdata/obama2.jpg http://127.0.0.1:$HTTP_PORT/v1/face-login
+Try it: the README's quick start, in another terminal (photos: .run/testdata). A first face login with a DPoP device key:
+  . $STATE/env && export PATH="\$PWD/.build/release:\$PATH"
+  export FACEGATE_APP_ID=$APP_ID FACEGATE_APP_SECRET=\$(jq -r .appSecret $DEMO)
+  USER_ID=\$(facegate user create \$FACEGATE_APP_ID E1001 "Barack Obama" --output json | jq -r .userId)
+  facegate enroll \$FACEGATE_APP_ID \$USER_ID .run/testdata/obama.jpg
+  TOKEN=\$(facegate login .run/testdata/obama2.jpg --employee-number E1001 --key device.key --output json | jq -r .identityToken)
+  facegate exchange \$TOKEN
 Press Ctrl-C to stop.
 INFO
 # The supervisors keep the services up; this script only waits for Ctrl-C (short sleeps: bash runs the

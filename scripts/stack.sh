@@ -38,7 +38,7 @@ CRYPTOGRAPHY="cryptography==46.0.3"  # DPoP proofs from Python (Client/python/fa
 
 APT_PACKAGES=(librdkafka-dev libpq-dev libssl-dev libmicrohttpd-dev libdlib-dev libopenblas-dev liblapack-dev
   libjpeg62-turbo-dev libpng-dev postgresql tesseract-ocr libtesseract-dev fonts-ocr-b imagemagick pkg-config python3-venv
-  libopencv-dnn-dev libopencv-imgproc-dev unzip
+  libopencv-dnn-dev libopencv-imgproc-dev unzip jq
   chromium chromium-driver)
 
 log() { printf '[stack] %s\n' "$*" >&2; }

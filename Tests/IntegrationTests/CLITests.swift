@@ -53,6 +53,46 @@ import Testing
         }
     }
 
+    @Test func unknownOptionsFiltersAndArgumentsStopAndOutputIsATableOrSortedJSON() async throws {
+        try await TestStack.with(withMatcher: false) { stack in
+            let environment = Environment(["FACEGATE_URL": stack.baseURL, "FACEGATE_ADMIN_KEY": stack.adminKey])
+            let app = try await stack.createApp()
+            let user = try await stack.createUser(app, employeeNumber: "T1", name: "Tabled Person")
+            for arguments in [["app", "list", "--bogus"], ["app", "frobnicate"], ["face", "list", app.id], ["user", "get", app.id, user, "extra"],
+                              ["audit", "query", "bogus=1"], ["app", "list", "--output", "yaml"], ["face", "search", app.id, "x.jpg", "--limit", "0"],
+                              ["app", "settings", app.id], ["app", "settings", app.id, "--liveness-login", "sometimes"], ["app", "delete", app.id]] {
+                #expect(await FaceGateCLI.run(arguments, environment: environment) == 2, "\(arguments)")
+            }
+            #expect(try await stack.call("GET", "/v1/apps/\(app.id)", bearer: stack.adminKey).status == 200, "delete without --yes deletes nothing")
+
+            // Settings: what is named changes, the other half of a whole-object setting is kept.
+            #expect(await FaceGateCLI.run(["app", "settings", app.id, "--threshold", "0.95", "--daily-calls", "7", "--liveness-login", "active"],
+                                          environment: environment) == 0)
+            let changed = try await stack.call("GET", "/v1/apps/\(app.id)", bearer: stack.adminKey).json
+            #expect(abs((changed["matchThreshold"] as? Double ?? 0) - 0.95) < 1e-6)
+            #expect((changed["quotas"] as? [String: Int]) == ["dailyCalls": 7, "gallerySize": 100])
+            #expect((changed["liveness"] as? [String: String]) == ["faceLogin": "active", "kiosk": "active"])
+            #expect(await FaceGateCLI.run(["user", "reset", app.id, user], environment: environment) == 0)
+
+            let bin = try TestEnvironment.value("FACEGATE_BIN_DIR") + "/facegate"
+            func facegate(_ arguments: [String]) throws -> ChildProcess.Output {
+                try ChildProcess.run("/usr/bin/env", ["FACEGATE_URL=\(stack.baseURL)", "FACEGATE_ADMIN_KEY=\(stack.adminKey)", bin] + arguments)
+            }
+            // Piped, JSON on one line with sorted keys; asked for, a table: a header row of the fields, then one row each.
+            let piped = String(decoding: try facegate(["user", "get", app.id, user]).output, as: UTF8.self)
+            #expect(piped.hasPrefix(#"{"createdAt":"#) && piped.contains(#""name":"Tabled Person""#) && piped.hasSuffix("}\n"), "\(piped)")
+            let single = String(decoding: try facegate(["user", "get", app.id, user, "--output", "table"]).output, as: UTF8.self)
+            #expect(single.split(separator: "\n").contains { $0.hasPrefix("name") && $0.hasSuffix("Tabled Person") }, "\(single)")
+            let listed = String(decoding: try facegate(["--output", "table", "user", "list", app.id]).output, as: UTF8.self).split(separator: "\n")
+            #expect(listed.first?.hasPrefix("userId") == true && listed.first?.contains("employeeNumber") == true, "\(listed)")
+            #expect(listed.count == 2 && listed[1].hasPrefix(user) && listed[1].contains("Tabled Person"), "\(listed)")
+
+            // Deleting, with --yes.
+            #expect(await FaceGateCLI.run(["app", "delete", app.id, "--yes"], environment: environment) == 0)
+            #expect(try await stack.call("GET", "/v1/apps/\(app.id)", bearer: stack.adminKey).status == 404)
+        }
+    }
+
     @Test func operatorAndAuditorKeysFromTheCommandLine() async throws {
         try await TestStack.with(withMatcher: false) { stack in
             let environment = Environment(["FACEGATE_URL": stack.baseURL, "FACEGATE_ADMIN_KEY": stack.adminKey])

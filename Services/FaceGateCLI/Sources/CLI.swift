@@ -1,4 +1,6 @@
 import Crypto
+import FaceGateClient
+import FaceGateContracts
 import FaceGateCore
 import Foundation
 #if canImport(FoundationNetworking)
@@ -29,6 +31,11 @@ public enum FaceGateCLI {
                                                 M: sface-2021dec (default) or dlib-resnet-v1; B: dpop (default) or header;
                                                 P: appServerTicket (default), boundDevice or employeeNumber
       app get APP_ID | app list
+      app settings APP_ID [--threshold D | --false-match-rate R] [--liveness-login L] [--liveness-kiosk L]
+                       [--daily-calls N] [--gallery-size N] [--keep-photos true|false]
+                                                change what is named, keep the rest; L: off or active
+      app delete APP_ID --yes                   the app and all its data (users, templates, devices, kiosks, CTID rows);
+                                                its audit trail stays
       app binding APP_ID B [P]                  how devices are identified and new keys bound
       app migrate-model APP_ID [M] [--re-embed] [--switch]
                                                 share of users ready for model M (sface-2021dec) and who is not;
@@ -45,12 +52,22 @@ public enum FaceGateCLI {
       kiosk list APP_ID | kiosk revoke APP_ID KIOSK_ID
       user create APP_ID EMPLOYEE_NUMBER NAME
       user list APP_ID                          every user (all pages)
-      user delete APP_ID USER_ID
+      user get APP_ID USER_ID | user delete APP_ID USER_ID
+      user reset APP_ID USER_ID                 clear the lock on binding new devices to the user
       enroll APP_ID USER_ID PHOTO...            JPEG/PNG files, one template each; every file is tried and named
                                                 with its outcome on stderr (exit 1 if any was not enrolled)
       face list APP_ID USER_ID | face delete APP_ID USER_ID TEMPLATE_ID
-      face search APP_ID PHOTO                  1:N search at the app's operating point, with the top candidates
-      device reset APP_ID DEVICE_ID
+      face search APP_ID PHOTO [--limit N]      1:N search at the app's operating point, with the top N candidates (1–20, 5)
+      device reset APP_ID DEVICE_ID             clear a device's failed face-login count
+      device-credential list APP_ID USER_ID | device-credential revoke APP_ID CREDENTIAL_ID
+      ctid-registry add APP_ID NUMBER NAME VALID_FROM VALID_TO [PHOTO]
+                                                an identity the CTID check accepts (dates YYYYMMDD, VALID_TO or 长期)
+    a device and its app server (FACEGATE_URL, FACEGATE_APP_ID, FACEGATE_APP_SECRET)
+      login PHOTO [--employee-number N] [--key FILE]
+                                                a face login signed with this device's DPoP key (FILE, created on first
+                                                use; default in ~/.local/share/facegate); a new key is bound with the
+                                                employee number and a binding ticket the app server asks for
+      exchange IDENTITY_TOKEN                   what the app server learns from the identity token (single use)
     keys (FACEGATE_ADMIN_KEY covering every app)
       operator-key create NAME [APP_ID...] [--expires T]   no APP_ID: every app; T: RFC 3339 time
       auditor create NAME (APP_ID... | --all-apps) [--expires T]
@@ -61,6 +78,8 @@ public enum FaceGateCLI {
       audit export [key=value...]               CSV on stdout
       audit checkpoint APP_ID                   the chain head, signed: keep the output
       audit verify APP_ID [--checkpoint FILE]   recompute the chain; with a kept checkpoint, also catch a removed tail
+    everywhere
+      --output table|json                       table on a terminal, JSON (keys sorted) when piped
     """
 
     public static func run(_ arguments: [String], environment: Environment = Environment()) async -> Int32 {
@@ -95,6 +114,8 @@ public enum FaceGateCLI {
     }
 
     static func dispatch(_ arguments: [String], environment: Environment) async throws {
+        var arguments = arguments
+        let output = try Output.take(from: &arguments)
         guard let command = arguments.first else { throw CLIError(usage, exitCode: 2) }
         // Help and version win wherever they appear: `app create --help` explains, it creates nothing.
         if arguments.contains(where: { ["--help", "-h", "help"].contains($0) }) {
@@ -106,6 +127,9 @@ public enum FaceGateCLI {
             return
         }
         let rest = Array(arguments.dropFirst())
+        try CommandSpec.check(command, rest)
+        func admin(_ environment: Environment) throws -> APIClient { try FaceGateCLI.admin(environment, output) }
+        func auditor(_ environment: Environment) throws -> APIClient { try FaceGateCLI.auditor(environment, output) }
         switch (command, rest.first) {
         case ("migrate", _):
             let pool = PostgresPool(configuration: try PostgresConfiguration(url: try environment.required("FACEGATE_DATABASE_URL")))
@@ -190,8 +214,7 @@ public enum FaceGateCLI {
                 } while answer["next"] is String
                 answer["reembedded"] = reembedded
                 answer["refused"] = refused
-                let data = try JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys, .prettyPrinted])
-                print(String(decoding: data, as: UTF8.self))
+                output.write(answer)
             }
             if rest.contains("--switch") {
                 try await admin(environment).print("POST", "/v1/apps/\(app)/face-model-migration", json: ["to": model])
@@ -202,6 +225,55 @@ public enum FaceGateCLI {
             try await admin(environment).print("GET", "/v1/apps/\(try argument(rest, 1, "APP_ID"))")
         case ("app", "list"):
             try await admin(environment).print("GET", "/v1/apps")
+        case ("app", "settings"):
+            let app = try argument(rest, 1, "APP_ID")
+            let client = try admin(environment)
+            var body: [String: Any] = [:]
+            if let value = try option(rest, "--threshold") {
+                guard let number = Double(value), number > 0 else { throw CLIError("--threshold needs a positive number", exitCode: 2) }
+                body["matchThreshold"] = number
+            }
+            if let value = try option(rest, "--false-match-rate") {
+                guard let number = Double(value), number > 0 else { throw CLIError("--false-match-rate needs a rate such as 1e-5", exitCode: 2) }
+                body["falseMatchRate"] = number
+            }
+            if let value = try option(rest, "--keep-photos") {
+                guard let flag = Bool(value) else { throw CLIError("--keep-photos takes true or false", exitCode: 2) }
+                body["keepEnrollmentPhotos"] = flag
+            }
+            // Liveness and quotas are whole objects in the API: the half not named is kept from the app as it is.
+            let liveness = try [("--liveness-login", "faceLogin"), ("--liveness-kiosk", "kiosk")].compactMap { flag, field in
+                try option(rest, flag).map { value in
+                    guard ["off", "active"].contains(value) else { throw CLIError("\(flag) takes off or active", exitCode: 2) }
+                    return (field, value)
+                }
+            }
+            let quotas = try [("--daily-calls", "dailyCalls"), ("--gallery-size", "gallerySize")].compactMap { flag, field in
+                try option(rest, flag).map { value in
+                    guard let number = Int(value), number >= 0 else { throw CLIError("\(flag) takes a whole number, 0 or more", exitCode: 2) }
+                    return (field, number)
+                }
+            }
+            guard !body.isEmpty || !liveness.isEmpty || !quotas.isEmpty else {
+                throw CLIError("app settings APP_ID: name at least one setting to change (facegate app settings --help)", exitCode: 2)
+            }
+            if !liveness.isEmpty || !quotas.isEmpty {
+                let current = try await client.json("GET", "/v1/apps/\(app)")
+                if !liveness.isEmpty {
+                    body["liveness"] = (current["liveness"] as? [String: Any] ?? [:]).merging(liveness.map { ($0.0, $0.1 as Any) }) { _, new in new }
+                }
+                if !quotas.isEmpty {
+                    body["quotas"] = (current["quotas"] as? [String: Any] ?? [:]).merging(quotas.map { ($0.0, $0.1 as Any) }) { _, new in new }
+                }
+            }
+            try await client.print("PATCH", "/v1/apps/\(app)", json: body)
+        case ("app", "delete"):
+            let app = try argument(rest, 1, "APP_ID")
+            guard rest.contains("--yes") else {
+                throw CLIError("app delete erases the app's users, templates, devices, kiosks and CTID rows for good; add --yes to go on", exitCode: 2)
+            }
+            try await admin(environment).print("DELETE", "/v1/apps/\(app)")
+            FileHandle.standardError.write(Data("app \(app) deleted; its audit trail stays\n".utf8))
         case ("app", "modules"):
             let names = ["faceLogin", "ctid", "kiosk", "deviceAuth"], states = ["disabled", "trial", "formal"]
             var modules: [String: String] = [:]
@@ -255,8 +327,11 @@ public enum FaceGateCLI {
                 items += page["items"] as? [Any] ?? []
                 cursor = page["nextCursor"] as? String
             } while cursor != nil
-            let data = try JSONSerialization.data(withJSONObject: ["items": items], options: [.sortedKeys])
-            FileHandle.standardOutput.write(data + Data("\n".utf8))
+            output.write(["items": items])
+        case ("user", "get"):
+            try await admin(environment).print("GET", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/users/\(try argument(rest, 2, "USER_ID"))")
+        case ("user", "reset"):
+            try await admin(environment).print("POST", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/users/\(try argument(rest, 2, "USER_ID"))/reset")
         case ("user", "delete"):
             try await admin(environment).print("DELETE", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/users/\(try argument(rest, 2, "USER_ID"))")
         case ("enroll", _):
@@ -287,12 +362,34 @@ public enum FaceGateCLI {
             try await admin(environment).print("DELETE", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/users/\(try argument(rest, 2, "USER_ID"))"
                                                + "/faces/\(try argument(rest, 3, "TEMPLATE_ID"))")
         case ("face", "search"):
+            let limit = try option(rest, "--limit").map { value in
+                guard let number = Int(value), (1...20).contains(number) else { throw CLIError("--limit takes 1–20", exitCode: 2) }
+                return "?limit=\(number)"
+            } ?? ""
             let path = try argument(rest, 2, "PHOTO")
             guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read \(path)", exitCode: 1) }
-            try await admin(environment).print("POST", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/faces/search", body: data,
+            try await admin(environment).print("POST", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/faces/search" + limit, body: data,
                                                contentType: path.lowercased().hasSuffix(".png") ? "image/png" : "image/jpeg")
         case ("device", "reset"):
             try await admin(environment).print("POST", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/devices/\(try argument(rest, 2, "DEVICE_ID"))/reset")
+        case ("device-credential", "list"):
+            try await admin(environment).print("GET", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/users/\(try argument(rest, 2, "USER_ID"))/device-credentials")
+        case ("device-credential", "revoke"):
+            try await admin(environment).print("DELETE", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/device-credentials/\(try argument(rest, 2, "CREDENTIAL_ID"))")
+        case ("ctid-registry", "add"):
+            var body: [String: Any] = ["number": try argument(rest, 2, "NUMBER"), "name": try argument(rest, 3, "NAME"),
+                                       "validDateStart": try argument(rest, 4, "VALID_FROM"), "validDateEnd": try argument(rest, 5, "VALID_TO")]
+            if rest.count > 6 {
+                guard let photo = FileManager.default.contents(atPath: rest[6]) else { throw CLIError("cannot read \(rest[6])", exitCode: 1) }
+                body["photoData"] = photo.base64EncodedString()
+            }
+            try await admin(environment).print("POST", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/ctid-registry", json: body)
+        case ("login", _):
+            try await DeviceLogin(environment: environment, output: output).run(photo: try argument(rest, 0, "PHOTO"),
+                                                                                employeeNumber: try option(rest, "--employee-number"),
+                                                                                keyFile: try option(rest, "--key"))
+        case ("exchange", _):
+            try await DeviceLogin(environment: environment, output: output).exchange(try argument(rest, 0, "IDENTITY_TOKEN"))
         case ("auditor", "create"), ("operator-key", "create"):
             let collection = command == "auditor" ? "/v1/auditors" : "/v1/operator-keys"
             var arguments = Array(rest.dropFirst(1))
@@ -371,25 +468,33 @@ public enum FaceGateCLI {
         return list[index]
     }
 
+    /// The audit filters `audit query` and `audit export` take.
+    static let auditFilters = ["appId", "kind", "outcome", "userId", "deviceId", "from", "to", "limit", "cursor"]
+
     static func queryString(_ pairs: ArraySlice<String>) throws -> String {
         var components = URLComponents()
         components.queryItems = try pairs.map { pair in
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2 else { throw CLIError("expected key=value, got \(pair)", exitCode: 2) }
+            guard auditFilters.contains(parts[0]) else {
+                throw CLIError("no filter '\(parts[0])'; the filters are \(auditFilters.joined(separator: ", "))", exitCode: 2)
+            }
             return URLQueryItem(name: parts[0], value: parts[1])
         }
         return components.queryItems?.isEmpty == false ? "?" + (components.percentEncodedQuery ?? "") : ""
     }
 
-    static func admin(_ environment: Environment) throws -> APIClient {
-        APIClient(base: environment.string("FACEGATE_URL", default: "http://127.0.0.1:8080"), key: try environment.required("FACEGATE_ADMIN_KEY"))
+    static func admin(_ environment: Environment, _ output: Output) throws -> APIClient {
+        APIClient(base: gatewayURL(environment), authorization: "Bearer " + (try environment.required("FACEGATE_ADMIN_KEY")), output: output)
     }
 
-    static func auditor(_ environment: Environment) throws -> APIClient {
+    static func auditor(_ environment: Environment, _ output: Output) throws -> APIClient {
         let key = environment.optionalString("FACEGATE_AUDITOR_KEY") ?? environment.optionalString("FACEGATE_ADMIN_KEY")
         guard let key else { throw CLIError("set FACEGATE_AUDITOR_KEY (or FACEGATE_ADMIN_KEY)", exitCode: 2) }
-        return APIClient(base: environment.string("FACEGATE_URL", default: "http://127.0.0.1:8080"), key: key)
+        return APIClient(base: gatewayURL(environment), authorization: "Bearer " + key, output: output)
     }
+
+    static func gatewayURL(_ environment: Environment) -> String { environment.string("FACEGATE_URL", default: "http://127.0.0.1:8080") }
 }
 
 struct CLIError: Error {
@@ -404,13 +509,15 @@ struct CLIError: Error {
 /// A minimal Bearer-authenticated client for the gateway's JSON API; prints answers to stdout.
 struct APIClient {
     var base: String
-    var key: String
+    /// The `Authorization` header: an operator's or auditor's Bearer key, or an app server's Basic credentials.
+    var authorization: String
+    var output: Output
 
     func request(_ method: String, _ path: String) throws -> URLRequest {
         guard let url = URL(string: base + path) else { throw CLIError("bad URL \(base + path)", exitCode: 2) }
         var request = URLRequest(url: url)
         request.httpMethod = method
-        request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+        request.setValue(authorization, forHTTPHeaderField: "Authorization")
         return request
     }
 
@@ -426,13 +533,14 @@ struct APIClient {
         let (data, response) = try await URLSession.shared.data(for: request)
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         guard (200..<300).contains(status) else { throw Self.refusal(method, path, status, data) }
-        if !data.isEmpty { FileHandle.standardOutput.write(data) }
-        if let app = try? JSONSerialization.jsonObject(with: data) as? [String: Any], app["deviceBinding"] as? String == "header" {
+        guard !data.isEmpty else { return }
+        let answer = try? JSONSerialization.jsonObject(with: data)
+        if let answer { output.write(answer) } else { FileHandle.standardOutput.write(data) }
+        if let app = answer as? [String: Any], app["deviceBinding"] as? String == "header" {
             let warning = "warning: this app identifies devices by the X-Device-Id header, which any caller can set; "
                 + "bind devices by key with `facegate app binding APP_ID dpop`\n"
             FileHandle.standardError.write(Data(warning.utf8))
         }
-        if !data.isEmpty, data.last != UInt8(ascii: "\n") { FileHandle.standardOutput.write(Data("\n".utf8)) }
     }
 
     /// A refused call as one line: status, the API's error code and message, its transaction id, and for 401 what to check.
