@@ -297,6 +297,29 @@ import Testing
         }
     }
 
+    @Test func aRefusedCredentialThatNamesAnExistingAppIsOnThatAppsChain() async throws {
+        try await TestStack.with(withMatcher: false) { stack in
+            let app = try await stack.createApp()
+            let created = try await stack.call("POST", "/v1/auditors", bearer: stack.adminKey, json: ["name": "app's own", "appIds": [app.id]])
+            let auditorKey = try #require(created.string("auditorKey"))
+            let wrong = try await stack.call("POST", "/v1/access-tokens", basic: (app.id, "fgs_wrong"))
+            #expect(wrong.status == 401)
+            let refusal = try #require((wrong.json["error"] as? [String: Any])?["transactionId"] as? String)
+            let unknown = try await stack.call("POST", "/v1/access-tokens", basic: (UUID().uuidString.lowercased(), "fgs_wrong"))
+            let stranger = try #require((unknown.json["error"] as? [String: Any])?["transactionId"] as? String)
+
+            // The app's own auditor reads the refusal on the app's chain; a made-up app id's refusal is on the platform chain.
+            let rows = try await stack.call("GET", "/v1/audit/transactions?appId=\(app.id)&kind=auth.refused", bearer: auditorKey)
+            let items = rows.json["items"] as? [[String: Any]] ?? []
+            #expect(items.contains { $0["transactionId"] as? String == refusal && $0["outcome"] as? String == "UNAUTHORIZED" }, "\(rows.json)")
+            #expect(!items.contains { $0["transactionId"] as? String == stranger })
+            let platform = try await stack.call("GET", "/v1/audit/transactions?appId=\(platformAppId.uuidString.lowercased())&kind=auth.refused&limit=1000",
+                                                bearer: stack.adminKey)
+            #expect((platform.json["items"] as? [[String: Any]] ?? []).contains { $0["transactionId"] as? String == stranger })
+            #expect(try await stack.call("GET", "/v1/audit/verify?appId=\(app.id)", bearer: auditorKey).json["ok"] as? Bool == true)
+        }
+    }
+
     @Test func badRequestsGetTheErrorEnvelope() async throws {
         try await TestStack.with(withMatcher: false, extra: ["FACEGATE_MAX_BODY_BYTES": "100000"]) { stack in
             let malformed = try await stack.call("POST", "/v1/apps", bearer: stack.adminKey, body: Data("{\"name\": ".utf8), contentType: "application/json")

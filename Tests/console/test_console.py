@@ -337,7 +337,7 @@ class ConsoleTests(unittest.TestCase):
         self.assertTrue(os.path.exists(target), "transactions.csv was not downloaded")
         with open(target, encoding="utf-8") as handle:
             lines = handle.read().strip().splitlines()
-        self.assertEqual(lines[0], "transactionId,appId,kind,outcome,userId,deviceId,clientIp,score,latencyMs,createdAt")
+        self.assertEqual(lines[0], "transactionId,appId,kind,outcome,userId,deviceId,clientIp,score,latencyMs,createdAt,actorType,actorId,change,detail")
         expected = api_items(appId=app_id, outcome="SUCCESS")
         self.assertEqual(len(lines) - 1, len(expected))
         self.assertEqual({line.split(",")[0] for line in lines[1:]}, {item["transactionId"] for item in expected})

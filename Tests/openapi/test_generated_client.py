@@ -203,6 +203,8 @@ class GeneratedClientTests(unittest.TestCase):
         self.assertGreater(len(sent), 40)
         self.assertEqual(sent - documented, set(), "codes the server sends that the document does not list")
         self.assertEqual(documented - sent, set(), "codes the document lists that nothing sends")
+        outcomes = document.load()["components"]["schemas"]["TransactionOutcome"]["enum"]
+        self.assertEqual(set(outcomes), documented | {"SUCCESS", "REPEATED"}, "a transaction's outcome is SUCCESS, REPEATED or an error code")
 
     # --- face login through the generated client -----------------------------------------------------------------
 

@@ -161,8 +161,8 @@ final class GatewayContext: Sendable {
     }
 
     func registerRoutes(on router: Router, table: RouteTable) {
-        let router = APIRoutes(router: router, table: table, idempotency: idempotentRequests, refusal: { [self] request, error in
-            await recordRefusedCredentials(request, error)
+        let router = APIRoutes(router: router, table: table, idempotency: idempotentRequests, refusal: { [self] request, error, app in
+            await recordRefusedCredentials(request, error, app: app)
         }, logger: runtime.logger, admit: { [self] request in clientRateLimit.admit(clientAddress(request)) })
         registerOperatorRoutes(on: router)
         registerAppServerRoutes(on: router)
@@ -182,13 +182,15 @@ final class GatewayContext: Sendable {
         registerFaceModelMigrationRoutes(on: router)
     }
 
-    /// A failed authentication, on the platform chain (`auth.refused`, the code as outcome, the route): no
-    /// credential, app or user is named, since none was proven. Only the first of an address's period is a row of its own
-    /// (`RefusalLedger`); the rest are counted into a summary row, so no one can flood the trail.
-    func recordRefusedCredentials(_ request: HTTPRequest, _ error: APIError) async -> UUID? {
+    /// A failed authentication (`auth.refused`, the code as outcome, the route): on the chain of the app the credential
+    /// named when that app exists (`RequestCaller.concerns`: an app server's app id with a wrong secret, a genuine access
+    /// token refused for its proof, its rotation or its module), where the app's auditors read it; else on the platform
+    /// chain. No credential or user is named, since none was proven. Only the first of an address's period is a row of its
+    /// own (`RefusalLedger`); the rest are counted into a summary row on the platform chain, so no one can flood a trail.
+    func recordRefusedCredentials(_ request: HTTPRequest, _ error: APIError, app: UUID?) async -> UUID? {
         let (address, route) = (clientAddress(request), request.method + " " + request.routeTemplate)
         guard refusals.isFirst(address: address, code: error.code.rawValue, route: route) else { return nil }
-        let record = TransactionRecord(id: UUID(), appId: platformAppId, kind: "auth.refused", outcome: error.code.rawValue, userId: nil,
+        let record = TransactionRecord(id: UUID(), appId: app ?? platformAppId, kind: "auth.refused", outcome: error.code.rawValue, userId: nil,
                                        deviceId: nil, clientIp: address, score: nil, latencyMs: 0, detail: ["route": route])
         return await appendRefusal(record) ? record.id : nil
     }
@@ -245,7 +247,8 @@ struct APIRoutes {
     /// Every route's declared answers and door.
     let table: RouteTable
     let idempotency: IdempotentRequests
-    let refusal: @Sendable (HTTPRequest, APIError) async -> UUID?
+    /// Records a refused credential; the `UUID` is the app the credential named, when it exists.
+    let refusal: @Sendable (HTTPRequest, APIError, UUID?) async -> UUID?
     /// Says why a request ended in 500 (the answer itself names no cause).
     let logger: Logger
     /// False when the request's client has used up its rate (`ClientRateLimit`).
@@ -264,22 +267,24 @@ struct APIRoutes {
         table.add(RouteDeclaration(method: method, pattern: pattern, answers: answers, doors: doors))
         let (refusal, logger, idempotency, admit) = (refusal, logger, idempotency, admit)
         let wire: HTTPHandler = { request in
+            let caller = RequestCaller()
             do {
                 // Row-level security: the request sees no app's rows until its caller is authenticated.
-                return try await RequestCaller.$current.withValue(RequestCaller()) { try await Tenant.request { try await handler(request) } }
+                return try await RequestCaller.$current.withValue(caller) { try await Tenant.request { try await handler(request) } }
             } catch let error as APIError {
-                throw error.http(transactionId: error.code.refusesCredentials ? await refusal(request, error) : nil)
+                throw error.http(transactionId: error.code.refusesCredentials ? await refusal(request, error, caller.concernedApp) : nil)
             }
         }
         var admission: HTTPAdmission?
         if let authenticated {
             admission = { @Sendable request -> HTTPResponse? in
                 await Self.traced(request) {
+                    let caller = RequestCaller()
                     do {
-                        try await authenticated(request)
+                        try await RequestCaller.$current.withValue(caller) { try await authenticated(request) }
                         return nil
                     } catch let error as APIError {
-                        let transactionId = error.code.refusesCredentials ? await refusal(request, error) : nil
+                        let transactionId = error.code.refusesCredentials ? await refusal(request, error, caller.concernedApp) : nil
                         return error.http(transactionId: transactionId).response
                     } catch let error as PostgresError where error.isServerUnavailable {
                         return APIError(.serviceUnavailable, "the service is unavailable right now; try again").http(transactionId: nil).response

@@ -38,6 +38,7 @@ enum OpenAPIDocument {
       "auditorKey": {"type": "http", "scheme": "bearer", "description": "Auditor key from POST /v1/auditors (an operator key works too); limited to its apps when created with appIds. Expired or revoked: 401 UNAUTHORIZED."},
       "appServer": {"type": "http", "scheme": "basic", "description": "The app server: appId:appSecret (the previous secret also works during its grace period after a rotation)"},
       "accessToken": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT", "description": "Client app: access token from POST /v1/access-tokens (EdDSA JWT). The device is proven by the DPoP header on apps with deviceBinding dpop, or named by X-Device-Id on apps with deviceBinding header."},
+      "deviceProof": {"type": "apiKey", "in": "header", "name": "DPoP", "description": "RFC 9449 proof of the device's P-256 key, one per request (also declared as the DPoP header parameter for client generators): a JWS with header {typ: dpop+jwt, alg: ES256, jwk: the public key} and claims {jti (unique), htm (the method), htu (FACEGATE_PUBLIC_URL + the path, no query), iat (within 60 s), ath: base64url(SHA-256(the access token)), dgst: base64url(SHA-256(the exact body bytes)) on a request with a body}. The signature is r‖s (64 bytes), not DER. The device is the key's RFC 7638 thumbprint. Required together with the access token on apps with deviceBinding dpop (the default) and on every kiosk call; apps with deviceBinding header use the access token alone. Client/python/facegate_dpop.py signs proofs in 60 lines."},
       "interviewToken": {"type": "apiKey", "in": "header", "name": "X-Interview-Token", "description": "The token issued with a kiosk session (also declared as a header parameter for client generators)"}
     },
     "parameters": {
@@ -335,24 +336,30 @@ enum OpenAPIDocument {
       "KioskEventTicket": {"type": "object", "required": ["ticket", "expiresIn"], "properties": {"ticket": {"type": "string"}, "expiresIn": {"type": "integer"}}},
       "Transaction": {"type": "object", "required": ["transactionId", "appId", "kind", "outcome", "userId", "deviceId", "clientIp", "score", "latencyMs", "createdAt", "actor", "detail"], "properties": {
         "transactionId": {"type": "string", "format": "uuid"}, "appId": {"type": "string", "format": "uuid"},
-        "kind": {"type": "string", "description": "What was done. Platform rows (app.create, keys, auth.refused summaries) are on the platform chain (appId 00000000-0000-0000-0000-000000000000); app.delete is the last row of the deleted app's own chain",
-          "enum": ["app.create", "app.update", "app.delete", "app.secret.rotate", "app.secret.revoke-previous", "app.face-model.switch",
+        "kind": {"$ref": "#/components/schemas/TransactionKind"},
+        "outcome": {"$ref": "#/components/schemas/TransactionOutcome"},
+        "userId": {"type": ["string", "null"], "format": "uuid"},
+        "deviceId": {"type": ["string", "null"]}, "clientIp": {"type": ["string", "null"]}, "score": {"type": ["number", "null"]},
+        "latencyMs": {"type": "integer"}, "createdAt": {"type": "string", "format": "date-time"},
+        "actor": {"oneOf": [{"$ref": "#/components/schemas/TransactionActor"}, {"type": "null"}],
+          "description": "Who acted; null where no caller was authenticated (a refused credential) and on rows written before actors were recorded"},
+        "change": {"oneOf": [{"$ref": "#/components/schemas/TransactionChange"}, {"type": "null"}],
+          "description": "What an administrative call changed; null on other rows"},
+        "detail": {"type": "object", "additionalProperties": {"type": "string"}, "description": "The row's other context: ids it touched, counts, masked numbers"}}},
+      "TransactionKind": {"type": "string", "description": "What was done. Platform rows (app.create, keys, refusals naming no existing app, their summaries) are on the platform chain (appId 00000000-0000-0000-0000-000000000000); app.delete is the last row of the deleted app's own chain",
+        "enum": ["app.create", "app.update", "app.delete", "app.secret.rotate", "app.secret.revoke-previous", "app.face-model.switch",
                    "operator-key.create", "operator-key.revoke", "auditor-key.create", "auditor-key.revoke", "auth.refused",
                    "user.create", "user.delete", "user.reset", "face.enroll", "face.delete", "face.search", "face.migrate", "face.migrate.re-embed",
                    "face.login", "face.login.confirm", "face.verify", "identity.exchange", "liveness.challenge.refused",
                    "device.binding.ticket", "device.register", "device.challenge", "device.assert", "device.revoke", "device.reset", "device.credential.reset",
                    "ctid.verify", "kiosk.register", "kiosk.revoke", "kiosk.login", "kiosk.refused", "kiosk.flow", "kiosk.onboarding"]},
-        "outcome": {"type": "string", "description": "SUCCESS; REPEATED on an auth.refused summary of repeated refusals; else the ErrorCode the call ended with",
-          "anyOf": [{"enum": ["SUCCESS", "REPEATED"]}, {"$ref": "#/components/schemas/ErrorCode"}]},
-        "userId": {"type": ["string", "null"], "format": "uuid"},
-        "deviceId": {"type": ["string", "null"]}, "clientIp": {"type": ["string", "null"]}, "score": {"type": ["number", "null"]},
-        "latencyMs": {"type": "integer"}, "createdAt": {"type": "string", "format": "date-time"},
-        "actor": {"oneOf": [{"type": "null"}, {"type": "object", "required": ["type", "id"], "properties": {
-          "type": {"type": "string", "enum": ["operator", "auditor", "appServer", "client", "kiosk", "service"]},
-          "id": {"type": ["string", "null"], "description": "operator: the operator key's id or bootstrap; auditor: the auditor id; appServer: the app; client: the device; kiosk: the kiosk id; service: its name"}}}],
-          "description": "Who acted; null where no caller was authenticated (a refused credential) and on rows written before actors were recorded"},
-        "change": {"type": ["object", "null"], "additionalProperties": {"type": "array", "minItems": 2, "maxItems": 2}, "description": "What an administrative call changed, each setting as [old, new], e.g. {\"matchThreshold\": [1.0, 0.95]}; never a secret or a photo"},
-        "detail": {"type": "object", "additionalProperties": {"type": "string"}, "description": "The row's other context: ids it touched, counts, masked numbers"}}},
+      "TransactionOutcome": {"type": "string", "description": "SUCCESS; REPEATED on an auth.refused summary of repeated refusals; else the ErrorCode the call ended with",
+        "enum": ["SUCCESS", "REPEATED", "INVALID_REQUEST", "UNAUTHORIZED", "FORBIDDEN", "NOT_FOUND", "CONFLICT", "PAYLOAD_TOO_LARGE", "MODULE_DISABLED", "MODULE_NOT_FORMAL", "ACCESS_TOKEN_INVALID", "ACCESS_TOKEN_EXPIRED", "NO_FACE", "NO_MATCH_FACE", "IMAGE_FORMAT_ERROR", "CONFIRM_REQUIRED", "EMPLOYEE_NUMBER_MISMATCH", "SPOOF_DETECTED", "AMBIGUOUS_MATCH", "LOW_QUALITY", "DUPLICATE_FACE", "AUTHENTICATION_FAILED", "CREDENTIAL_LOCKED", "CREDENTIAL_NOT_ENROLLED", "RATE_LIMITED", "SERVICE_UNAVAILABLE", "TIMEOUT", "INVALID_ENVELOPE", "IDENTITY_TOKEN_INVALID", "IDENTITY_TOKEN_EXPIRED", "IDENTITY_TOKEN_USED", "CONFIRMATION_INVALID", "DOCUMENT_UNREADABLE", "DOCUMENT_EXPIRED", "DOCUMENT_INVALID", "DOCUMENT_ALREADY_REGISTERED", "NO_PORTRAIT", "FACE_MISMATCH", "SESSION_EXPIRED", "TOO_MANY_ATTEMPTS", "APPROVAL_DENIED", "DPOP_PROOF_INVALID", "BINDING_TICKET_INVALID", "KIOSK_NOT_REGISTERED", "FACE_LIMIT_REACHED", "IDEMPOTENCY_IN_PROGRESS", "INTERNAL", "METHOD_NOT_ALLOWED", "UNSUPPORTED_MEDIA_TYPE"]},
+      "TransactionActor": {"type": "object", "required": ["type"], "properties": {
+        "type": {"type": "string", "enum": ["operator", "auditor", "appServer", "client", "kiosk", "service"]},
+        "id": {"type": "string", "description": "operator: the operator key's id or bootstrap; auditor: the auditor id; appServer: the app; client: the device (absent when it sent none); kiosk: the kiosk id; service: its name"}}},
+      "TransactionChange": {"type": "object", "description": "Each changed setting as [old, new], e.g. {\"matchThreshold\": [1.0, 0.95]}, modules one by one (modules.ctid); never a secret or a photo",
+        "additionalProperties": {"type": "array", "items": {}, "minItems": 2, "maxItems": 2}},
       "TransactionPage": {"type": "object", "required": ["items"], "properties": {
         "items": {"type": "array", "items": {"$ref": "#/components/schemas/Transaction"}}, "nextCursor": {"type": "string", "description": "Absent on the last page"}}},
       "ChainVerification": {"type": "object", "required": ["appId", "ok", "checked", "firstBrokenTransactionId"], "properties": {
@@ -393,10 +400,10 @@ enum OpenAPIDocument {
     "/v1/apps": {
       "post": {"operationId": "createApp", "tags": ["apps"], "summary": "Create an app (its secrets are shown only here)", "security": [{"operatorKey": []}],
         "parameters": [{"$ref": "#/components/parameters/idempotencyKey"}],
-        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewApp"}}}},
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewApp"}, "example": {"name": "Acme HR", "modules": {"faceLogin": "formal"}, "falseMatchRate": 1e-5}}}},
         "responses": {
           "201": {"description": "Created", "headers": {"Idempotent-Replayed": {"$ref": "#/components/headers/IdempotentReplayed"}},
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CreatedApp"}}}},
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CreatedApp"}, "example": {"appId": "3f0c9a52-8d1e-4b7a-9c55-2f6e1d0b7a11", "name": "Acme HR", "appSecret": "fgs_Vb3…", "ctidKey": "q83vEjRWeJq83vEjRWeJqw==", "modules": {"faceLogin": "formal", "ctid": "trial", "kiosk": "disabled", "deviceAuth": "trial"}, "faceModel": "sface-2021dec", "matchThreshold": 1.02, "estimatedFalseMatchRate": 1e-5, "liveness": {"faceLogin": "off", "kiosk": "active"}, "deviceBinding": "dpop", "deviceBindingPolicy": "appServerTicket", "kioskApproval": {}, "quotas": {"dailyCalls": 1000, "gallerySize": 100}, "keepEnrollmentPhotos": false}}}},
           "400": {"$ref": "#/components/responses/BadRequest"}, "401": {"$ref": "#/components/responses/Unauthorized"},
           "403": {"$ref": "#/components/responses/Forbidden", "description": "FORBIDDEN: an operator key limited to some apps"},
           "409": {"$ref": "#/components/responses/Conflict", "description": "CONFLICT (another request under this Idempotency-Key), IDEMPOTENCY_IN_PROGRESS"},
@@ -704,15 +711,15 @@ enum OpenAPIDocument {
     "/v1/access-tokens": {
       "post": {"operationId": "issueAccessToken", "tags": ["identity"], "summary": "Issue an access token for the app's client apps (no body)", "security": [{"appServer": []}],
         "responses": {
-          "200": {"description": "The token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AccessToken"}}}},
+          "200": {"description": "The token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AccessToken"}, "example": {"accessToken": "eyJhbGciOiJFZERTQSIsImtpZCI6…", "tokenType": "Bearer", "expiresIn": 3600}}}},
           "401": {"$ref": "#/components/responses/Unauthorized", "description": "UNAUTHORIZED: unknown app or wrong secret"},
           "413": {"$ref": "#/components/responses/PayloadTooLarge"}, "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/identity/exchange": {
       "post": {"operationId": "exchangeIdentityToken", "tags": ["identity"], "summary": "Exchange an identity token (single use) for the verified user", "security": [{"appServer": []}],
-        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IdentityTokenExchange"}}}},
+        "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IdentityTokenExchange"}, "example": {"identityToken": "eyJhbGciOiJFZERTQSIsInR5cCI6ImZhY2VnYXRlLWlkK2p3dCJ9…"}}}},
         "responses": {
-          "200": {"description": "The verified user", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Identity"}}}},
+          "200": {"description": "The verified user", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Identity"}, "example": {"userId": "8b1f2c9e-44a0-4d3b-a1e7-5c2d9f0e6b13", "employeeNumber": "E1001", "name": "Ada Lovelace", "appId": "3f0c9a52-8d1e-4b7a-9c55-2f6e1d0b7a11", "deviceId": "qZ7yH0rP1mXg3kVb9sT2wL8nD4cF6jA5eU0oR1iY2tQ", "method": "face", "amr": ["face", "swk"], "transactionId": "d2a6e0f4-7b3c-4e19-8f5a-0c1b2d3e4f56"}}}},
           "400": {"$ref": "#/components/responses/BadRequest"},
           "401": {"$ref": "#/components/responses/Unauthorized", "description": "UNAUTHORIZED, IDENTITY_TOKEN_INVALID (another app's, tampered, wrong type), IDENTITY_TOKEN_EXPIRED"},
           "404": {"$ref": "#/components/responses/NotFound", "description": "NOT_FOUND: the user no longer exists"},
@@ -722,12 +729,12 @@ enum OpenAPIDocument {
     },
     "/v1/face-login": {
       "post": {"operationId": "faceLogin", "tags": ["face-login"], "summary": "Log in with a photo: 1:1 against the users a bound device key belongs to, else 1:N. A device key bound to nobody always gets CONFIRM_REQUIRED. With the app's liveness.faceLogin active, send a burst answering a liveness challenge instead (multipart challengeId + 2–12 frame fields)",
-        "security": [{"accessToken": []}],
+        "security": [{"accessToken": [], "deviceProof": []}, {"accessToken": []}],
         "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "requestBody": {"required": true, "content": {"image/jpeg": {"schema": {"type": "string", "contentMediaType": "image/jpeg"}}, "image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}},
           "multipart/form-data": {"schema": {"$ref": "#/components/schemas/FaceLoginUpload"}}}},
         "responses": {
-          "200": {"description": "SUCCESS with an identity token, or CONFIRM_REQUIRED on a new device", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FaceLoginResult"}}}},
+          "200": {"description": "SUCCESS with an identity token, or CONFIRM_REQUIRED on a new device", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FaceLoginResult"}, "example": {"status": "CONFIRM_REQUIRED", "confirmationId": "0e7c3a1b-5d2f-4a6e-9b8c-1f2e3d4c5b6a", "expiresIn": 300, "transactionId": "5a4b3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d"}}}},
           "400": {"$ref": "#/components/responses/BadRequest", "description": "INVALID_REQUEST: no X-Device-Id on a header app, one image where liveness needs a burst, a malformed multipart body"},
           "401": {"$ref": "#/components/responses/Unauthorized", "description": "ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID"},
           "403": {"$ref": "#/components/responses/Forbidden", "description": "MODULE_DISABLED, MODULE_NOT_FORMAL"},
@@ -738,7 +745,7 @@ enum OpenAPIDocument {
     },
     "/v1/face-login/confirm": {
       "post": {"operationId": "confirmFaceLogin", "tags": ["face-login"], "summary": "Confirm a new device with the employee number (signed by the same device key on dpop apps); binds the device",
-        "security": [{"accessToken": []}],
+        "security": [{"accessToken": [], "deviceProof": []}, {"accessToken": []}],
         "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Confirmation"}}}},
         "responses": {
@@ -786,7 +793,7 @@ enum OpenAPIDocument {
     },
     "/v1/device-credentials": {
       "post": {"operationId": "registerDeviceCredential", "tags": ["device-credentials"], "summary": "Register a device biometric key; proof of user: a fresh face-login identity token of this app and device, consumed here. Replaces the user's previous credential on this device. Error messages end with (fallback: faceLogin) or (fallback: none)",
-        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
+        "security": [{"accessToken": [], "deviceProof": []}, {"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DeviceCredentialRegistration"}}}},
         "responses": {
           "201": {"description": "Registered", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CredentialRegistered"}}}},
@@ -800,7 +807,7 @@ enum OpenAPIDocument {
     },
     "/v1/device-credentials/challenges": {
       "post": {"operationId": "createDeviceChallenge", "tags": ["device-credentials"], "summary": "A single-use challenge for one credential (32 random bytes, base64url; 60 s)",
-        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
+        "security": [{"accessToken": [], "deviceProof": []}, {"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DeviceChallengeRequest"}}}},
         "responses": {
           "200": {"description": "The challenge", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DeviceChallenge"}}}},
@@ -815,7 +822,7 @@ enum OpenAPIDocument {
     },
     "/v1/device-credentials/assertions": {
       "post": {"operationId": "assertDeviceCredential", "tags": ["device-credentials"], "summary": "Log in with a device key. A counter that does not advance (once non-zero) blocks the credential until it is registered again",
-        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
+        "security": [{"accessToken": [], "deviceProof": []}, {"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DeviceAssertion"}}}},
         "responses": {
           "200": {"description": "SUCCESS with an identity token (method device_biometric)", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/LoginSuccess"}}}},
@@ -831,7 +838,7 @@ enum OpenAPIDocument {
     "/v1/device-credentials/{credentialId}": {
       "parameters": [{"$ref": "#/components/parameters/credentialId"}],
       "delete": {"operationId": "revokeOwnDeviceCredential", "tags": ["device-credentials"], "summary": "Revoke this device's credential (immediately)",
-        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
+        "security": [{"accessToken": [], "deviceProof": []}, {"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "responses": {
           "204": {"description": "Revoked"}, "400": {"$ref": "#/components/responses/BadRequest"},
           "401": {"$ref": "#/components/responses/Unauthorized", "description": "ACCESS_TOKEN_INVALID, ACCESS_TOKEN_EXPIRED, DPOP_PROOF_INVALID"},
@@ -840,7 +847,7 @@ enum OpenAPIDocument {
     },
     "/v1/liveness/challenges": {
       "get": {"operationId": "getLivenessChallenge", "tags": ["liveness"], "summary": "A liveness challenge: 2–3 random actions to perform in front of the camera; single use, bound to the app and device, 120 s",
-        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
+        "security": [{"accessToken": [], "deviceProof": []}, {"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "responses": {
           "200": {"description": "The challenge", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/LivenessChallenge"}}}},
           "400": {"$ref": "#/components/responses/BadRequest"},
@@ -849,7 +856,7 @@ enum OpenAPIDocument {
     },
     "/v1/ctid/serial-numbers": {
       "post": {"operationId": "issueCtidSerialNumber", "tags": ["ctid"], "summary": "Issue a single-use CTID serial number and challenge code bound to the app and auth mode",
-        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/idempotencyKey"}],
+        "security": [{"accessToken": [], "deviceProof": []}, {"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/idempotencyKey"}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CtidSerialRequest"}}}},
         "responses": {
           "200": {"description": "The serial number", "headers": {"Idempotent-Replayed": {"$ref": "#/components/headers/IdempotentReplayed"}},
@@ -862,7 +869,7 @@ enum OpenAPIDocument {
     },
     "/v1/ctid/verifications": {
       "post": {"operationId": "verifyCtid", "tags": ["ctid"], "summary": "Verify an identity claim sent as a CTID envelope; the answer is an envelope whose plaintext is {bizSerialNum, authResult, resultCode, message, transactionId}",
-        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}],
+        "security": [{"accessToken": [], "deviceProof": []}, {"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CtidEnvelope"}}}},
         "responses": {
           "200": {"description": "The verifier's answer envelope", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/CtidEnvelope"}}}},
@@ -874,7 +881,7 @@ enum OpenAPIDocument {
     },
     "/v1/kiosk/login": {
       "post": {"operationId": "kioskLogin", "tags": ["kiosk"], "summary": "Kiosk 1:N login (module kiosk): frames answering a liveness challenge, or one photo when the app's kiosk liveness is off. A refusal on the face's merits is 200 with success false and its code in error",
-        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
+        "security": [{"accessToken": [], "deviceProof": []}, {"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "requestBody": {"required": true, "content": {"multipart/form-data": {"schema": {"$ref": "#/components/schemas/KioskFrames"}},
           "image/jpeg": {"schema": {"type": "string", "contentMediaType": "image/jpeg"}}, "image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}}}},
         "responses": {
@@ -888,7 +895,7 @@ enum OpenAPIDocument {
     },
     "/v1/kiosk/sessions": {
       "post": {"operationId": "createKioskSession", "tags": ["kiosk"], "summary": "Start a kiosk onboarding session (no body)",
-        "security": [{"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
+        "security": [{"accessToken": [], "deviceProof": []}, {"accessToken": []}], "parameters": [{"$ref": "#/components/parameters/deviceId"}, {"$ref": "#/components/parameters/dpop"}],
         "responses": {
           "201": {"description": "The session and its interview token", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/KioskSessionCreated"}}}},
           "400": {"$ref": "#/components/responses/BadRequest"},

@@ -59,10 +59,17 @@ extension APIError {
 final class RequestCaller: Sendable {
     @TaskLocal static var current: RequestCaller?
     private let actor = Mutex<String?>(nil)
+    private let app = Mutex<UUID?>(nil)
 
     static func note(_ actor: String) { current?.actor.withLock { $0 = actor } }
 
     static var actor: String? { current?.actor.withLock { $0 } }
+
+    /// Notes the app a credential names, once it is known to exist (an app server's app id, a genuine access token's app),
+    /// before the credential is accepted: a refusal from then on is on that app's chain, where its auditors read it.
+    static func concerns(_ appId: UUID) { current?.app.withLock { $0 = appId } }
+
+    var concernedApp: UUID? { app.withLock { $0 } }
 }
 
 struct TransactionDraft {
@@ -231,6 +238,7 @@ extension GatewayContext {
         }
         let secretHash = SHA256.hash(Array(text[text.index(after: colon)...].utf8))
         guard let app = try await apps.find(appId) else { throw APIError(.unauthorized, "unknown app or wrong secret") }
+        RequestCaller.concerns(app.id)
         var usedPrevious = false
         if !constantTimeEquals(app.secretHash, secretHash) {
             guard previousSecret, app.previousSecretIsLive, let previous = app.previousSecretHash, constantTimeEquals(previous, secretHash) else {
@@ -258,6 +266,7 @@ extension GatewayContext {
         guard let appId = UUID(uuidString: claims.appId), let app = try await apps.find(appId) else {
             throw APIError(.accessTokenInvalid, "the access token's app does not exist")
         }
+        RequestCaller.concerns(app.id)
         if let rotated = app.secretRotatedAt,
            claims.mts.map({ $0 < Int64((rotated.timeIntervalSince1970 * 1000).rounded(.down)) }) ?? (claims.iat < Int64(rotated.timeIntervalSince1970)) {
             throw APIError(.accessTokenExpired, "the app's secret was rotated since this access token was issued; get a new one from your app server")
