@@ -707,6 +707,31 @@ class ValidatorTests(unittest.TestCase):
         self.assert_rejected("deploy/k8s (kubectl kustomize)",
                              "Job/facegate-migrate: no NetworkPolicy lets it reach PostgreSQL (port 5432)")
 
+    def test_public_api_without_tls_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/ingress.yaml", "  tls:\n    - hosts:\n        - facegate.example.com\n      secretName: facegate-tls\n", "")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)", "Ingress/auth-gateway: the host 'facegate.example.com' has no TLS")
+
+    def test_no_ingress_to_the_gateway_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/kustomization.yaml", "  - ingress.yaml\n", "")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)", "Deployment/auth-gateway: no Ingress routes to its Service")
+
+    def test_ingress_host_other_than_the_public_url_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/ingress.yaml", "    - host: facegate.example.com", "    - host: api.example.com")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)", "the host 'api.example.com' is not FACEGATE_PUBLIC_URL's 'facegate.example.com'")
+
+    def test_gateway_without_trusted_proxies_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/auth-gateway.yaml", "            - name: FACEGATE_TRUSTED_PROXIES\n              value: 10.0.0.0/8\n", "")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)", "Deployment/auth-gateway: no FACEGATE_TRUSTED_PROXIES")
+
+    def test_trusted_proxy_that_is_no_range_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/auth-gateway.yaml", "value: 10.0.0.0/8", "value: 10.0.0.0/8,ingress-nginx")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)", "FACEGATE_TRUSTED_PROXIES entry 'ingress-nginx' is not an address or a CIDR range")
+
+    def test_public_port_open_to_every_pod_is_rejected(self) -> None:
+        self.edit("deploy/k8s/base/network-policy.yaml", "    - from:\n        - namespaceSelector:\n            matchLabels:\n"
+                  "              kubernetes.io/metadata.name: ingress-nginx\n      ports:", "    - ports:")
+        self.assert_rejected("deploy/k8s (kubectl kustomize)", "NetworkPolicy/auth-gateway-ingress: the gateway's public port is open to every pod")
+
     # -- Compose ----------------------------------------------------------------------------
 
     def test_compose_schema_violation_is_rejected(self) -> None:

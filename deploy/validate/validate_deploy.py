@@ -1498,8 +1498,8 @@ def selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
 
 def check_network_policies(report: FileReport, by_kind: dict[str, list[dict[str, Any]]],
                            config_maps: dict[str, dict[str, str]]) -> None:
-    """Default deny both ways; ingress only to the gateway's HTTP port (from anywhere) and to admin
-    ports (from a named source); egress to what each workload uses."""
+    """Default deny both ways; ingress only to the gateway's HTTP port and to admin ports (from a named source;
+    check_public_entrance holds the HTTP port to one); egress to what each workload uses."""
     policies = by_kind.get("NetworkPolicy", [])
     if not policies:
         report.fail("no NetworkPolicy: every pod may reach, and be reached from, anything")
@@ -1539,6 +1539,60 @@ def check_network_policies(report: FileReport, by_kind: dict[str, list[dict[str,
         for port, what in needs.items():
             if port not in egress_ports and "any" not in egress_ports:
                 report.fail(f"{kind}/{name}: no NetworkPolicy lets it reach {what} (port {port}); the default deny cuts it off")
+
+
+def check_public_entrance(report: FileReport, by_kind: dict[str, list[dict[str, Any]]],
+                          config_maps: dict[str, dict[str, str]]) -> None:
+    """The public API is reached over TLS through an Ingress to the gateway's Service, on the host of FACEGATE_PUBLIC_URL
+    (device proofs name that URL); the gateway trusts X-Forwarded-For only from FACEGATE_TRUSTED_PROXIES, a list of
+    addresses and CIDR ranges, and its public port admits only a named source (so no other pod can claim an address)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    gateways = [d for d in by_kind.get("Deployment", [])
+                if any(container_env(c, config_maps)[0].get("SERVICE") == "auth-gateway" for c in d["spec"]["template"]["spec"]["containers"])]
+    if not gateways:
+        return
+    services = {s["metadata"]["name"]: s for s in by_kind.get("Service", [])}
+    ingresses = by_kind.get("Ingress", [])
+    for gateway in gateways:
+        name = gateway["metadata"]["name"]
+        env = {}
+        for container in gateway["spec"]["template"]["spec"]["containers"]:
+            env.update(container_env(container, config_maps)[0])
+        host = urlsplit(str(env.get("FACEGATE_PUBLIC_URL", ""))).hostname
+        proxies = str(env.get("FACEGATE_TRUSTED_PROXIES", "")).strip()
+        if not proxies:
+            report.fail(f"Deployment/{name}: no FACEGATE_TRUSTED_PROXIES: behind the ingress every client would share its address's limits")
+        for entry in filter(None, (e.strip() for e in proxies.split(","))):
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                report.fail(f"Deployment/{name}: FACEGATE_TRUSTED_PROXIES entry {entry!r} is not an address or a CIDR range")
+        labels = gateway["spec"]["template"]["metadata"].get("labels") or {}
+        fronting = {s for s, service in services.items() if (service["spec"].get("selector") or {}) and pod_labels_match(service["spec"]["selector"], labels)}
+        routed = []
+        for ingress in ingresses:
+            tls_hosts = {h for t in ingress["spec"].get("tls") or [] for h in t.get("hosts") or []}
+            for rule in ingress["spec"].get("rules") or []:
+                for path in (rule.get("http") or {}).get("paths") or []:
+                    backend = (path.get("backend") or {}).get("service") or {}
+                    if backend.get("name") in fronting:
+                        routed.append((ingress["metadata"]["name"], rule.get("host"), rule.get("host") in tls_hosts))
+        if not routed:
+            report.fail(f"Deployment/{name}: no Ingress routes to its Service: the public API has no TLS entrance")
+        for ingress, rule_host, tls in routed:
+            if not tls:
+                report.fail(f"Ingress/{ingress}: the host {rule_host!r} has no TLS: the public API would be plain HTTP")
+            if host and rule_host != host:
+                report.fail(f"Ingress/{ingress}: the host {rule_host!r} is not FACEGATE_PUBLIC_URL's {host!r}: device proofs would be refused")
+        for policy in by_kind.get("NetworkPolicy", []):
+            if not selector_matches(policy["spec"].get("podSelector") or {}, labels) or not policy["spec"].get("podSelector"):
+                continue
+            for rule in policy["spec"].get("ingress") or []:
+                if any(p.get("port") in ("http", HTTP_PORT) for p in rule.get("ports") or []) and not rule.get("from"):
+                    report.fail(f"NetworkPolicy/{policy['metadata']['name']}: the gateway's public port is open to every pod,"
+                                " any of which could claim a client address in X-Forwarded-For")
 
 
 def check_kafka_clients(report: FileReport, by_kind: dict[str, list[dict[str, Any]]],
@@ -1732,6 +1786,7 @@ def check_layout_contract(report: FileReport, documents: list[dict[str, Any]], i
         report.fail(f"nothing runs {missing}")
     check_audit_sources(report, audit_sources, audit_writers)
     check_kafka_clients(report, by_kind, config_maps, kafka_protocols)
+    check_public_entrance(report, by_kind, config_maps)
     if len(set(public_lists.values())) > 1:
         report.fail(f"the services are given different {SERVICE_PUBLIC_KEYS}: {sorted(public_lists)};"
                     " a service missing from another's list has its messages refused")

@@ -66,9 +66,9 @@ public struct GatewayConfiguration: Sendable {
     /// The sliding window of a client address's failures (`FACEGATE_ADDRESS_FAILURE_WINDOW_SECONDS`): `addressThrottleAfter`
     /// at once, then one per window / that many; successes in between give nothing back.
     public var addressFailureWindow: Int
-    /// Proxies whose `X-Forwarded-For` names the client (`FACEGATE_TRUSTED_PROXIES`, comma list of
-    /// addresses); from anyone else the header is ignored and the connection's address is the client's.
-    public var trustedProxies: Set<String>
+    /// Proxies whose `X-Forwarded-For` names the client (`FACEGATE_TRUSTED_PROXIES`, comma list of addresses and CIDR
+    /// ranges); from anyone else the header is ignored and the connection's address is the client's.
+    var trustedProxies: TrustedProxies
     public var secretGraceSeconds: Int
     /// How long a CTID serial number stays usable.
     public var ctidSerialTTLSeconds: Int
@@ -143,8 +143,7 @@ public struct GatewayConfiguration: Sendable {
         lockAfter = try env.int("FACEGATE_LOCK_AFTER", default: 50, range: 2...100_000)
         addressThrottleAfter = try env.int("FACEGATE_ADDRESS_THROTTLE_AFTER", default: 20, range: 1...100_000)
         addressFailureWindow = try env.int("FACEGATE_ADDRESS_FAILURE_WINDOW_SECONDS", default: 600, range: 1...86400)
-        trustedProxies = Set((env.optionalString("FACEGATE_TRUSTED_PROXIES") ?? "").split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty })
+        trustedProxies = try TrustedProxies(env.optionalString("FACEGATE_TRUSTED_PROXIES") ?? "")
         secretGraceSeconds = try env.int("FACEGATE_SECRET_GRACE_SECONDS", default: 3600, range: 0...2_592_000)
         ctidSerialTTLSeconds = try env.int("FACEGATE_CTID_SERIAL_TTL_SECONDS", default: 600, range: 30...86400)
         sweepInterval = .seconds(try env.int("FACEGATE_SWEEP_SECONDS", default: 60, range: 1...86400))
