@@ -317,6 +317,12 @@ import Testing
                                                 bearer: stack.adminKey)
             #expect((platform.json["items"] as? [[String: Any]] ?? []).contains { $0["transactionId"] as? String == stranger })
             #expect(try await stack.call("GET", "/v1/audit/verify?appId=\(app.id)", bearer: auditorKey).json["ok"] as? Bool == true)
+
+            // The auditor's tools name its apps: exactly the apps the key reads.
+            let named = try await stack.call("GET", "/v1/audit/apps", bearer: auditorKey).json["items"] as? [[String: String]]
+            #expect(named?.map { $0["appId"] } == [app.id] && named?.first?["name"]?.hasPrefix("app ") == true, "\(String(describing: named))")
+            let all = try await stack.call("GET", "/v1/audit/apps", bearer: stack.adminKey).json["items"] as? [[String: String]] ?? []
+            #expect(all.contains { $0["appId"] == app.id } && all.count >= 1)
         }
     }
 

@@ -108,11 +108,33 @@ export function formatTime(value) {
   return date.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
 }
 
-/** `datetime-local` input value (local time) → RFC 3339 UTC, or "" when empty. */
-export function localInputToRFC3339(value) {
+/** `datetime-local` input value, read as UTC like every time the console shows → RFC 3339, or "" when empty. */
+export function utcInputToRFC3339(value) {
   if (!value) return "";
-  const date = new Date(value);
+  const date = new Date(`${value.length === 16 ? `${value}:00` : value}Z`);
   return Number.isNaN(date.getTime()) ? "" : date.toISOString();
+}
+
+/**
+ * Asks before a change that cannot be taken back or that production feels at once: a modal dialog listing what will
+ * happen. Resolves true only when the person confirms; Escape and Cancel resolve false.
+ */
+export function confirmAction(title, lines, confirmLabel) {
+  const dialog = document.getElementById("confirm-dialog");
+  document.getElementById("confirm-title").textContent = title;
+  document.getElementById("confirm-body").replaceChildren(el("ul", {}, lines.map((line) => el("li", { text: line }))));
+  const ok = document.getElementById("confirm-ok");
+  ok.textContent = confirmLabel;
+  return new Promise((resolve) => {
+    const opener = document.activeElement;
+    dialog.addEventListener("close", () => {
+      resolve(dialog.returnValue === "confirm");
+      if (opener && document.contains(opener)) opener.focus();
+    }, { once: true });
+    dialog.returnValue = "";
+    dialog.showModal();
+    document.getElementById("confirm-cancel").focus();
+  });
 }
 
 /** Saves bytes as a file the browser downloads. */

@@ -30,9 +30,14 @@ function showView(name) {
     if (button.dataset.view === name) button.setAttribute("aria-current", "page");
     else button.removeAttribute("aria-current");
   }
-  history.replaceState(null, "", `#${name}`);
-  if (name === "auditor") auditor.activate();
-  if (name === "operator") operator.activate();
+  if (name === "auditor") {
+    history.replaceState(null, "", "#auditor");
+    auditor.activate();
+  } else {
+    // `#operator/app/<id>` is the page of one app: a link that can be kept, and Back returns to the list.
+    if (!location.hash.startsWith("#operator")) history.replaceState(null, "", "#operator");
+    operator.route(location.hash);
+  }
 }
 
 function renderSignedIn() {
@@ -49,7 +54,7 @@ function renderSignedIn() {
   }
   $("who-role").textContent = current.role === "operator" ? "operator" : "auditor";
   $("nav-operator").hidden = current.role !== "operator";
-  showView(location.hash === "#operator" ? "operator" : "auditor");
+  showView(location.hash.startsWith("#operator") ? "operator" : "auditor");
 }
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -86,7 +91,11 @@ document.addEventListener("DOMContentLoaded", () => {
   });
 
   for (const button of document.querySelectorAll("#views-nav button")) {
-    button.addEventListener("click", () => showView(button.dataset.view));
+    button.addEventListener("click", () => {
+      if (button.dataset.view === "operator") history.replaceState(null, "", "#operator");
+      showView(button.dataset.view);
+    });
   }
+  window.addEventListener("hashchange", () => { if (session()) showView(location.hash.startsWith("#operator") ? "operator" : "auditor"); });
   renderSignedIn();
 });

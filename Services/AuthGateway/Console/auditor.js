@@ -1,10 +1,25 @@
-// Auditor view: transaction search with the API's filters, cursor paging, a detail drawer, CSV export,
-// chain verification per app and charts of the fetched rows.
-import { api, APIError, download, el, formatTime, localInputToRFC3339, query, session, showStatus } from "./api.js";
+// Auditor view: transaction search with the API's filters (times in UTC, as shown), cursor paging, a detail drawer with
+// who acted and what changed, CSV export, chain verification per app on request (against the checkpoint this browser
+// saved) and charts of the fetched rows. Apps are shown by name (GET /v1/audit/apps: the apps the key reads).
+import { api, APIError, download, el, formatTime, query, showStatus, utcInputToRFC3339 } from "./api.js";
 import { horizontalBars, outcomesOverTime, successRateOverTime, summarize } from "./charts.js";
 
 const $ = (id) => document.getElementById(id);
-const FIELDS = ["transactionId", "appId", "kind", "outcome", "userId", "deviceId", "clientIp", "score", "latencyMs", "createdAt"];
+const FIELDS = ["transactionId", "appId", "kind", "outcome", "actor", "change", "detail", "userId", "deviceId", "clientIp", "score", "latencyMs", "createdAt"];
+const CHECKPOINTS_KEY = "facegate.console.checkpoints";
+
+function savedCheckpoints() {
+  try { return JSON.parse(localStorage.getItem(CHECKPOINTS_KEY) || "{}") || {}; } catch { return {}; }
+}
+
+function fieldText(name, value) {
+  if (value === null || value === undefined) return "—";
+  if (name === "createdAt") return formatTime(value);
+  if (name === "actor") return value.id ? `${value.type} ${value.id}` : value.type;
+  if (name === "change") return Object.entries(value).map(([field, [before, after]]) => `${field}: ${JSON.stringify(before)} → ${JSON.stringify(after)}`).join("; ");
+  if (name === "detail") return Object.keys(value).length ? Object.entries(value).map(([key, text]) => `${key}=${text}`).join(", ") : "—";
+  return value;
+}
 
 export function initAuditor() {
   let filters = {};
@@ -19,7 +34,7 @@ export function initAuditor() {
     const form = $("audit-filters");
     return {
       appId: form.appId.value, kind: form.kind.value, outcome: form.outcome.value, userId: form.userId.value,
-      deviceId: form.deviceId.value, from: localInputToRFC3339(form.from.value), to: localInputToRFC3339(form.to.value),
+      deviceId: form.deviceId.value, from: utcInputToRFC3339(form.from.value), to: utcInputToRFC3339(form.to.value),
       limit: form.limit.value,
     };
   }
@@ -49,7 +64,7 @@ export function initAuditor() {
     const body = $("audit-rows");
     body.replaceChildren();
     if (items.length === 0) {
-      body.append(el("tr", {}, el("td", { colspan: 7, text: "No transactions match this filter." })));
+      body.append(el("tr", {}, el("td", { colspan: 8, text: "No transactions match this filter." })));
       return;
     }
     // One tab stop for the whole table (roving tabindex): Tab moves past it to the paging buttons, the arrow
@@ -62,6 +77,7 @@ export function initAuditor() {
       button.addEventListener("keydown", moveBetweenRows);
       body.append(el("tr", { "data-transaction-id": item.transactionId },
         el("td", { class: "mono", text: formatTime(item.createdAt) }),
+        el("td", { class: "optional", "data-field": "app", text: knownApps.get(item.appId) || item.appId }),
         el("td", { text: item.kind }),
         el("td", { class: ok ? "outcome-ok" : "outcome-bad", text: item.outcome }),
         el("td", { class: "optional mono", text: item.deviceId || "—" }),
@@ -99,7 +115,8 @@ export function initAuditor() {
     draw("chart-latency", horizontalBars("Latency percentiles", items.length
       ? [{ label: "p50", value: summary.latency.p50 }, { label: "p90", value: summary.latency.p90 }, { label: "p99", value: summary.latency.p99 }]
       : [], " ms"));
-    draw("chart-devices", horizontalBars("Top failing devices", summary.topFailingDevices.map((d) => ({ ...d, color: "#b3261e" }))));
+    draw("chart-devices", horizontalBars("Top failing devices", summary.topFailingDevices.map((d) => ({ ...d, color: "#b3261e" })), "",
+      items.length ? "No failed logins with a device in the current result" : undefined));
   }
 
   // --- Drawer -----------------------------------------------------------------------------------------------
@@ -109,8 +126,7 @@ export function initAuditor() {
     list.replaceChildren();
     for (const name of FIELDS) {
       const value = item[name];
-      list.append(el("dt", { text: name }),
-        el("dd", { class: name.endsWith("Id") ? "mono" : null, "data-field": name, text: value === null || value === undefined ? "—" : name === "createdAt" ? formatTime(value) : value }));
+      list.append(el("dt", { text: name }), el("dd", { class: name.endsWith("Id") ? "mono" : null, "data-field": name, text: fieldText(name, value) }));
     }
     $("drawer-title").textContent = `Transaction ${item.outcome}`;
     $("drawer").hidden = false;
@@ -138,33 +154,41 @@ export function initAuditor() {
     else if (!event.shiftKey && document.activeElement === last) { event.preventDefault(); first.focus(); }
   });
 
-  // --- Chain verification -----------------------------------------------------------------------------------
-  async function verifyChains() {
-    const list = $("chain-list");
+  // --- Chain verification, on request -------------------------------------------------------------------------
+  function chainApps() {
     const ids = new Set(knownApps.keys());
     for (const item of fetched.values()) ids.add(item.appId);
     if (filters.appId) ids.add(filters.appId.trim());
+    return [...ids].sort();
+  }
+
+  async function verifyChains() {
+    const list = $("chain-list");
+    const checkpoints = savedCheckpoints();
     list.replaceChildren();
-    if (ids.size === 0) {
+    const ids = chainApps();
+    if (ids.length === 0) {
       list.append(el("li", { text: "No apps to verify yet: search first." }));
       return;
     }
-    for (const appId of [...ids].sort()) {
+    for (const appId of ids) {
       const name = knownApps.get(appId);
       const label = name ? `${name} (${appId})` : appId;
       const row = el("li", { "data-app-id": appId, text: `${label}: verifying…` });
       list.append(row);
       try {
-        const result = await api("GET", `/v1/audit/verify${query({ appId })}`);
-        if (result.ok) {
+        const result = await api("GET", `/v1/audit/verify${query({ appId, checkpoint: checkpoints[appId] })}`);
+        const against = result.checkpoint ? (result.checkpoint.ok ? `; checkpoint of ${formatTime(result.checkpoint.issuedAt)} holds`
+          : `; the checkpoint of ${formatTime(result.checkpoint.issuedAt)} does NOT hold (rows removed or changed)`) : "";
+        if (result.ok && (!result.checkpoint || result.checkpoint.ok)) {
           row.className = "ok";
           row.dataset.state = "ok";
-          row.replaceChildren(el("strong", { text: "✓ intact" }), ` ${label}: ${result.checked} transactions checked`);
+          row.replaceChildren(el("strong", { text: "✓ intact" }), ` ${label}: ${result.checked} transactions checked${against}`);
         } else {
           row.className = "bad";
           row.dataset.state = "broken";
           row.replaceChildren(el("strong", { text: "✗ broken" }), ` ${label}: first broken transaction `,
-            el("code", { text: result.firstBrokenTransactionId || "unknown" }), ` (${result.checked} checked)`);
+            el("code", { text: result.firstBrokenTransactionId || "unknown" }), ` (${result.checked} checked)${against}`);
         }
       } catch (error) {
         row.className = "bad";
@@ -174,13 +198,27 @@ export function initAuditor() {
     }
   }
 
+  /** Keeps each app's signed chain head in this browser; later verifications also catch a removed tail. */
+  async function saveCheckpoints() {
+    const checkpoints = savedCheckpoints();
+    let saved = 0;
+    for (const appId of chainApps()) {
+      try {
+        checkpoints[appId] = (await api("GET", `/v1/audit/checkpoint${query({ appId })}`)).checkpoint;
+        saved += 1;
+      } catch { /* an app outside the key: skipped */ }
+    }
+    localStorage.setItem(CHECKPOINTS_KEY, JSON.stringify(checkpoints));
+    showStatus($("audit-status"), "ok", `Checkpoints saved for ${saved} app${saved === 1 ? "" : "s"}.`);
+  }
+
   // --- Events -----------------------------------------------------------------------------------------------
   $("audit-filters").addEventListener("submit", async (event) => {
     event.preventDefault();
     filters = readFilters();
     pageCursors = [null];
     fetched = new Map();
-    if (await loadPage(null)) verifyChains();
+    await loadPage(null);
   });
   $("audit-next").addEventListener("click", async () => {
     if (!nextCursor) return;
@@ -193,6 +231,7 @@ export function initAuditor() {
     await loadPage(pageCursors[pageCursors.length - 1]);
   });
   $("chain-refresh").addEventListener("click", verifyChains);
+  $("chain-checkpoint").addEventListener("click", saveCheckpoints);
   $("audit-csv").addEventListener("click", async () => {
     const current = readFilters();
     delete current.limit;
@@ -211,17 +250,15 @@ export function initAuditor() {
     async activate() {
       if (activated) return;
       activated = true;
-      if (session()?.role === "operator") {
-        try {
-          const apps = await api("GET", "/v1/apps");
-          knownApps = new Map(apps.items.map((app) => [app.appId, app.name]));
-          $("known-apps").replaceChildren(...apps.items.map((app) => el("option", { value: app.appId, text: app.name })));
-        } catch { /* the search still works without names */ }
-      }
+      try {
+        const apps = await api("GET", "/v1/audit/apps");
+        knownApps = new Map(apps.items.map((app) => [app.appId, app.name]));
+        $("known-apps").replaceChildren(...apps.items.map((app) => el("option", { value: app.appId, text: app.name })));
+      } catch { /* the search still works without names */ }
       filters = readFilters();
       pageCursors = [null];
       fetched = new Map();
-      if (await loadPage(null)) verifyChains();
+      await loadPage(null);
     },
     reset() {
       activated = false;

@@ -23,6 +23,9 @@ export function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))];
 }
 
+/** The kinds that are an attempt to prove who someone is: what "success rate" and "failing devices" count. */
+export const LOGIN_KINDS = new Set(["face.login", "face.login.confirm", "face.verify", "kiosk.login", "device.assert", "ctid.verify"]);
+
 /** Everything the charts show, computed from transaction items. */
 export function summarize(items, bucketCount = 10) {
   const times = items.map((item) => new Date(item.createdAt).getTime()).filter((t) => !Number.isNaN(t));
@@ -32,7 +35,7 @@ export function summarize(items, bucketCount = 10) {
   const span = Math.max(1, end - start + 1);
   const count = items.length === 0 ? 0 : Math.min(bucketCount, Math.max(1, items.length));
   const buckets = Array.from({ length: count }, (_, index) => ({
-    start: start + (span * index) / count, counts: {}, total: 0, successes: 0,
+    start: start + (span * index) / count, counts: {}, total: 0, logins: 0, successes: 0,
   }));
   for (const item of items) {
     const t = new Date(item.createdAt).getTime();
@@ -41,13 +44,17 @@ export function summarize(items, bucketCount = 10) {
     const bucket = buckets[index];
     bucket.counts[item.outcome] = (bucket.counts[item.outcome] || 0) + 1;
     bucket.total += 1;
-    if (item.outcome === "SUCCESS") bucket.successes += 1;
+    // The success rate counts logins only, and a confirmation request is a step of one, not an outcome.
+    if (LOGIN_KINDS.has(item.kind) && item.outcome !== "CONFIRM_REQUIRED") {
+      bucket.logins += 1;
+      if (item.outcome === "SUCCESS") bucket.successes += 1;
+    }
   }
   const latencies = items.map((item) => Number(item.latencyMs) || 0).sort((a, b) => a - b);
   const failuresByDevice = new Map();
   for (const item of items) {
     // A confirmation request is a step of a login, not a failure.
-    if (item.outcome === "SUCCESS" || item.outcome === "CONFIRM_REQUIRED" || !item.deviceId) continue;
+    if (!LOGIN_KINDS.has(item.kind) || item.outcome === "SUCCESS" || item.outcome === "CONFIRM_REQUIRED" || !item.deviceId) continue;
     failuresByDevice.set(item.deviceId, (failuresByDevice.get(item.deviceId) || 0) + 1);
   }
   const topFailingDevices = [...failuresByDevice.entries()]
@@ -58,7 +65,11 @@ export function summarize(items, bucketCount = 10) {
     outcomes, buckets, spanMs: span,
     latency: { p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: latencies.at(-1) || 0 },
     topFailingDevices,
-    successRate: items.length ? items.filter((item) => item.outcome === "SUCCESS").length / items.length : 0,
+    logins: buckets.reduce((sum, bucket) => sum + bucket.logins, 0),
+    successRate: (() => {
+      const logins = buckets.reduce((sum, bucket) => sum + bucket.logins, 0);
+      return logins ? buckets.reduce((sum, bucket) => sum + bucket.successes, 0) / logins : 0;
+    })(),
   };
 }
 
@@ -77,9 +88,9 @@ function colorFor(outcome, outcomes) {
   return failures[index % failures.length];
 }
 
-function emptyChart(label) {
-  const svg = frame(320, 80, `${label}: no data`);
-  svg.append(svgElement("text", { x: 160, y: 45, "text-anchor": "middle", fill: "#4a5360", "font-size": 13 }, "No transactions in the current result"));
+function emptyChart(label, message = "No transactions in the current result") {
+  const svg = frame(320, 80, `${label}: ${message}`);
+  svg.append(svgElement("text", { x: 160, y: 45, "text-anchor": "middle", fill: "#4a5360", "font-size": 13 }, message));
   return svg;
 }
 
@@ -118,12 +129,12 @@ export function outcomesOverTime(summary) {
 
 /** Line: share of SUCCESS per time bucket, 0–100 %. */
 export function successRateOverTime(summary) {
-  const label = "Success rate over time";
-  const buckets = summary.buckets.filter((b) => b.total > 0);
-  if (buckets.length === 0) return { svg: emptyChart(label), legend: [] };
+  const label = "Login success rate over time";
+  const buckets = summary.buckets.filter((b) => b.logins > 0);
+  if (buckets.length === 0) return { svg: emptyChart(label, "No logins in the current result"), legend: [] };
   const width = 360, height = 200, left = 40, bottom = 26, top = 10;
   const plotWidth = width - left - 12, plotHeight = height - bottom - top;
-  const svg = frame(width, height, `${label}: overall ${(summary.successRate * 100).toFixed(0)} percent`);
+  const svg = frame(width, height, `${label}: overall ${(summary.successRate * 100).toFixed(0)} percent of ${summary.logins} logins`);
   for (const mark of [0, 50, 100]) {
     const y = top + plotHeight * (1 - mark / 100);
     svg.append(svgElement("line", { x1: left, y1: y, x2: width - 8, y2: y, stroke: mark === 0 ? "#8a93a0" : "#e1e4e8" }));
@@ -131,21 +142,21 @@ export function successRateOverTime(summary) {
   }
   const points = buckets.map((bucket, index) => {
     const x = left + (buckets.length === 1 ? plotWidth / 2 : (plotWidth * index) / (buckets.length - 1));
-    const rate = bucket.successes / bucket.total;
+    const rate = bucket.successes / bucket.logins;
     return { x, y: top + plotHeight * (1 - rate), rate, bucket };
   });
   svg.append(svgElement("polyline", { points: points.map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(" "), fill: "none", stroke: "#0b5cad", "stroke-width": 2.5 }));
   for (const point of points) {
     const dot = svgElement("circle", { cx: point.x, cy: point.y, r: 3.5, fill: "#0b5cad" });
-    dot.append(svgElement("title", {}, `${bucketLabel(point.bucket.start, summary.spanMs)}: ${(point.rate * 100).toFixed(0)}% of ${point.bucket.total}`));
+    dot.append(svgElement("title", {}, `${bucketLabel(point.bucket.start, summary.spanMs)}: ${(point.rate * 100).toFixed(0)}% of ${point.bucket.logins} logins`));
     svg.append(dot);
   }
-  return { svg, legend: [{ label: `overall ${(summary.successRate * 100).toFixed(1)}%`, color: "#0b5cad" }] };
+  return { svg, legend: [{ label: `overall ${(summary.successRate * 100).toFixed(1)}% of ${summary.logins} logins`, color: "#0b5cad" }] };
 }
 
 /** Horizontal bars with a value label; used for latency percentiles and failing devices. */
-export function horizontalBars(label, items, unit = "") {
-  if (items.length === 0) return { svg: emptyChart(label), legend: [] };
+export function horizontalBars(label, items, unit = "", empty = undefined) {
+  if (items.length === 0) return { svg: emptyChart(label, empty), legend: [] };
   const rowHeight = 28, left = 120, width = 360, height = items.length * rowHeight + 10;
   const max = Math.max(1, ...items.map((item) => item.value));
   const svg = frame(width, height, `${label}: ${items.map((item) => `${item.label} ${item.value}${unit}`).join(", ")}`);

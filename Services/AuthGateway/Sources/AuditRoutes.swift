@@ -16,10 +16,19 @@ extension GatewayContext {
         auditors.add("GET", "/v1/audit/verify", answers: [TransactionLog.Verification.self]) { [self] request, scope in
             .json(try await auditTrail.verify(app: request.query["appId"], checkpoint: request.query["checkpoint"], scope: scope))
         }
+        // The names of the apps the key reads, so an auditor's tools can show names instead of ids.
+        auditors.add("GET", "/v1/audit/apps", answers: [AuditedApps.self]) { [self] _, scope in
+            .json(AuditedApps(items: try await apps.all { scope?.contains($0) ?? true }.map { AuditedApps.App(appId: $0.id.wire, name: $0.name) }))
+        }
         // The app's chain head, signed: keep it (or take it from `audit.transactions.v1`) and pass it to `/v1/audit/verify` later.
         auditors.add("GET", "/v1/audit/checkpoint", answers: [AuditTrail.SignedCheckpoint.self]) { [self] request, scope in
             .json(try await auditTrail.checkpoint(of: try auditTrail.app(request.query["appId"], scope: scope)))
         }
+    }
+
+    struct AuditedApps: Encodable {
+        struct App: Encodable { var appId: String; var name: String }
+        var items: [App]
     }
 
     var auditTrail: AuditTrail {

@@ -360,6 +360,8 @@ enum OpenAPIDocument {
         "id": {"type": "string", "description": "operator: the operator key's id or bootstrap; auditor: the auditor id; appServer: the app; client: the device (absent when it sent none); kiosk: the kiosk id; service: its name"}}},
       "TransactionChange": {"type": "object", "description": "Each changed setting as [old, new], e.g. {\"matchThreshold\": [1.0, 0.95]}, modules one by one (modules.ctid); never a secret or a photo",
         "additionalProperties": {"type": "array", "items": {}, "minItems": 2, "maxItems": 2}},
+      "AuditedAppList": {"type": "object", "required": ["items"], "properties": {"items": {"type": "array", "items": {
+        "type": "object", "required": ["appId", "name"], "properties": {"appId": {"type": "string", "format": "uuid"}, "name": {"type": "string"}}}}}},
       "TransactionPage": {"type": "object", "required": ["items"], "properties": {
         "items": {"type": "array", "items": {"$ref": "#/components/schemas/Transaction"}}, "nextCursor": {"type": "string", "description": "Absent on the last page"}}},
       "ChainVerification": {"type": "object", "required": ["appId", "ok", "checked", "firstBrokenTransactionId"], "properties": {
@@ -1028,6 +1030,13 @@ enum OpenAPIDocument {
           "400": {"$ref": "#/components/responses/BadRequest", "description": "INVALID_REQUEST: no appId, or a checkpoint this platform did not sign for that app"},
           "401": {"$ref": "#/components/responses/Unauthorized"},
           "403": {"$ref": "#/components/responses/Forbidden", "description": "FORBIDDEN: the key does not cover that app"},
+          "default": {"$ref": "#/components/responses/Unexpected"}}}
+    },
+    "/v1/audit/apps": {
+      "get": {"operationId": "listAuditedApps", "tags": ["audit"], "summary": "The id and name of every app the key reads (its apps; every app for an operator key or an auditor key with allApps), oldest first; deleted apps are not listed", "security": [{"auditorKey": []}],
+        "responses": {
+          "200": {"description": "The apps", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AuditedAppList"}}}},
+          "401": {"$ref": "#/components/responses/Unauthorized"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},
           "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/audit/checkpoint": {
