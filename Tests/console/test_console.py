@@ -13,7 +13,7 @@ os.environ.setdefault("SE_OFFLINE", "true")  # Selenium must never fetch a drive
 os.environ.setdefault("SE_AVOID_STATS", "true")
 
 from selenium import webdriver  # noqa: E402
-from selenium.common.exceptions import TimeoutException  # noqa: E402
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -203,13 +203,23 @@ class ConsoleTests(unittest.TestCase):
     def screenshot(self, name):
         self.driver.save_screenshot(os.path.join(ARTIFACTS, name))
 
+    def click(self, css):
+        """Clicks the element `css` selects, again if a re-render replaced it meanwhile."""
+        def attempt(driver):
+            try:
+                driver.find_element(By.CSS_SELECTOR, css).click()
+                return True
+            except (StaleElementReferenceException, NoSuchElementException):
+                return False
+        self.wait(attempt, message=css)
+
     def open_seeded_app(self):
         self.sign_in(stack.admin_key, view="operator")
-        app_id = seed["app"]["appId"]
-        row = self.wait(lambda d: d.find_element(By.CSS_SELECTOR, f"#apps-rows tr[data-app-id='{app_id}']"))
+        row = f"#apps-rows tr[data-app-id='{seed['app']['appId']}']"
         # The seeded app is in header mode: the console says what that means.
-        self.assertIn("X-Device-Id", row.find_element(By.CSS_SELECTOR, "p[data-binding='header']").text)
-        row.find_element(By.TAG_NAME, "button").click()
+        note = self.wait(lambda d: d.execute_script("return document.querySelector(arguments[0])?.textContent", f"{row} p[data-binding='header']"))
+        self.assertIn("X-Device-Id", note)
+        self.click(f"{row} button")
         self.visible("app-detail")
         self.wait(lambda d: d.find_elements(By.CSS_SELECTOR, f"#users-rows tr[data-user-id='{seed['users']['E1001']}']"))
 
@@ -585,8 +595,7 @@ class ConsoleTests(unittest.TestCase):
         self.open_seeded_app()
         self.by_id("users-search").send_keys("Biden")
         self.wait(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#users-rows tr[data-user-id]")) == 1)
-        row = self.driver.find_element(By.CSS_SELECTOR, f"#users-rows tr[data-user-id='{biden}']")
-        row.find_element(By.CSS_SELECTOR, "button[data-action=templates]").click()
+        self.click(f"#users-rows tr[data-user-id='{biden}'] button[data-action=templates]")
         template = self.wait(lambda d: d.find_element(By.CSS_SELECTOR, "#faces-detail .template"))
         template_id = template.get_attribute("data-template-id")
         template.find_element(By.TAG_NAME, "button").click()
@@ -599,8 +608,8 @@ class ConsoleTests(unittest.TestCase):
         search = self.by_id("users-search")
         search.clear()
         search.send_keys("E1904")
-        row = self.wait(lambda d: d.find_element(By.CSS_SELECTOR, f"#users-rows tr[data-user-id='{temporary}']"))
-        row.find_element(By.CSS_SELECTOR, "button[data-action=delete]").click()
+        self.wait(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#users-rows tr[data-user-id]")) == 1)
+        self.click(f"#users-rows tr[data-user-id='{temporary}'] button[data-action=delete]")
         self.assertIn("Temporary Person", self.visible("confirm-dialog").text)
         self.by_id("confirm-ok").click()
         self.wait(lambda d: "User Temporary Person deleted" in d.find_element(By.ID, "users-status").text)
@@ -644,10 +653,10 @@ class ConsoleTests(unittest.TestCase):
         key = self.wait(lambda d: d.find_element(By.ID, "created-key")).text
         self.assertEqual(stack.call("GET", f"/v1/audit/transactions?appId={app_id}", bearer=key).status, 200)
         auditor = next(item for item in stack.admin("GET", "/v1/auditors").json()["items"] if item["name"] == "Console-made auditor")
-        row = self.wait(lambda d: d.find_element(By.CSS_SELECTOR, f"#keys-rows tr[data-key-id='{auditor['auditorId']}']"))
-        self.assertIn("Rotation app", row.text)
+        row = f"#keys-rows tr[data-key-id='{auditor['auditorId']}']"
+        self.wait(lambda d: "Rotation app" in (d.execute_script("return document.querySelector(arguments[0])?.textContent", row) or ""))
         self.screenshot("operator-keys.png")
-        row.find_element(By.TAG_NAME, "button").click()
+        self.click(f"{row} button")
         self.visible("confirm-dialog")
         self.by_id("confirm-ok").click()
         revoked = f"return document.querySelector(\"#keys-rows tr[data-key-id='{auditor['auditorId']}']\")?.dataset.state"
