@@ -87,6 +87,13 @@ import Testing
             #expect(listed.first?.hasPrefix("userId") == true && listed.first?.contains("employeeNumber") == true, "\(listed)")
             #expect(listed.count == 2 && listed[1].hasPrefix(user) && listed[1].contains("Tabled Person"), "\(listed)")
 
+            // A refused call: one line on stderr; asked for JSON, the API's error envelope on stdout as well.
+            let refused = try facegate(["user", "get", app.id, UUID().uuidString.lowercased(), "--output", "json"])
+            #expect(refused.exitCode == 1 && refused.errorText.hasPrefix("facegate: GET /v1/apps/") && refused.errorText.contains("404 NOT_FOUND"))
+            let envelope = try JSONSerialization.jsonObject(with: refused.output) as? [String: Any]
+            #expect((envelope?["error"] as? [String: Any])?["code"] as? String == "NOT_FOUND", "\(String(decoding: refused.output, as: UTF8.self))")
+            #expect(try facegate(["user", "get", app.id, UUID().uuidString.lowercased()]).output.isEmpty, "not asked: stdout stays empty")
+
             // Deleting, with --yes.
             #expect(await FaceGateCLI.run(["app", "delete", app.id, "--yes"], environment: environment) == 0)
             #expect(try await stack.call("GET", "/v1/apps/\(app.id)", bearer: stack.adminKey).status == 404)

@@ -88,6 +88,10 @@ public enum FaceGateCLI {
             return 0
         } catch let error as CLIError {
             FileHandle.standardError.write(Data("facegate: \(error.message)\n".utf8))
+            // Asked for JSON, a refused call's answer too: the API's error envelope on stdout, for scripts.
+            if let body = error.body, let index = arguments.firstIndex(of: "--output"), arguments.dropFirst(index + 1).first == "json" {
+                FileHandle.standardOutput.write(body + Data("\n".utf8))
+            }
             return error.exitCode
         } catch {
             FileHandle.standardError.write(Data("facegate: \(describe(error))\n".utf8))
@@ -500,9 +504,12 @@ public enum FaceGateCLI {
 struct CLIError: Error {
     var message: String
     var exitCode: Int32
-    init(_ message: String, exitCode: Int32) {
+    /// The API's error envelope, for a refused call.
+    var body: Data?
+    init(_ message: String, exitCode: Int32, body: Data? = nil) {
         self.message = message
         self.exitCode = exitCode
+        self.body = body
     }
 }
 
@@ -552,7 +559,7 @@ struct APIClient {
             if let transaction = error["transactionId"] as? String { line += " (transaction \(transaction))" }
         }
         if status == 401 { line += "; the key was refused: wrong, revoked or expired (FACEGATE_ADMIN_KEY, FACEGATE_AUDITOR_KEY)" }
-        return CLIError(line, exitCode: 1)
+        return CLIError(line, exitCode: 1, body: (try? JSONSerialization.jsonObject(with: data)) != nil ? data : nil)
     }
 
     /// A JSON object answer, for commands that combine several calls.
