@@ -100,7 +100,11 @@ enum OpenAPIDocument {
           "IDEMPOTENCY_IN_PROGRESS", "INTERNAL", "METHOD_NOT_ALLOWED", "UNSUPPORTED_MEDIA_TYPE"]},
       "ErrorBody": {"type": "object", "required": ["code", "message"], "properties": {
         "code": {"$ref": "#/components/schemas/ErrorCode"}, "message": {"type": "string"},
-        "transactionId": {"type": "string", "format": "uuid", "description": "The call's transaction, when it was recorded"}}},
+        "transactionId": {"type": "string", "format": "uuid", "description": "The call's transaction, when it was recorded"},
+        "reason": {"type": "string", "enum": ["AMBIGUOUS_SUBJECT", "NO_FACE_IN_BOX"], "description": "With LOW_QUALITY for a photo of several faces: none is clearly its subject (enrollment and an operator's search: no face leads the others on size, sharpness, detector confidence and position; face login and verify: another face is at least 80 % as wide as the largest), or no detected face overlaps the faceBox given"},
+        "faces": {"type": "array", "items": {"$ref": "#/components/schemas/FaceRegion"}, "description": "With reason: every face seen, largest first; send one back as faceBox to enroll it"}}},
+      "FaceRegion": {"type": "object", "required": ["x", "y", "width", "height"], "description": "A face's box in pixels of the upright photo",
+        "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}, "width": {"type": "integer"}, "height": {"type": "integer"}}},
       "Error": {"type": "object", "required": ["error"], "properties": {"error": {"$ref": "#/components/schemas/ErrorBody"}}},
       "ModuleState": {"type": "string", "enum": ["disabled", "trial", "formal"]},
       "LivenessMode": {"type": "string", "enum": ["off", "active"]},
@@ -199,11 +203,15 @@ enum OpenAPIDocument {
       "UserPage": {"type": "object", "required": ["items"], "properties": {
         "items": {"type": "array", "items": {"$ref": "#/components/schemas/User"}}, "nextCursor": {"type": "string", "description": "Absent on the last page"}}},
       "ImageUpload": {"type": "object", "required": ["image"], "properties": {"image": {"type": "string", "format": "binary", "description": "JPEG or PNG"}}},
+      "EnrollmentUpload": {"type": "object", "required": ["image"], "properties": {"image": {"type": "string", "format": "binary", "description": "JPEG or PNG"},
+        "faceBox": {"type": "string", "pattern": "^[0-9]+,[0-9]+,[0-9]+,[0-9]+$", "description": "x,y,width,height: the face to enroll (as the faceBox query parameter)"}}},
       "Quality": {"type": "object", "required": ["faceWidth", "sharpness", "brightness", "yaw"], "properties": {
         "faceWidth": {"type": "integer"}, "sharpness": {"type": "number"}, "brightness": {"type": "number"}, "yaw": {"type": "number"}}},
       "EnrolledFace": {"type": "object", "required": ["templateId", "quality", "photoKept"], "properties": {
         "templateId": {"type": "string", "format": "uuid"}, "quality": {"$ref": "#/components/schemas/Quality"},
-        "photoKept": {"type": "boolean", "description": "The photo is kept, sealed, for a later move to another face model (the app keeps enrollment photos and photoConsent=true)"}}},
+        "photoKept": {"type": "boolean", "description": "The photo is kept, sealed, for a later move to another face model (the app keeps enrollment photos and photoConsent=true)"},
+        "faceBox": {"$ref": "#/components/schemas/FaceRegion", "description": "The face enrolled"},
+        "otherFaces": {"type": "integer", "description": "How many other faces the photo showed"}}},
       "FaceTemplate": {"type": "object", "required": ["templateId", "model", "quality", "createdAt"], "properties": {
         "templateId": {"type": "string", "format": "uuid"}, "model": {"$ref": "#/components/schemas/FaceModel"},
         "quality": {"$ref": "#/components/schemas/Quality"}, "createdAt": {"type": "string", "format": "date-time"}}},
@@ -565,9 +573,10 @@ enum OpenAPIDocument {
       "parameters": [{"$ref": "#/components/parameters/appId"}, {"$ref": "#/components/parameters/userId"}],
       "post": {"operationId": "enrollFace", "tags": ["faces"], "summary": "Enroll a face from a photo (quality gate, duplicate check); a user holds at most FACEGATE_MAX_FACES_PER_USER templates (default 5)", "security": [{"operatorKey": []}],
         "parameters": [{"$ref": "#/components/parameters/idempotencyKey"},
+          {"name": "faceBox", "in": "query", "schema": {"type": "string", "pattern": "^[0-9]+,[0-9]+,[0-9]+,[0-9]+$"}, "description": "x,y,width,height in pixels: which face to enroll when the photo shows several (the detected face overlapping it most); without it the photo's clear subject is taken, or the photo refused with LOW_QUALITY, reason AMBIGUOUS_SUBJECT and every face's box"},
           {"name": "photoConsent", "in": "query", "schema": {"type": "boolean", "default": false}, "description": "The person agreed that the photo be kept, sealed, for a later move to another face model; kept only where the app's keepEnrollmentPhotos is on"}],
         "requestBody": {"required": true, "content": {"image/jpeg": {"schema": {"type": "string", "contentMediaType": "image/jpeg"}}, "image/png": {"schema": {"type": "string", "contentMediaType": "image/png"}},
-          "multipart/form-data": {"schema": {"$ref": "#/components/schemas/ImageUpload"}}}},
+          "multipart/form-data": {"schema": {"$ref": "#/components/schemas/EnrollmentUpload"}}}},
         "responses": {
           "201": {"description": "Enrolled", "headers": {"Idempotent-Replayed": {"$ref": "#/components/headers/IdempotentReplayed"}},
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/EnrolledFace"}}}},

@@ -116,15 +116,36 @@ extension GatewayContext {
         try admitServerCall(request)
         return try await recorded(request, kind: "face.enroll", appId: app.id) { draft in
             let enrolled = try await enrollment.enroll(app: app, user: userId, image: { Data(try image(request)) },
-                                                       photoConsent: { try Self.photoConsent(request) },
+                                                       photoConsent: { try Self.photoConsent(request) }, faceBox: try Self.faceBox(request),
                                                        jobId: Enrollment.jobId(caller: request.headers["Authorization"] ?? "", appId: app.id, userId: userId,
                                                                               idempotencyKey: request.headers[IdempotentRequests.header]),
                                                        draft: &draft)
-            return .json(Enrolled(templateId: enrolled.templateId.wire, quality: enrolled.quality, photoKept: enrolled.photoKept), status: 201)
+            return .json(Enrolled(templateId: enrolled.templateId.wire, quality: enrolled.quality, photoKept: enrolled.photoKept,
+                                  faceBox: enrolled.faceBox, otherFaces: enrolled.otherFaces), status: 201)
         }
     }
 
-    struct Enrolled: Encodable { var templateId: String; var quality: FaceQualityReport; var photoKept: Bool }
+    struct Enrolled: Encodable {
+        var templateId: String
+        var quality: FaceQualityReport
+        var photoKept: Bool
+        /// The face enrolled (the photo's subject, or the operator's `faceBox`), and how many others the photo showed.
+        var faceBox: FaceRegion?
+        var otherFaces: Int
+    }
+
+    /// `faceBox=x,y,width,height` (query, or a multipart field): which of several faces to enroll. Malformed: INVALID_REQUEST.
+    static func faceBox(_ request: HTTPRequest) throws -> FaceRegion? {
+        var text = request.query["faceBox"]
+        if text == nil, (request.headers["Content-Type"] ?? "").lowercased().hasPrefix("multipart/form-data") {
+            text = try request.multipartParts().first { $0.name == "faceBox" }.map { String(decoding: $0.body, as: UTF8.self) }
+        }
+        guard let text else { return nil }
+        guard let box = FaceRegion(text: text) else {
+            throw APIError(.invalidRequest, "faceBox must be x,y,width,height in pixels (whole numbers, width and height above 0)")
+        }
+        return box
+    }
 
     /// `photoConsent=true` (query): the person agreed that the photo be kept, sealed, for a later move to another face
     /// model. Kept only where the app keeps enrollment photos.

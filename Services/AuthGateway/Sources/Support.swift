@@ -11,6 +11,8 @@ struct APIError: Error {
     var code: ErrorCode
     var message: String
     var retryAfter: Int?
+    /// Fields beside code and message in the error body (a refused photo's `reason` and `faces`).
+    var details: [String: HTTPErrorDetail] = [:]
 
     init(_ code: ErrorCode, _ message: String, retryAfter: Int? = nil) {
         self.code = code
@@ -27,7 +29,7 @@ struct APIError: Error {
             headers.append(("WWW-Authenticate", #"DPoP algs="ES256", error="invalid_dpop_proof""#))
         }
         return HTTPError(status: code.httpStatus, code: code.rawValue, message: message,
-                         transactionId: transactionId?.uuidString.lowercased(), headers: headers)
+                         transactionId: transactionId?.uuidString.lowercased(), headers: headers, details: details)
     }
 }
 
@@ -36,6 +38,10 @@ extension APIError {
     init(refusing result: FaceJobResult) {
         let code = result.outcome.errorCode ?? .internalError
         self.init(code, result.message ?? Self.defaultMessage(code))
+        if let reason = result.reason { details["reason"] = .string(reason) }
+        if let faces = result.faces {
+            details["faces"] = .objects(faces.map { ["x": $0.x, "y": $0.y, "width": $0.width, "height": $0.height] })
+        }
     }
 
     /// What a matcher's refusal says when the matcher gave no message.
@@ -108,7 +114,7 @@ extension GatewayContext {
         try await append(draft, for: request, started: started)
         if let error = failure as? APIError { throw error.http(transactionId: draft.id) }
         if let error = failure as? HTTPError {
-            throw HTTPError(status: error.status, code: error.code, message: error.message, transactionId: draft.id.uuidString.lowercased(), headers: error.headers)
+            throw HTTPError(status: error.status, code: error.code, message: error.message, transactionId: draft.id.uuidString.lowercased(), headers: error.headers, details: error.details)
         }
         if failure != nil { throw APIError(.internalError, "internal error").http(transactionId: draft.id) }
         return response!

@@ -137,8 +137,10 @@ final class FaceJobHandler: Sendable {
         var result: FaceJobResult
     }
 
-    /// The largest face of an image with its embedding, and every face seen (largest first); throws `Stop` otherwise.
-    private func probe(_ image: Data, _ engine: ModelEngine, timings: inout [String: Double]) async throws -> (DetectedFace, [DetectedFace]) {
+    /// The subject of an image with its embedding, and every face seen (largest first); throws `Stop` otherwise: no face,
+    /// or no subject (`SubjectSelection`: strict unless `lenient`; `box`, an operator's choice).
+    private func probe(_ image: Data, _ engine: ModelEngine, lenient: Bool = false, box: FaceRegion? = nil,
+                       timings: inout [String: Double]) async throws -> (DetectedFace, [DetectedFace]) {
         let analysis = try await engine.pool.analyze(Array(image))
         timings["decode"] = analysis.decodeMilliseconds
         timings["detect"] = analysis.detectMilliseconds
@@ -146,15 +148,37 @@ final class FaceJobHandler: Sendable {
         stageSeconds.observe(analysis.decodeMilliseconds / 1000, ["stage": "decode"])
         stageSeconds.observe(analysis.detectMilliseconds / 1000, ["stage": "detect"])
         stageSeconds.observe(analysis.embedMilliseconds / 1000, ["stage": "embed"])
-        guard let face = analysis.faces.first, face.embedding != nil else {
+        guard var face = analysis.faces.first, face.embedding != nil else {
             throw Stop(result: FaceJobResult(outcome: .noFace, faceCount: 0, timings: timings))
         }
-        return (face, analysis.faces)
+        let faces = analysis.faces
+        switch SubjectSelection.choose(faces, width: analysis.width, height: analysis.height, lenient: lenient, box: box) {
+        case .face(0):
+            break
+        case .face(let index):
+            // Not the largest: embedded on its own (the analysis embeds the largest face only).
+            face = faces[index]
+            face.embedding = try await engine.pool.embedding(Array(image), box: face.box)
+        case .ambiguous:
+            var refused = FaceJobResult(outcome: .lowQuality, message: "\(faces.count) faces in the image and none clearly the subject; "
+                                        + (lenient ? "name the face with faceBox, or use a photo of one person" : "use a photo of one person"),
+                                        faceCount: faces.count, timings: timings)
+            refused.reason = SubjectRefusal.ambiguous
+            refused.faces = faces.map { SubjectSelection.region($0.box) }
+            throw Stop(result: refused)
+        case .notInBox:
+            var refused = FaceJobResult(outcome: .lowQuality, message: "no detected face in faceBox; the faces seen are listed",
+                                        faceCount: faces.count, timings: timings)
+            refused.reason = SubjectRefusal.notInBox
+            refused.faces = faces.map { SubjectSelection.region($0.box) }
+            throw Stop(result: refused)
+        }
+        return (face, faces)
     }
 
     private func identify(_ image: Data, topK: Int, _ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
         var timings: [String: Double] = [:]
-        let (face, faces) = try await probe(image, engine, timings: &timings)
+        let (face, faces) = try await probe(image, engine, lenient: job.lenientSubject, timings: &timings)
         let faceCount = faces.count
         let searchStart = ContinuousClock.now
         let matches = await search(face.embedding!, k: max(1, min(topK, 100)), job, engine)
@@ -165,6 +189,7 @@ final class FaceJobHandler: Sendable {
         var result = FaceJobResult(outcome: rule.decide(candidates).outcome, candidates: candidates, faceCount: faceCount,
                                    quality: Self.report(face.quality), timings: timings)
         result.rule = rule
+        result.subject = SubjectSelection.region(face.box)
         return result
     }
 
@@ -179,7 +204,7 @@ final class FaceJobHandler: Sendable {
             var referenceTimings: [String: Double] = [:]
             let referenceFace: DetectedFace
             do {
-                (referenceFace, _) = try await self.probe(reference, engine, timings: &referenceTimings)
+                (referenceFace, _) = try await self.probe(reference, engine, lenient: true, timings: &referenceTimings)
             } catch var stop as Stop {
                 stop.result.message = "reference image: " + (stop.result.message ?? stop.result.outcome.rawValue)
                 throw stop
@@ -207,15 +232,10 @@ final class FaceJobHandler: Sendable {
                              faceCount: faceCount, quality: Self.report(face.quality), timings: timings)
     }
 
-    /// What enrollment and reference templates require: one dominant face (several faces are fine when the
-    /// largest is clearly larger than the next: at least `dominanceRatio` times as wide), wide and sharp enough.
+    /// What enrollment and reference templates require of their subject (chosen by `SubjectSelection`): wide and sharp
+    /// enough.
     private func qualityGate(_ face: DetectedFace, faces: [DetectedFace], model: FaceModel, timings: [String: Double]) -> FaceJobResult? {
         let quality = Self.report(face.quality)
-        if faces.count > 1, Double(faces[0].box.width) < Self.dominanceRatio * Double(faces[1].box.width) {
-            return FaceJobResult(outcome: .lowQuality,
-                                 message: "\(faces.count) faces in the image and none clearly larger than the others; use a photo of one person",
-                                 faceCount: faces.count, quality: quality, timings: timings)
-        }
         let minimumWidth = configuration.minimumFaceWidth(for: model)
         if face.quality.faceWidth < minimumWidth {
             return FaceJobResult(outcome: .lowQuality, message: "face is \(face.quality.faceWidth) px wide; at least \(minimumWidth) px needed",
@@ -229,9 +249,6 @@ final class FaceJobHandler: Sendable {
         return nil
     }
 
-    /// How much wider than the next face the enrolled face must be when a photo shows several.
-    static let dominanceRatio = 1.5
-
     private func enroll(_ enrollment: FaceJob.Enrollment, _ job: FaceJob, _ engine: ModelEngine, messageId: String) async throws -> FaceJobResult {
         let userId = enrollment.userId
         // A redelivered enrollment answers what the first delivery answered.
@@ -242,7 +259,7 @@ final class FaceJobHandler: Sendable {
             if held >= limit { return Self.limitReached(held: held, limit: limit) }
         }
         var timings: [String: Double] = [:]
-        let (face, faces) = try await probe(enrollment.image, engine, timings: &timings)
+        let (face, faces) = try await probe(enrollment.image, engine, lenient: true, box: enrollment.faceBox, timings: &timings)
         let faceCount = faces.count
         let quality = Self.report(face.quality)
         if let refused = qualityGate(face, faces: faces, model: engine.model, timings: timings) { return refused }
@@ -258,7 +275,9 @@ final class FaceJobHandler: Sendable {
         }
         let template = TemplateStore.NewTemplate(appId: job.appId, userId: userId, model: engine.model, embedding: embedding, quality: quality,
                                                  photo: enrollment.keepPhoto ? enrollment.image : nil)
-        let result = FaceJobResult(outcome: .enrolled, faceCount: faceCount, quality: quality, templateId: template.id, timings: timings)
+        var enrolled = FaceJobResult(outcome: .enrolled, faceCount: faceCount, quality: quality, templateId: template.id, timings: timings)
+        enrolled.subject = SubjectSelection.region(face.box)
+        let result = enrolled
         let answer: @Sendable (Bool) -> FaceJobResult = { kept in
             var answer = result
             answer.photoKept = kept
@@ -306,7 +325,7 @@ final class FaceJobHandler: Sendable {
             do {
                 let photo = try sealer.openEnrollmentPhoto(kept.sealed, templateId: kept.templateId)
                 var timings: [String: Double] = [:]
-                let (face, faces) = try await probe(Data(photo), engine, timings: &timings)
+                let (face, faces) = try await probe(Data(photo), engine, lenient: true, timings: &timings)
                 if let refused = qualityGate(face, faces: faces, model: engine.model, timings: timings) { throw Stop(result: refused) }
                 let template = TemplateStore.NewTemplate(appId: job.appId, userId: kept.userId, model: engine.model, embedding: face.embedding!,
                                                          quality: Self.report(face.quality))
@@ -337,7 +356,7 @@ final class FaceJobHandler: Sendable {
     /// The same quality gate as enrollment, then the embedding sealed as a reference template.
     private func template(_ image: Data, _ engine: ModelEngine) async throws -> FaceJobResult {
         var timings: [String: Double] = [:]
-        let (face, faces) = try await probe(image, engine, timings: &timings)
+        let (face, faces) = try await probe(image, engine, lenient: true, timings: &timings)
         let quality = Self.report(face.quality)
         if let refused = qualityGate(face, faces: faces, model: engine.model, timings: timings) { return refused }
         var result = FaceJobResult(outcome: .detected, faceCount: faces.count, quality: quality, timings: timings)

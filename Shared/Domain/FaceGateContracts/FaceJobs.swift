@@ -52,15 +52,19 @@ public struct FaceJob: Codable, Sendable {
         /// Keep the photo, sealed to the new template, for a later move to another model (the app keeps enrollment photos
         /// and the person consented).
         public var keepPhoto: Bool
+        /// The face to enroll, chosen by the operator: the detected face that overlaps this box most. nil: the matcher
+        /// chooses the photo's subject.
+        public var faceBox: FaceRegion?
 
         public init(image: Data, userId: UUID, duplicateCheck: Bool = true, model: FaceModel? = nil, templateLimit: Int? = nil,
-                    keepPhoto: Bool = false) {
+                    keepPhoto: Bool = false, faceBox: FaceRegion? = nil) {
             self.image = image
             self.userId = userId
             self.duplicateCheck = duplicateCheck
             self.model = model
             self.templateLimit = templateLimit
             self.keepPhoto = keepPhoto
+            self.faceBox = faceBox
         }
     }
 
@@ -101,11 +105,16 @@ public struct FaceJob: Codable, Sendable {
     public var threshold: Float?
     public var margin: Float?
     public var payload: Payload
+    /// How the probe's subject is chosen among several faces: strict (the default: the largest face, and a refusal when
+    /// another is nearly as large), or lenient (the face clearly best on size, sharpness, detector confidence and position)
+    /// for an operator's search, where a wrong pick logs no one in.
+    public var lenientSubject: Bool
 
-    public init(appId: UUID, threshold: Float? = nil, margin: Float? = nil, _ payload: Payload) {
+    public init(appId: UUID, threshold: Float? = nil, margin: Float? = nil, lenientSubject: Bool = false, _ payload: Payload) {
         self.appId = appId
         self.threshold = threshold
         self.margin = margin
+        self.lenientSubject = lenientSubject
         self.payload = payload
     }
 
@@ -150,7 +159,7 @@ public struct FaceJob: Codable, Sendable {
 
     private enum Keys: String, CodingKey {
         case kind, appId, threshold, margin, image, referenceImage, userId, referenceSealedTemplate, topK, duplicateCheck, frames, actions,
-             identify, model, templateLimit, keepPhoto, templateIds
+             identify, model, templateLimit, keepPhoto, templateIds, faceBox, lenientSubject
     }
 
     /// Fields a kind does without may be absent; a sender that predates `identify` or `keepPhoto` leaves them false.
@@ -159,6 +168,7 @@ public struct FaceJob: Codable, Sendable {
         appId = try c.decode(UUID.self, forKey: .appId)
         threshold = try c.decodeIfPresent(Float.self, forKey: .threshold)
         margin = try c.decodeIfPresent(Float.self, forKey: .margin)
+        lenientSubject = try c.decodeIfPresent(Bool.self, forKey: .lenientSubject) ?? false
         let topK = try c.decodeIfPresent(Int.self, forKey: .topK) ?? 5
         func image() throws -> Data { try c.decode(Data.self, forKey: .image) }
         payload = switch try c.decode(FaceJobKind.self, forKey: .kind) {
@@ -176,7 +186,8 @@ public struct FaceJob: Codable, Sendable {
                                duplicateCheck: try c.decodeIfPresent(Bool.self, forKey: .duplicateCheck) ?? true,
                                model: try c.decodeIfPresent(FaceModel.self, forKey: .model),
                                templateLimit: try c.decodeIfPresent(Int.self, forKey: .templateLimit),
-                               keepPhoto: try c.decodeIfPresent(Bool.self, forKey: .keepPhoto) ?? false))
+                               keepPhoto: try c.decodeIfPresent(Bool.self, forKey: .keepPhoto) ?? false,
+                               faceBox: try c.decodeIfPresent(FaceRegion.self, forKey: .faceBox)))
         case .detect: .detect(image: try image())
         case .liveness:
             .liveness(Burst(frames: try c.decode([Data].self, forKey: .frames),
@@ -193,6 +204,7 @@ public struct FaceJob: Codable, Sendable {
         try c.encode(appId, forKey: .appId)
         try c.encodeIfPresent(threshold, forKey: .threshold)
         try c.encodeIfPresent(margin, forKey: .margin)
+        if lenientSubject { try c.encode(true, forKey: .lenientSubject) }
         var duplicateCheck = false
         switch payload {
         case .identify(let image, _), .detect(let image), .template(let image):
@@ -211,6 +223,7 @@ public struct FaceJob: Codable, Sendable {
             try c.encodeIfPresent(enrollment.model, forKey: .model)
             try c.encodeIfPresent(enrollment.templateLimit, forKey: .templateLimit)
             try c.encode(enrollment.keepPhoto, forKey: .keepPhoto)
+            try c.encodeIfPresent(enrollment.faceBox, forKey: .faceBox)
         case .liveness(let burst):
             try c.encode(burst.frames, forKey: .frames)
             try c.encode(burst.actions, forKey: .actions)
@@ -222,6 +235,44 @@ public struct FaceJob: Codable, Sendable {
         try c.encode(topK, forKey: .topK)
         try c.encode(duplicateCheck, forKey: .duplicateCheck)
     }
+}
+
+/// A face's box in the pixels of the upright photo: its top-left corner and its size.
+public struct FaceRegion: Codable, Sendable, Equatable {
+    public var x: Int
+    public var y: Int
+    public var width: Int
+    public var height: Int
+
+    public init(x: Int, y: Int, width: Int, height: Int) {
+        self.x = x
+        self.y = y
+        self.width = width
+        self.height = height
+    }
+
+    /// `x,y,width,height` (a query parameter or a form field); nil when malformed or empty.
+    public init?(text: String) {
+        let parts = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard parts.count == 4, let x = parts[0], let y = parts[1], let width = parts[2], let height = parts[3],
+              x >= 0, y >= 0, width > 0, height > 0 else { return nil }
+        self.init(x: x, y: y, width: width, height: height)
+    }
+
+    /// Intersection over union with `other`: 0 apart, 1 the same box.
+    public func overlap(_ other: FaceRegion) -> Double {
+        let width = max(0, min(x + self.width, other.x + other.width) - max(x, other.x))
+        let height = max(0, min(y + self.height, other.y + other.height) - max(y, other.y))
+        let intersection = Double(width * height)
+        let union = Double(self.width * self.height + other.width * other.height) - intersection
+        return union > 0 ? intersection / union : 0
+    }
+}
+
+/// Why a photo's subject could not be chosen: `LOW_QUALITY` with this reason and every face's box.
+public enum SubjectRefusal {
+    public static let ambiguous = "AMBIGUOUS_SUBJECT"
+    public static let notInBox = "NO_FACE_IN_BOX"
 }
 
 public enum LivenessAction: String, Codable, Sendable, CaseIterable {
@@ -324,6 +375,11 @@ public struct FaceJobResult: Codable, Sendable {
     public var reembedded: [ReembedOutcome]?
     /// `enroll`: the photo was kept, sealed to the template.
     public var photoKept: Bool?
+    /// The face the job used (enroll, identify, verify), when the photo showed one it could choose.
+    public var subject: FaceRegion?
+    /// With `LOW_QUALITY`: `SubjectRefusal.ambiguous` or `.notInBox`, and every face's box, largest first.
+    public var reason: String?
+    public var faces: [FaceRegion]?
 
     public init(outcome: FaceOutcome, message: String? = nil, candidates: [FaceCandidate] = [], faceCount: Int? = nil,
                 quality: FaceQualityReport? = nil, templateId: UUID? = nil, liveness: LivenessReport? = nil,

@@ -9,13 +9,17 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     public var message: String
     public var transactionId: String?
     public var headers: [(String, String)]
+    /// More fields of the error body, beside code, message and transaction id.
+    public var details: [String: HTTPErrorDetail]
 
-    public init(status: Int, code: String, message: String, transactionId: String? = nil, headers: [(String, String)] = []) {
+    public init(status: Int, code: String, message: String, transactionId: String? = nil, headers: [(String, String)] = [],
+                details: [String: HTTPErrorDetail] = [:]) {
         self.status = status
         self.code = code
         self.message = message
         self.transactionId = transactionId
         self.headers = headers
+        self.details = details
     }
 
     /// Whether the same request may succeed later unchanged.
@@ -25,7 +29,7 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
 
     /// The response that carries this error to the client.
     public var response: HTTPResponse {
-        let envelope = ErrorEnvelope(error: .init(code: code, message: message, transactionId: transactionId))
+        let envelope = ErrorEnvelope(error: .init(code: code, message: message, transactionId: transactionId, details: details))
         return HTTPResponse.json(envelope, status: status, headers: headers)
     }
 
@@ -72,11 +76,40 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     public static let internalError = HTTPError(status: 500, code: "INTERNAL", message: "Internal server error")
 }
 
+/// A field of an error body beyond its code and message.
+public enum HTTPErrorDetail: Sendable, Equatable {
+    case string(String)
+    /// A list of small objects of whole numbers, e.g. boxes.
+    case objects([[String: Int]])
+}
+
 struct ErrorEnvelope: Encodable {
     struct Body: Encodable {
         var code: String
         var message: String
         var transactionId: String?
+        var details: [String: HTTPErrorDetail]
+
+        struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(_ name: String) { stringValue = name }
+            init?(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(code, forKey: Key("code"))
+            try container.encode(message, forKey: Key("message"))
+            try container.encodeIfPresent(transactionId, forKey: Key("transactionId"))
+            for (name, detail) in details.sorted(by: { $0.key < $1.key }) where !["code", "message", "transactionId"].contains(name) {
+                switch detail {
+                case .string(let text): try container.encode(text, forKey: Key(name))
+                case .objects(let objects): try container.encode(objects, forKey: Key(name))
+                }
+            }
+        }
     }
     var error: Body
 }

@@ -15,6 +15,9 @@ struct Enrollment: Sendable {
         var quality: FaceQualityReport
         /// The photo was kept, sealed (the app keeps enrollment photos and the person consented).
         var photoKept: Bool
+        /// The face enrolled, and how many other faces the photo showed.
+        var faceBox: FaceRegion?
+        var otherFaces: Int
     }
 
     /// The enroll job's id when the request carries an `Idempotency-Key`: the same caller (its credential), key and user
@@ -30,8 +33,9 @@ struct Enrollment: Sendable {
     /// `image` and `photoConsent` are read once the user is known to be in the app. `jobId` (`jobId(caller:…)`): the same
     /// for the same caller, `Idempotency-Key` and user, so a retry gets the matcher's record of the first job instead of a
     /// second template of the same face.
-    func enroll(app: AppRecord, user: UUID, image: () throws -> Data, photoConsent: () throws -> Bool, jobId: String?,
-                draft: inout TransactionDraft) async throws -> Enrolled {
+    /// `faceBox`: the face the operator chose, when the photo shows several.
+    func enroll(app: AppRecord, user: UUID, image: () throws -> Data, photoConsent: () throws -> Bool, faceBox: FaceRegion? = nil,
+                jobId: String?, draft: inout TransactionDraft) async throws -> Enrolled {
         draft.userId = user
         guard try await roster.user(user, appId: app.id) != nil else { throw APIError(.notFound, "no such user in this app") }
         let image = try image()
@@ -42,7 +46,7 @@ struct Enrollment: Sendable {
         let keepPhoto = app.keepEnrollmentPhotos && consent
         let result = try await matcher.match(FaceJob(appId: app.id, threshold: app.matchThreshold,
                                                      .enroll(FaceJob.Enrollment(image: image, userId: user, templateLimit: maxFacesPerUser,
-                                                                                keepPhoto: keepPhoto))),
+                                                                                keepPhoto: keepPhoto, faceBox: faceBox))),
                                              messageId: jobId)
         if result.outcome.errorCode != nil { throw APIError(refusing: result) }
         guard let templateId = result.templateId, let quality = result.quality else {
@@ -50,6 +54,7 @@ struct Enrollment: Sendable {
         }
         let photoKept = result.photoKept ?? false
         draft.detail = ["templateId": templateId.wire, "photoKept": String(photoKept)]
-        return Enrolled(templateId: templateId, quality: quality, photoKept: photoKept)
+        return Enrolled(templateId: templateId, quality: quality, photoKept: photoKept, faceBox: result.subject,
+                        otherFaces: max(0, (result.faceCount ?? 1) - 1))
     }
 }

@@ -106,7 +106,9 @@ struct FaceComparison: Sendable {
     func search(app: AppRecord, forAppServer: Bool, limit: Int, image: () throws -> Data, draft: inout TransactionDraft) async throws -> Search {
         try await admission.admit(app, module: .faceLogin)
         let image = try image()
-        let result = try await matcher.match(FaceJob(appId: app.id, threshold: app.matchThreshold,
+        // An operator's search takes a photo's clear subject among several faces; an app server's, like a login, only the
+        // largest face, and no near tie (SubjectSelection).
+        let result = try await matcher.match(FaceJob(appId: app.id, threshold: app.matchThreshold, lenientSubject: !forAppServer,
                                                      .identify(image: image, topK: max(limit * 3, 10))))
         guard [.match, .noMatchFace, .ambiguousMatch].contains(result.outcome) else { throw APIError(refusing: result) }
         var bestPerUser: [FaceCandidate] = []
