@@ -100,6 +100,54 @@ import Testing
         }
     }
 
+    @Test func aFolderOfPeopleIsImportedAndARerunResumesWithoutDuplicates() async throws {
+        try await TestStack.with { stack in
+            let app = try await stack.createApp()
+            let images = try TestEnvironment.value("FACEGATE_TEST_IMAGES")
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent("import-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: root) }
+            let people = root.appendingPathComponent("people")
+            for (folder, photo) in [("E2001 Barack Obama", "obama.jpg"), ("E2002 Joe Biden", "biden.jpg"), ("E2003 Nobody", nil), ("E2004", nil)] {
+                let directory = people.appendingPathComponent(folder)
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                if let photo { try FileManager.default.copyItem(atPath: images + "/" + photo, toPath: directory.appendingPathComponent(photo).path) }
+            }
+            try IDCard.runConvert(["-size", "320x240", "xc:#8899aa", people.appendingPathComponent("E2003 Nobody/blank.png").path])
+            let report = root.appendingPathComponent("report.csv").path
+            let bin = try TestEnvironment.value("FACEGATE_BIN_DIR") + "/facegate"
+            func run(_ source: String) throws -> ChildProcess.Output {
+                try ChildProcess.run("/usr/bin/env", ["FACEGATE_URL=\(stack.baseURL)", "FACEGATE_ADMIN_KEY=\(stack.adminKey)", bin, "user", "import",
+                                                      app.id, source, "--concurrency", "3", "--report", report])
+            }
+            func users() async throws -> [String: Int] {
+                let items = try await stack.call("GET", "/v1/apps/\(app.id)/users", bearer: stack.adminKey).json["items"] as? [[String: Any]] ?? []
+                return Dictionary(uniqueKeysWithValues: items.map { ($0["employeeNumber"] as! String, $0["faces"] as! Int) })
+            }
+
+            let first = try run(people.path)
+            #expect(first.exitCode == 1, "a refused photo ends in 1: \(first.errorText)")
+            let log = first.errorText
+            #expect(log.contains("4/4") && log.contains("E2001: enrolled"), "a plain line per person when not on a terminal: \(log)")
+            #expect(log.contains("NO_FACE (1):") && log.contains("blank.png") && log.contains("NO_PHOTO (1):"), "\(log)")
+            #expect(try await users() == ["E2001": 1, "E2002": 1, "E2003": 0], "a person without photos gets no user")
+            let rows = try String(contentsOfFile: report, encoding: .utf8).split(separator: "\n")
+            #expect(rows.first == "employeeNumber,photo,result,message" && rows.count == 5, "\(rows)")
+
+            // Run again after an interruption: the imported are skipped, nothing is enrolled twice.
+            let again = try run(people.path)
+            #expect(again.errorText.contains("2 skipped") && again.errorText.contains("NO_FACE (1):"), "\(again.errorText)")
+            #expect(try await users() == ["E2001": 1, "E2002": 1, "E2003": 0])
+
+            // A CSV names people and photos; Obama's other photo under another number is refused as his duplicate.
+            let csv = root.appendingPathComponent("people.csv")
+            try Data("employeeNumber,name,photo\nE2005,Someone Else,\(images)/obama2.jpg\n".utf8).write(to: csv)
+            let duplicate = try run(csv.path)
+            #expect(duplicate.exitCode == 1 && duplicate.errorText.contains("DUPLICATE_FACE (1):"), "\(duplicate.errorText)")
+            #expect(await FaceGateCLI.run(["user", "import", app.id, root.appendingPathComponent("missing").path],
+                                          environment: Environment(["FACEGATE_URL": stack.baseURL, "FACEGATE_ADMIN_KEY": stack.adminKey])) == 2)
+        }
+    }
+
     @Test func operatorAndAuditorKeysFromTheCommandLine() async throws {
         try await TestStack.with(withMatcher: false) { stack in
             let environment = Environment(["FACEGATE_URL": stack.baseURL, "FACEGATE_ADMIN_KEY": stack.adminKey])

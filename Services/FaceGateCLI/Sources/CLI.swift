@@ -54,6 +54,12 @@ public enum FaceGateCLI {
       user list APP_ID                          every user (all pages)
       user get APP_ID USER_ID | user delete APP_ID USER_ID
       user reset APP_ID USER_ID                 clear the lock on binding new devices to the user
+      user import APP_ID DIR|CSV [--concurrency N] [--report FILE]
+                                                many people at once: DIR holds a folder per person named NUMBER or
+                                                "NUMBER Name" with their photos; CSV rows are employeeNumber,name,photo.
+                                                N at a time (4), waiting out 429s; a rerun resumes (people already
+                                                imported are skipped); refusals by reason on stderr and all in FILE
+                                                (import-report.csv); exit 1 if any photo was refused
       enroll APP_ID USER_ID PHOTO...            JPEG/PNG files, one template each; every file is tried and named
                                                 with its outcome on stderr (exit 1 if any was not enrolled)
       face list APP_ID USER_ID | face delete APP_ID USER_ID TEMPLATE_ID
@@ -332,6 +338,17 @@ public enum FaceGateCLI {
                 cursor = page["nextCursor"] as? String
             } while cursor != nil
             output.write(["items": items])
+        case ("user", "import"):
+            let people = try UserImport.people(at: try argument(rest, 2, "DIR|CSV"))
+            let concurrency = try option(rest, "--concurrency").map { value in
+                guard let number = Int(value), (1...32).contains(number) else { throw CLIError("--concurrency takes 1–32", exitCode: 2) }
+                return number
+            } ?? 4
+            let report = try option(rest, "--report") ?? "import-report.csv"
+            let outcomes = try await UserImport(client: try admin(environment), appId: try argument(rest, 1, "APP_ID"), concurrency: concurrency)
+                .run(people, progress: ImportProgress(total: people.count))
+            let refused = try UserImport.summarize(outcomes, people: people.count, report: report)
+            guard refused == 0 else { throw CLIError("\(refused) photos not enrolled (see \(report))", exitCode: 1) }
         case ("user", "get"):
             try await admin(environment).print("GET", "/v1/apps/\(try argument(rest, 1, "APP_ID"))/users/\(try argument(rest, 2, "USER_ID"))")
         case ("user", "reset"):

@@ -26,6 +26,7 @@ struct CommandSpec {
         "kiosk add": .init(arguments: 3...3, options: ["--allow"]), "kiosk list": .init(arguments: 1...1), "kiosk revoke": .init(arguments: 2...2),
         "user create": .init(arguments: 3...3), "user list": .init(arguments: 1...1), "user get": .init(arguments: 2...2),
         "user delete": .init(arguments: 2...2), "user reset": .init(arguments: 2...2),
+        "user import": .init(arguments: 2...2, options: ["--concurrency", "--report"]),
         "enroll": .init(arguments: 3...Int.max),
         "face list": .init(arguments: 2...2), "face delete": .init(arguments: 3...3), "face search": .init(arguments: 2...2, options: ["--limit"]),
         "device reset": .init(arguments: 2...2),
