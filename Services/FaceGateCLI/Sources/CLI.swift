@@ -537,16 +537,12 @@ struct APIClient {
     var authorization: String
     var output: Output
 
-    func request(_ method: String, _ path: String) throws -> URLRequest {
+    /// The request with the caller's credential and, when given, a JSON body or `body` of `contentType`.
+    func request(_ method: String, _ path: String, json: [String: Any]? = nil, body: Data? = nil, contentType: String? = nil) throws -> URLRequest {
         guard let url = URL(string: base + path) else { throw CLIError("bad URL \(base + path)", exitCode: 2) }
         var request = URLRequest(url: url)
         request.httpMethod = method
         request.setValue(authorization, forHTTPHeaderField: "Authorization")
-        return request
-    }
-
-    func print(_ method: String, _ path: String, json: [String: Any]? = nil, body: Data? = nil, contentType: String? = nil) async throws {
-        var request = try request(method, path)
         if let json {
             request.httpBody = try JSONSerialization.data(withJSONObject: json)
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -554,6 +550,11 @@ struct APIClient {
             request.httpBody = body
             request.setValue(contentType, forHTTPHeaderField: "Content-Type")
         }
+        return request
+    }
+
+    func print(_ method: String, _ path: String, json: [String: Any]? = nil, body: Data? = nil, contentType: String? = nil) async throws {
+        let request = try request(method, path, json: json, body: body, contentType: contentType)
         let (data, response) = try await URLSession.shared.data(for: request)
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         guard (200..<300).contains(status) else { throw Self.refusal(method, path, status, data) }
@@ -581,11 +582,7 @@ struct APIClient {
 
     /// A JSON object answer, for commands that combine several calls.
     func json(_ method: String, _ path: String, json body: [String: Any]? = nil) async throws -> [String: Any] {
-        var request = try request(method, path)
-        if let body {
-            request.httpBody = try JSONSerialization.data(withJSONObject: body)
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        }
+        let request = try request(method, path, json: body)
         let (data, response) = try await URLSession.shared.data(for: request)
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         guard (200..<300).contains(status) else { throw Self.refusal(method, path, status, data) }

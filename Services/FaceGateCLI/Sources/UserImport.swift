@@ -138,14 +138,7 @@ struct UserImport: Sendable {
     /// stops the import.
     private func call(_ method: String, _ path: String, json: [String: Any]? = nil, body: Data? = nil, contentType: String? = nil,
                       idempotencyKey: String? = nil) async throws -> Answer {
-        var request = try client.request(method, path)
-        if let json {
-            request.httpBody = try JSONSerialization.data(withJSONObject: json)
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        } else if let body {
-            request.httpBody = body
-            request.setValue(contentType, forHTTPHeaderField: "Content-Type")
-        }
+        var request = try client.request(method, path, json: json, body: body, contentType: contentType)
         if let idempotencyKey { request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key") }
         for _ in 0..<10 {
             let (data, response) = try await URLSession.shared.data(for: request)
