@@ -151,4 +151,24 @@ enum FaceComposite {
             #expect((login.json["error"] as? [String: Any])?["reason"] as? String == "AMBIGUOUS_SUBJECT")
         }
     }
+
+    @Test func aKioskBurstWithANearEqualSecondFaceIsRefused() async throws {
+        try await TestStack.with(extra: LivenessTests.extra) { stack in
+            let app = try await stack.createApp()
+            let obama = try await stack.createUser(app, employeeNumber: "K9", name: "Barack Obama")
+            #expect(try await stack.enroll(app, user: obama, photo: "obama2.jpg").status == 201)
+            let token = try await stack.accessToken(app)
+            let issued = try await stack.kioskChallenge(token, app: app, device: "kiosk-9")
+            let challengeId = try #require(issued.string("challengeId"))
+            let actions = try #require((issued.json["actions"] as? [String])?.compactMap(LivenessAction.init(rawValue:)))
+            let pair = FileManager.default.temporaryDirectory.appendingPathComponent("pair-\(UUID().uuidString).jpg")
+            defer { try? FileManager.default.removeItem(at: pair) }
+            try Self.nearEqual().write(to: pair)
+            // Frames of the two faces (held still: without the rule this would be a spoof; with it, nobody is searched).
+            let burst = try (0..<(actions.count * 3 + 1)).map { try SyntheticFrames.frame(photo: pair, quality: 90 - $0) }
+            let login = try await stack.kioskLogin(token, app: app, device: "kiosk-9", challengeId: challengeId, frames: burst)
+            #expect(login.status == 422 && login.errorCode == "LOW_QUALITY", "a bystander nearly as large as the face: \(login.json)")
+            #expect((login.json["error"] as? [String: Any])?["reason"] as? String == "AMBIGUOUS_SUBJECT" && login.json["token"] == nil)
+        }
+    }
 }

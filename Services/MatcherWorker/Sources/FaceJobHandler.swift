@@ -386,6 +386,15 @@ final class FaceJobHandler: Sendable {
         if analyses.allSatisfy({ $0.faces.isEmpty }) {
             return FaceJobResult(outcome: .noFace, faceCount: 0, liveness: verdict, timings: timings)
         }
+        // A burst is one person's: the largest face of every frame is the same person (the verdict), and no frame may
+        // hold a second face nearly as large — a bystander's face must never be the one searched.
+        if let crowded = analyses.first(where: { SubjectSelection.choose($0.faces, width: $0.width, height: $0.height, lenient: false) == .ambiguous }) {
+            var refused = FaceJobResult(outcome: .lowQuality, message: "a frame shows \(crowded.faces.count) faces and none clearly the subject; "
+                                        + "one person at a time", faceCount: faceCount, liveness: verdict, timings: timings)
+            refused.reason = SubjectRefusal.ambiguous
+            refused.faces = crowded.faces.map { SubjectSelection.region($0.box) }
+            return refused
+        }
         guard verdict.passed, let bestIndex = LivenessAnalyzer.mostFrontal(analyses) else {
             return FaceJobResult(outcome: .spoofDetected, message: "liveness failed: " + verdict.reasons.joined(separator: "; "),
                                  faceCount: faceCount, liveness: verdict, timings: timings)
