@@ -98,7 +98,7 @@ let package = Package(
         .executableTarget(
             name: "facegate-bench",
             dependencies: ["FaceEngine", "KafkaClient", "PostgresClient", "HTTPServer", "ServiceKit", "FaceGateCore", "Crypto", "JWT",
-                           "DocumentOCR", "FaceGateTestSupport"],
+                           "DocumentOCR", "FaceGateTestSupport", "MatcherWorker", "FaceGateContracts"],
             path: "Benchmarks/Sources"),
 
         // Test fixtures made from the real photos (ID-card images with a valid MRZ, liveness frame bursts) and fresh

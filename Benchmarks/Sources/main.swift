@@ -21,13 +21,15 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("walls", "cost of sealed job messages and of row-level security scopes, each against the same work without", runWallsBenchmark),
     ("policy", "the trust policy's cost per login: face login, kiosk login and verify p50 against the release before it, in turn", runPolicyBenchmark),
     ("accuracy", "open-set rank-1, FNIR/FPIR, TPIR at FPIR 0.01/0.001 per model on identity/image folders (not part of all)", runAccuracyTool),
+    ("subjects", "subject-face selection on composites of public photos with bystanders: refusals, wrong picks, TPIR (not part of all)",
+     runSubjectBenchmark),
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let selected = arguments.first ?? "help"
 do {
 if selected == "all" {
-    for benchmark in benchmarks where benchmark.name != "accuracy" && benchmark.name != "frames" {
+    for benchmark in benchmarks where !["accuracy", "frames", "subjects"].contains(benchmark.name) {
         print("== \(benchmark.name)")
         try await benchmark.run([])
     }

@@ -13,8 +13,8 @@ import FaceGateContracts
 ///   Position alone cannot decide: two faces alike in size, sharpness and confidence need their distances from the
 ///   centre to differ by at least `lenientMargin / weights.centre` (0.48 of the half-diagonal) to be told apart; and size
 ///   alone needs the best face about 1.3 times as wide as the next (two portraits side by side at 1.19 are a tie).
-enum SubjectSelection {
-    enum Choice: Equatable {
+public enum SubjectSelection {
+    public enum Choice: Equatable {
         case face(Int)
         /// Two faces near-equal: the refusal names every face's box.
         case ambiguous
@@ -34,7 +34,7 @@ enum SubjectSelection {
     static let minimumOverlap = 0.3
 
     /// `faces` largest first, as the engine answers them; `width` × `height` the upright photo.
-    static func choose(_ faces: [DetectedFace], width: Int, height: Int, lenient: Bool, box: FaceRegion? = nil) -> Choice {
+    public static func choose(_ faces: [DetectedFace], width: Int, height: Int, lenient: Bool, box: FaceRegion? = nil) -> Choice {
         if let box {
             let overlaps = faces.map { region($0.box).overlap(box) }
             guard let best = overlaps.indices.max(by: { overlaps[$0] < overlaps[$1] }), overlaps[best] >= minimumOverlap else { return .notInBox }
