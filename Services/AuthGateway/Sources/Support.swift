@@ -59,7 +59,6 @@ extension APIError {
     }
 }
 
-/// The transaction an API call writes, filled in as the call proceeds.
 /// Who the current request's caller proved to be, once authenticated: its audit rows' `actor`. Set by the `require…`
 /// checks in the request's scope (`APIRoutes`), read when the row is written.
 final class RequestCaller: Sendable {
@@ -78,6 +77,7 @@ final class RequestCaller: Sendable {
     var concernedApp: UUID? { app.withLock { $0 } }
 }
 
+/// The transaction an API call writes, filled in as the call proceeds.
 struct TransactionDraft {
     let id = UUID()
     var appId: UUID
@@ -127,7 +127,7 @@ extension GatewayContext {
         var draft = draft
         if var actor = RequestCaller.actor {
             // A client is its device; a registered kiosk's call names the kiosk.
-            if actor == "client", let kiosk = draft.detail["kioskId"] { actor = "kiosk:" + kiosk } else if actor == "client", let device = draft.deviceId { actor += ":" + device }
+            if actor == "client" { actor = draft.detail["kioskId"].map { "kiosk:" + $0 } ?? draft.deviceId.map { "client:" + $0 } ?? actor }
             draft.detail[TransactionRecord.actorKey] = actor
         }
         let record = TransactionRecord(id: draft.id, appId: draft.appId, kind: draft.kind, outcome: draft.outcome, userId: draft.userId,

@@ -160,20 +160,23 @@ final class FaceJobHandler: Sendable {
             face = faces[index]
             face.embedding = try await engine.pool.embedding(Array(image), box: face.box)
         case .ambiguous:
-            var refused = FaceJobResult(outcome: .lowQuality, message: "\(faces.count) faces in the image and none clearly the subject; "
-                                        + (lenient ? "name the face with faceBox, or use a photo of one person" : "use a photo of one person"),
-                                        faceCount: faces.count, timings: timings)
-            refused.reason = SubjectRefusal.ambiguous
-            refused.faces = faces.map { SubjectSelection.region($0.box) }
-            throw Stop(result: refused)
+            throw Stop(result: Self.subjectRefusal(SubjectRefusal.ambiguous, "\(faces.count) faces in the image and none clearly the subject; "
+                                                   + (lenient ? "name the face with faceBox, or use a photo of one person" : "use a photo of one person"),
+                                                   faces: faces, timings: timings))
         case .notInBox:
-            var refused = FaceJobResult(outcome: .lowQuality, message: "no detected face in faceBox; the faces seen are listed",
-                                        faceCount: faces.count, timings: timings)
-            refused.reason = SubjectRefusal.notInBox
-            refused.faces = faces.map { SubjectSelection.region($0.box) }
-            throw Stop(result: refused)
+            throw Stop(result: Self.subjectRefusal(SubjectRefusal.notInBox, "no detected face in faceBox; the faces seen are listed",
+                                                   faces: faces, timings: timings))
         }
         return (face, faces)
+    }
+
+    /// `LOW_QUALITY` for a photo whose subject cannot be told: why, and every face's box.
+    private static func subjectRefusal(_ reason: String, _ message: String, faces: [DetectedFace], liveness: LivenessReport? = nil,
+                                       timings: [String: Double]) -> FaceJobResult {
+        var refused = FaceJobResult(outcome: .lowQuality, message: message, faceCount: faces.count, liveness: liveness, timings: timings)
+        refused.reason = reason
+        refused.faces = faces.map { SubjectSelection.region($0.box) }
+        return refused
     }
 
     private func identify(_ image: Data, topK: Int, _ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
@@ -389,11 +392,8 @@ final class FaceJobHandler: Sendable {
         // A burst is one person's: the largest face of every frame is the same person (the verdict), and no frame may
         // hold a second face nearly as large — a bystander's face must never be the one searched.
         if let crowded = analyses.first(where: { SubjectSelection.choose($0.faces, width: $0.width, height: $0.height, lenient: false) == .ambiguous }) {
-            var refused = FaceJobResult(outcome: .lowQuality, message: "a frame shows \(crowded.faces.count) faces and none clearly the subject; "
-                                        + "one person at a time", faceCount: faceCount, liveness: verdict, timings: timings)
-            refused.reason = SubjectRefusal.ambiguous
-            refused.faces = crowded.faces.map { SubjectSelection.region($0.box) }
-            return refused
+            return Self.subjectRefusal(SubjectRefusal.ambiguous, "a frame shows \(crowded.faces.count) faces and none clearly the subject; one person at a time",
+                                       faces: crowded.faces, liveness: verdict, timings: timings)
         }
         guard verdict.passed, let bestIndex = LivenessAnalyzer.mostFrontal(analyses) else {
             return FaceJobResult(outcome: .spoofDetected, message: "liveness failed: " + verdict.reasons.joined(separator: "; "),
