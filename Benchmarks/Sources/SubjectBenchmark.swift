@@ -14,7 +14,7 @@ import MatcherWorker
 /// every bystander. Then strict logins: each other photo composited with a bystander at 0.6 and at 0.9 of its width, with
 /// how many were refused and how many logged the bystander in.
 func runSubjectBenchmark(arguments: [String]) async throws {
-    let usage = "usage: facegate-bench subjects LABELLED --bystanders DIR [--record]"
+    let usage = "usage: facegate-bench subjects LABELLED --bystanders DIR [--record] [--explain]"
     guard let labelled = arguments.first, let index = arguments.firstIndex(of: "--bystanders"), index + 1 < arguments.count else {
         throw BenchError(usage)
     }
@@ -87,6 +87,13 @@ func runSubjectBenchmark(arguments: [String]) async throws {
                 gallery.append((i, try engine.embedding(image, box: box)))
             case .ambiguous, .notInBox:
                 refused += 1
+                if arguments.contains("--explain") {
+                    let scores = SubjectSelection.scores(analysis.faces, width: width, height: height)
+                    print("[refused] \(layout.name) \(subjects[i].identity): " + zip(analysis.faces, scores).map { face, score in
+                        "width \(face.box.width) sharpness \(Int(face.quality.sharpness)) confidence \(String(format: "%.2f", face.detectorScore)) "
+                            + "score \(String(format: "%.3f", score))"
+                    }.joined(separator: " | "))
+                }
             }
         }
         var found = 0

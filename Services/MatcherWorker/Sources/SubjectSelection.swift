@@ -11,8 +11,8 @@ import FaceGateContracts
 ///   losing most of its claim; the best is taken when it leads the next by
 ///   `lenientMargin`, else the photo is refused with every face's box, which the operator may answer with a `faceBox`.
 ///   Position alone cannot decide: two faces alike in size, sharpness and confidence need their distances from the
-///   centre to differ by at least `lenientMargin / weights.centre` (0.48 of the half-diagonal) to be told apart; and size
-///   alone needs the best face about 1.3 times as wide as the next (two portraits side by side at 1.19 are a tie).
+///   centre to differ by at least `lenientMargin / weights.centre` (0.4 of the half-diagonal) to be told apart; and size
+///   alone needs the best face about 1.36 times as wide as the next (two portraits side by side at 1.19 are a tie).
 public enum SubjectSelection {
     public enum Choice: Equatable {
         case face(Int)
@@ -27,7 +27,7 @@ public enum SubjectSelection {
     /// How far the lenient rule's best must lead the next.
     static let lenientMargin = 0.12
     /// The lenient rule's weights; a face cut by the border loses `cut`.
-    static let weights = (size: 0.50, sharpness: 0.15, confidence: 0.10, centre: 0.25, cut: 0.25)
+    static let weights = (size: 0.45, sharpness: 0.15, confidence: 0.10, centre: 0.30, cut: 0.25)
     /// A face sharper than this share of the sharpest face keeps its whole sharpness score.
     static let blurBelow = 0.5
     /// How much a detected face must overlap an operator's `faceBox` (intersection over union) to be the one meant.
@@ -49,7 +49,7 @@ public enum SubjectSelection {
     }
 
     /// Each face's lenient score, 0 … 1.
-    static func scores(_ faces: [DetectedFace], width: Int, height: Int) -> [Double] {
+    public static func scores(_ faces: [DetectedFace], width: Int, height: Int) -> [Double] {
         let widest = Double(faces.map(\.box.width).max() ?? 1)
         let sharpest = max(1, faces.map(\.quality.sharpness).max() ?? 1)
         let surest = max(1e-6, faces.map(\.detectorScore).max() ?? 1)
