@@ -36,7 +36,7 @@ function showView(name) {
   } else {
     // `#operator/app/<id>` is the page of one app: a link that can be kept, and Back returns to the list.
     if (!location.hash.startsWith("#operator")) history.replaceState(null, "", "#operator");
-    operator.route(location.hash);
+    operator.route();
   }
 }
 

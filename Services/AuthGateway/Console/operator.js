@@ -487,15 +487,20 @@ export function initOperator() {
     }
   });
 
+  let loading = null;
+
   return {
-    /** `#operator` shows the apps; `#operator/app/<id>` the page of one app. */
-    async route(hash) {
+    /**
+     * `#operator` shows the apps; `#operator/app/<id>` the page of one app. The hash is read once the apps are loaded:
+     * a navigation made meanwhile (a click on Open while the first load runs) wins over the one that started the load.
+     */
+    async route() {
       if (!activated) {
         activated = true;
-        await loadApps();
-        await loadKeys();
+        loading = (async () => { await loadApps(); await loadKeys(); })();
       }
-      const match = /^#operator\/app\/([0-9a-f-]{36})$/.exec(hash);
+      await loading;
+      const match = /^#operator\/app\/([0-9a-f-]{36})$/.exec(location.hash);
       if (match) await openApp(match[1]);
       else {
         showList();
@@ -504,6 +509,7 @@ export function initOperator() {
     },
     reset() {
       activated = false;
+      loading = null;
       apps = [];
       appsPage = 0;
       selected = null;
