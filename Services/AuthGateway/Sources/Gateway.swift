@@ -183,8 +183,8 @@ final class GatewayContext: Sendable {
     }
 
     /// A failed authentication (`auth.refused`, the code as outcome, the route): on the chain of the app the credential
-    /// named when that app exists (`RequestCaller.concerns`: an app server's app id with a wrong secret, a genuine access
-    /// token refused for its proof, its rotation or its module), where the app's auditors read it; else on the platform
+    /// named when that app exists (`RequestCaller.concerns`: an app server's app id with a wrong secret, a genuinely signed
+    /// access token refused afterwards, e.g. for its app's secret rotation), where the app's auditors read it; else on the platform
     /// chain. No credential or user is named, since none was proven. Only the first of an address's period is a row of its
     /// own (`RefusalLedger`); the rest are counted into a summary row on the platform chain, so no one can flood a trail.
     func recordRefusedCredentials(_ request: HTTPRequest, _ error: APIError, app: UUID?) async -> UUID? {
