@@ -147,6 +147,7 @@ import Testing
             }
             let details = try rows.map { try $0.decode("detail", as: String.self) }
             #expect(details.contains { $0.contains("1101**********" + String(Self.alice.suffix(4))) })
+            #expect(details.allSatisfy { $0.contains(#""actor": "client"#) }, "the verifier's rows name the client as their actor: \(details)")
             // The registry holds neither the plain number nor the plain name.
             let registry = try await stack.database.pool.query("SELECT number_hash, name_sealed FROM ctid_registry WHERE app_id = \(app.appId)")
             #expect(registry.count == 3)

@@ -116,6 +116,8 @@ import Testing
             #expect((users.json["items"] as? [Any])?.isEmpty == true)
             let audit = try await stack.call("GET", "/v1/audit/transactions?appId=\(app.id)&kind=kiosk.onboarding", bearer: stack.adminKey)
             #expect((audit.json["items"] as? [[String: Any]])?.first?["outcome"] as? String == "FACE_MISMATCH")
+            #expect((audit.json["items"] as? [[String: Any]])?.first?["actor"] as? [String: String] == ["type": "kiosk", "id": kiosk.kiosk.id],
+                    "the orchestrator's rows name the kiosk")
         }
     }
 

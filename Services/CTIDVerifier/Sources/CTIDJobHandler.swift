@@ -83,7 +83,9 @@ final class CTIDJobHandler: Sendable {
         func record(_ outcome: String, detail: [String: String], score: Float? = nil) async throws {
             try await transactions.append(TransactionRecord(
                 id: transactionId, appId: appId, kind: "ctid.verify", outcome: outcome, deviceId: deviceId, clientIp: clientIp,
-                score: score, latencyMs: Int((ContinuousClock.now - started).milliseconds.rounded()), detail: detail))
+                score: score, latencyMs: Int((ContinuousClock.now - started).milliseconds.rounded()),
+                // The caller is the client device the gateway authenticated for this job.
+                detail: detail.merging([TransactionRecord.actorKey: "client" + (deviceId.map { ":" + $0 } ?? "")]) { $1 }))
         }
         guard let sealed, let key = try await institutionKey(appId), let plaintext = try? sealed.open(expectedAppId: appId, key: key) else {
             try await record(ErrorCode.invalidEnvelope.rawValue, detail: [:])

@@ -370,7 +370,8 @@ final class KioskFlow: Sendable {
         TransactionRecord(id: UUID(), appId: session.appId, kind: kind, outcome: outcome, userId: userId, deviceId: session.deviceId,
                           clientIp: run.command.clientIp, score: score,
                           latencyMs: Int((ContinuousClock.now - run.started).milliseconds.rounded()),
-                          detail: detail.merging(["interviewId": session.id.wire]) { $1 })
+                          detail: detail.merging(["interviewId": session.id.wire,
+                                                  TransactionRecord.actorKey: session.kioskId.map { "kiosk:" + $0.wire } ?? "client:" + (session.deviceId ?? "")]) { $1 })
     }
 
     func identityToken(_ session: KioskSession, user: UUID, transaction: UUID) throws -> String {
