@@ -1042,7 +1042,7 @@ enum OpenAPIDocument {
           "default": {"$ref": "#/components/responses/Unexpected"}}}
     },
     "/v1/audit/apps": {
-      "get": {"operationId": "listAuditedApps", "tags": ["audit"], "summary": "The id and name of every app the key reads (its apps; every app for an operator key or an auditor key with allApps), oldest first; deleted apps are not listed", "security": [{"auditorKey": []}],
+      "get": {"operationId": "listAuditedApps", "tags": ["audit"], "summary": "The id and name of every app the key reads (its apps; every app for an operator key or an auditor key with allApps), oldest first, of the first 1,000 apps; deleted apps are not listed", "security": [{"auditorKey": []}],
         "responses": {
           "200": {"description": "The apps", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AuditedAppList"}}}},
           "401": {"$ref": "#/components/responses/Unauthorized"}, "503": {"$ref": "#/components/responses/ServiceUnavailable"},

@@ -155,7 +155,9 @@ struct DeviceLogin {
     func run(photo path: String, employeeNumber: String?, keyFile: String?) async throws {
         guard let photo = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read \(path)", exitCode: 1) }
         let (appId, server) = try appServer()
-        let token = try await server.json("POST", "/v1/access-tokens")["accessToken"] as? String ?? ""
+        guard let token = try await server.json("POST", "/v1/access-tokens")["accessToken"] as? String else {
+            throw CLIError("POST /v1/access-tokens answered no accessToken", exitCode: 1)
+        }
         guard let base = URL(string: FaceGateCLI.gatewayURL(environment)) else { throw CLIError("FACEGATE_URL is not a URL", exitCode: 2) }
         var configuration = FaceGateConfiguration(baseURL: base, appId: appId, deviceId: "facegate-cli", accessToken: token)
         if let keyFile { configuration.deviceKey = DeviceKey(file: URL(fileURLWithPath: keyFile)) }
