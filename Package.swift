@@ -120,7 +120,7 @@ let package = Package(
             path: "Tests/DocumentOCRTests"),
         // The gateway's use cases over in-memory stores, and the contract every store implementation keeps.
         .testTarget(
-            name: "AuthGatewayTests", dependencies: ["AuthGateway", "FaceGateCore", "PostgresClient", "ServiceKit", "Crypto", "JWT", "FaceGateTestSupport"],
+            name: "AuthGatewayTests", dependencies: ["AuthGateway", "FaceGateCore", "HTTPServer", "PostgresClient", "ServiceKit", "Crypto", "JWT", "FaceGateTestSupport"],
             path: "Tests/AuthGatewayTests"),
         .testTarget(
             name: "IntegrationTests",

@@ -72,10 +72,10 @@ import Testing
         let server = try startServer { router in
             router.add("POST", "/v1/images", maxBodyBytes: 1 << 20, admission: { request in
                 try? await Task.sleep(for: .milliseconds(20))  // as a credential lookup would
-                return request.headers["Authorization"] == "Bearer good" ? nil : HTTPError(status: 401, code: "UNAUTHORIZED", message: "who are you").response
+                return request.headers["Authorization"] == "Bearer good" ? .admit("good") : .refuse(HTTPError(status: 401, code: "UNAUTHORIZED", message: "who are you").response)
             }) { request in
                 handlerRan.add(1, ordering: .relaxed)
-                return .text("\(request.body.count)")
+                return .text("\(request.body.count) \(request.admitted as? String ?? "-")")
             }
         }
         let port = server.port
@@ -90,7 +90,7 @@ import Testing
         let client = TestClient(port: port)
         let admitted = try await client.send("POST", "/v1/images", headers: ["Authorization": "Bearer good"], body: [UInt8](repeating: 1, count: 300_000))
         #expect(admitted.status == 200)
-        #expect(String(decoding: admitted.body, as: UTF8.self) == "300000")
+        #expect(String(decoding: admitted.body, as: UTF8.self) == "300000 good")
         let stranger = try await client.send("POST", "/v1/images", headers: ["Authorization": "Bearer bad"], body: [UInt8](repeating: 1, count: 1000))
         #expect(stranger.status == 401)
         #expect(handlerRan.load(ordering: .relaxed) == 1)
@@ -106,7 +106,7 @@ import Testing
         let server = try startServer { router in
             router.add("POST", "/v1/images", maxBodyBytes: 1 << 20, admission: { request in
                 admitted.add(1, ordering: .relaxed)
-                return request.headers["Authorization"] == "Bearer good" ? nil : HTTPError(status: 401, code: "UNAUTHORIZED", message: "who are you").response
+                return request.headers["Authorization"] == "Bearer good" ? .admit("good") : .refuse(HTTPError(status: 401, code: "UNAUTHORIZED", message: "who are you").response)
             }) { request in
                 handled.add(1, ordering: .relaxed)
                 return .text("\(request.body.count)")

@@ -85,17 +85,17 @@ struct ConsoleFiles: Sendable {
     }
 }
 
-extension GatewayContext {
-    func registerConsoleRoutes(on router: APIRoutes) {
-        let console = ConsoleFiles(directory: configuration.consoleDirectory ?? ConsoleFiles.sourceTreeDirectory)
-        if console.files["index.html"] == nil {
-            logger.warning("console files not found; /console/ answers 404", ["console.dir": console.directory])
-        }
-        router.add("GET", "/console", answers: []) { _ in
+/// The web console's static files, from `FACEGATE_CONSOLE_DIR` (or the source tree).
+struct ConsoleRoutes: RouteCollection {
+    let console: ConsoleFiles
+
+    func boot(_ routes: APIRoutes) {
+        let console = console
+        routes.add("GET", "/console", answers: []) { _ in
             HTTPResponse(status: 301, headers: [("Location", "/console/"), ("Cache-Control", "no-cache")])
         }
-        router.add("GET", "/console/", answers: []) { request in console.response(for: "index.html", request: request) }
-        router.add("GET", "/console/{file}", answers: []) { request in
+        routes.add("GET", "/console/", answers: []) { request in console.response(for: "index.html", request: request) }
+        routes.add("GET", "/console/{file}", answers: []) { request in
             console.response(for: request.pathParameters["file"] ?? "", request: request)
         }
     }

@@ -15,7 +15,6 @@ public final class AuthGateway: Sendable {
     public let group: ServiceGroup
     public let admin: AdminServer
     let http: PublicHTTPService
-    let context: GatewayContext
 
     public init(configuration: GatewayConfiguration) throws {
         let runtime = try ServiceRuntime(configuration: configuration.common)
@@ -23,46 +22,18 @@ public final class AuthGateway: Sendable {
         let producer = try runtime.makeProducer()
         let requester = RequesterService(runtime: runtime, producer: producer, service: "auth-gateway",
                                          timeout: configuration.requestTimeout)
-        let signingKey = try JWTSigningKey(seed: configuration.signingKey)
-        var published = [(kid: signingKey.kid, key: signingKey.publicKey)]
-        for seed in configuration.previousSigningKeys {
-            let key = try Ed25519PrivateKey(seed: seed).publicKey
-            published.append((kid: JWTSigningKey.keyId(key), key: key))
-        }
-        let kiosk = try configuration.kioskPublicKeys.map { raw in
-            let key = try Ed25519PublicKey(rawRepresentation: raw)
-            return (kid: KioskTokenKey.kidPrefix + JWTSigningKey.keyId(key), key: key)
-        }
-        context = try GatewayContext(configuration: configuration, runtime: runtime, producer: producer, requester: requester,
-                                     signingKey: signingKey, keySet: JWTKeySet(published), kioskKeySet: JWTKeySet(kiosk),
-                                     jwks: JWTKeySet(published + kiosk).jwksJSON())
+        let composition = try GatewayComposition(configuration: configuration, runtime: runtime, producer: producer, requester: requester)
         let router = Router()
         routeTable = RouteTable()
-        context.registerRoutes(on: router, table: routeTable)
+        composition.boot(router: router, table: routeTable)
         http = PublicHTTPService(configuration: configuration, router: router, runtime: runtime)
         admin = runtime.adminServer()
         if configuration.publicURL == nil, !configuration.listensOnLoopbackOnly {
             runtime.logger.error("FACEGATE_PUBLIC_URL is not set: device proofs (DPoP apps, kiosks) are refused until it is", [:])
         }
         runtime.readiness.add("kafka-replies") { requester.isReady }
-        let context = self.context
-        let sweeper = PeriodicService(name: "expired-records", every: configuration.sweepInterval, logger: runtime.logger) {
-            try await context.sweepExpiredRecords()
-        }
-        let refusalSummaries = PeriodicService(name: "refusal-summaries", every: .seconds(max(1, configuration.refusalSummarySeconds / 4)),
-                                               logger: runtime.logger) {
-            await context.recordRefusalSummaries()
-        }
-        var services: [any Service] = [admin, requester, http, ProducerService(producer: producer), sweeper, TopicsService(runtime: runtime)]
-        if configuration.refusalSummarySeconds > 0 { services.append(refusalSummaries) }
-        if configuration.auditCheckpointInterval > .zero {
-            let published = Mutex<[UUID: Int64]>([:])
-            services.append(PeriodicService(name: "audit-checkpoints", every: configuration.auditCheckpointInterval, logger: runtime.logger) {
-                var current = published.withLock { $0 }
-                try await context.publishCheckpoints(after: &current)
-                published.withLock { $0 = current }
-            })
-        }
+        var services: [any Service] = [admin, requester, http, ProducerService(producer: producer), TopicsService(runtime: runtime)]
+        services += composition.backgroundServices
         group = ServiceGroup(services: services, logger: runtime.logger,
                              shutdownTimeout: .seconds(configuration.common.shutdownSeconds), failures: runtime.failures)
     }
@@ -81,294 +52,193 @@ public final class AuthGateway: Sendable {
     public var httpPort: Int { http.port }
 }
 
-/// Everything a request handler needs.
-final class GatewayContext: Sendable {
-    let configuration: GatewayConfiguration
-    let runtime: ServiceRuntime
-    let database: PostgresPool
-    let producer: KafkaProducer
-    let requester: RequesterService
-    let signingKey: JWTSigningKey
-    /// The gateway's own token keys (current and previous): access tokens and face identity tokens.
-    let keySet: JWTKeySet
-    /// The kiosk-orchestrator's: identity tokens with method "kiosk", nothing else.
-    let kioskKeySet: JWTKeySet
-    /// Both, published for offline verification.
-    let jwks: [UInt8]
-    let transactions: TransactionLog
-    let apps: any AppStore
-    let attemptCounters: any AttemptCounterStore
-    let bindings: any DeviceBindingStore
-    let users: any UserDirectory
-    let livenessChallenges: any LivenessChallengeStore
-    let deviceCredentials: any DeviceCredentialStore
-    let spentTokenIds: any SpentTokenIds
-    let apiKeys: any ApiKeyStore
-    let ctidSerials: any CTIDSerialStore
-    let kioskEventTickets: any KioskEventTicketStore
-    let roster: any UserRoster
-    let migration: any ModelMigrationStore
-    let logger: Logger
-    let faceJobSeconds: Histogram
-    let interviewTokens: InterviewTokens
+/// The composition root: every store, worker client and use case of the gateway, built once, and the route collections
+/// that hold them. Nothing else builds a dependency; a route collection reaches only what its initialiser was given.
+struct GatewayComposition {
+    let routeCollections: [any RouteCollection]
+    let calls: CallLog
+    let callers: Callers
     let idempotentRequests: IdempotentRequests
-    let clientRateLimit: RateLimiter
-    /// Per kiosk (`FACEGATE_KIOSK_LOGIN_RATE` a minute) and per server credential (`FACEGATE_SERVER_CALL_RATE` a second).
-    let kioskLoginRate: RateLimiter
-    let serverCallRate: RateLimiter
-    let kioskLoginsLimited: Counter
-    let kioskRegistry: any KioskRegistry
-    let refusals: RefusalLedger
-    let eventStreams: EventStreamSlots
-
-    init(configuration: GatewayConfiguration, runtime: ServiceRuntime, producer: KafkaProducer, requester: RequesterService,
-         signingKey: JWTSigningKey, keySet: JWTKeySet, kioskKeySet: JWTKeySet, jwks: [UInt8]) throws {
-        self.configuration = configuration
-        self.runtime = runtime
-        self.database = runtime.database
-        self.producer = producer
-        self.requester = requester
-        self.signingKey = signingKey
-        self.keySet = keySet
-        self.kioskKeySet = kioskKeySet
-        self.jwks = jwks
-        self.transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger,
-                                       keys: configuration.auditKeys)
-        self.apps = PostgresApps(database: runtime.database)
-        attemptCounters = PostgresAttemptCounters(database: runtime.database)
-        bindings = PostgresDeviceBindings(database: runtime.database)
-        users = PostgresUserDirectory(database: runtime.database)
-        livenessChallenges = PostgresLivenessChallenges(database: runtime.database)
-        deviceCredentials = PostgresDeviceCredentials(database: runtime.database)
-        spentTokenIds = PostgresSpentTokenIds(database: runtime.database)
-        apiKeys = PostgresApiKeys(database: runtime.database)
-        ctidSerials = PostgresCTIDSerials(database: runtime.database)
-        kioskEventTickets = PostgresKioskEventTickets(database: runtime.database)
-        roster = PostgresUserRoster(database: runtime.database)
-        migration = PostgresModelMigration(database: runtime.database)
-        self.logger = runtime.logger
-        faceJobSeconds = runtime.metrics.histogram("facegate_face_job_round_trip_seconds", help: "Gateway → matcher → gateway time")
-        interviewTokens = try InterviewTokens(signingSeed: configuration.signingKey)
-        idempotentRequests = IdempotentRequests(records: PostgresIdempotencyRecords(database: runtime.database))
-        clientRateLimit = RateLimiter(rate: Double(configuration.clientRate), burst: configuration.clientBurst)
-        kioskLoginRate = RateLimiter(rate: Double(configuration.kioskLoginRate) / 60, burst: configuration.kioskLoginBurst)
-        serverCallRate = RateLimiter(rate: Double(configuration.serverCallRate), burst: configuration.serverCallBurst)
-        kioskLoginsLimited = runtime.metrics.counter("facegate_kiosk_logins_limited_total",
-                                                     help: "Kiosk logins refused because the kiosk used up its rate (FACEGATE_KIOSK_LOGIN_RATE)")
-        kioskRegistry = PostgresKioskRegistry(database: runtime.database)
-        refusals = RefusalLedger(period: configuration.refusalSummarySeconds)
-        eventStreams = EventStreamSlots(limit: configuration.eventStreams, perClient: configuration.eventStreamsPerClient)
-    }
-
-    func registerRoutes(on router: Router, table: RouteTable) {
-        let router = APIRoutes(router: router, table: table, idempotency: idempotentRequests, refusal: { [self] request, error, app in
-            await recordRefusedCredentials(request, error, app: app)
-        }, logger: runtime.logger, admit: { [self] request in clientRateLimit.admit(clientAddress(request)) })
-        registerOperatorRoutes(on: router)
-        registerAppServerRoutes(on: router)
-        registerFaceLoginRoutes(on: router)
-        registerDeviceCredentialRoutes(on: router)
-        registerAuditRoutes(on: router)
-        registerDiscoveryRoutes(on: router)
-        registerCTIDRoutes(on: router)
-        registerKioskSessionRoutes(on: router)
-        registerConsoleRoutes(on: router)
-        registerLivenessRoutes(on: router)
-        registerDeviceKeyRoutes(on: router)
-        registerKioskLoginRoutes(on: router)
-        registerKioskRegistrationRoutes(on: router)
-        registerKeyRoutes(on: router)
-        registerFaceVerifyRoutes(on: router)
-        registerFaceModelMigrationRoutes(on: router)
-    }
-
-    /// A failed authentication (`auth.refused`, the code as outcome, the route): on the chain of the app the credential
-    /// named when that app exists (`RequestCaller.concerns`: an app server's app id with a wrong secret, a genuinely signed
-    /// access token refused afterwards, e.g. for its app's secret rotation), where the app's auditors read it; else on the platform
-    /// chain. No credential or user is named, since none was proven. Only the first of an address's period is a row of its
-    /// own (`RefusalLedger`); the rest are counted into a summary row on the platform chain, so no one can flood a trail.
-    func recordRefusedCredentials(_ request: HTTPRequest, _ error: APIError, app: UUID?) async -> UUID? {
-        let (address, route) = (clientAddress(request), request.method + " " + request.routeTemplate)
-        guard refusals.isFirst(address: address, code: error.code.rawValue, route: route) else { return nil }
-        let record = TransactionRecord(id: UUID(), appId: app ?? platformAppId, kind: "auth.refused", outcome: error.code.rawValue, userId: nil,
-                                       deviceId: nil, clientIp: address, score: nil, latencyMs: 0, detail: ["route": route])
-        return await appendRefusal(record) ? record.id : nil
-    }
-
-    /// The counted refusals of the periods that are over: one `auth.refused` row per address and period, outcome
-    /// `REPEATED`, with how many, which codes and which routes.
-    func recordRefusalSummaries(all: Bool = false) async {
-        for summary in refusals.summaries(all: all) {
-            func tally(_ counts: [String: Int]) -> String { counts.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ") }
-            _ = await appendRefusal(TransactionRecord(
-                id: UUID(), appId: platformAppId, kind: "auth.refused", outcome: "REPEATED", userId: nil, deviceId: nil, clientIp: summary.address,
-                score: nil, latencyMs: 0, detail: ["count": String(summary.count), "periodStart": ISO8601DateFormatter().string(from: summary.periodStart),
-                                                   "codes": tally(summary.codes), "routes": tally(summary.routes)]))
-        }
-    }
-
-    private func appendRefusal(_ record: TransactionRecord) async -> Bool {
-        do {
-            try await transactions.append(record)
-            return true
-        } catch {
-            logger.warning("refused authentication not recorded", ["error": "\(error)"])
-            return false
-        }
-    }
-
-    /// Deletes what can no longer be used: expired single-use records (`ExpiredRecords`) and idempotency records.
-    func sweepExpiredRecords() async throws {
-        try await ExpiredRecords(database: database).sweep()
-        try await idempotentRequests.sweep()
-    }
-
-    /// Sends a face job and waits for the matcher's answer (merged across shards), within the request
-    /// deadline. Broker down or matcher silent → `SERVICE_UNAVAILABLE`, never a hang.
-    func faceJob(_ job: FaceJob, messageId: String? = nil) async throws -> FaceJobResult {
-        let started = ContinuousClock.now
-        let results: [FaceJobResult]
-        do {
-            results = try await requester.faceJob(job, messageId: messageId, expectedReplies: configuration.matcherShards)
-        } catch {
-            logger.warning("face job not answered", ["error": "\(error)", "job.kind": job.kind.rawValue])
-            throw APIError(.serviceUnavailable, "face matching is unavailable right now; try again")
-        }
-        faceJobSeconds.observe(ContinuousClock.now - started, ["kind": job.kind.rawValue])
-        return FaceJobResult.merged(results, for: job)
-    }
-}
-
-/// Registers handlers that may throw `APIError`, turning it into the wire's error envelope.
-/// A route marked `idempotent` honours `Idempotency-Key` (creating POSTs). A call refused for its credentials
-/// before any transaction was written for it is recorded by `refusal` (the trail shows failed authentications too).
-struct APIRoutes {
-    let router: Router
-    /// Every route's declared answers and door.
-    let table: RouteTable
-    let idempotency: IdempotentRequests
-    /// Records a refused credential; the `UUID` is the app the credential named, when it exists.
-    let refusal: @Sendable (HTTPRequest, APIError, UUID?) async -> UUID?
-    /// Says why a request ended in 500 (the answer itself names no cause).
+    let clientRate: RateLimiter
     let logger: Logger
-    /// False when the request's client has used up its rate (`ClientRateLimit`).
-    let admit: @Sendable (HTTPRequest) -> Bool
+    /// Sweeps, refusal summaries and audit checkpoints.
+    let backgroundServices: [any Service]
 
-    /// Only a route that names how its caller is `authenticated` before the body is read takes a body over 64 KB
-    /// (photos, documents): the credential is checked from the headers, and a stranger's upload is refused unread.
-    /// The handler authenticates again as usual (`RouteGroup` does both).
-    static let unauthenticatedBodyBytes = 64 << 10
+    init(configuration: GatewayConfiguration, runtime: ServiceRuntime, producer: KafkaProducer, requester: RequesterService) throws {
+        let database = runtime.database
+        let logger = runtime.logger
+        self.logger = logger
 
-    /// `answers`: every type the route's answers encode (none for bodiless and non-JSON answers); `doors`: where the trust
-    /// policy says what the route demands, for a route that can answer an identity token, a binding ticket or a factor
-    /// verdict (a `TrustAnswer`).
-    func add(_ method: String, _ pattern: String, answers: [any Encodable.Type], doors: [Door] = [], maxBodyBytes: Int? = nil,
-             idempotent: Bool = false, authenticated: (@Sendable (HTTPRequest) async throws -> Void)? = nil, _ handler: @escaping HTTPHandler) {
-        table.add(RouteDeclaration(method: method, pattern: pattern, answers: answers, doors: doors))
-        let (refusal, logger, idempotency, admit) = (refusal, logger, idempotency, admit)
-        let wire: HTTPHandler = { request in
-            let caller = RequestCaller()
+        // Keys
+        let signingKey = try JWTSigningKey(seed: configuration.signingKey)
+        var published = [(kid: signingKey.kid, key: signingKey.publicKey)]
+        for seed in configuration.previousSigningKeys {
+            let key = try Ed25519PrivateKey(seed: seed).publicKey
+            published.append((kid: JWTSigningKey.keyId(key), key: key))
+        }
+        let kiosk = try configuration.kioskPublicKeys.map { raw in
+            let key = try Ed25519PublicKey(rawRepresentation: raw)
+            return (kid: KioskTokenKey.kidPrefix + JWTSigningKey.keyId(key), key: key)
+        }
+        let keySet = JWTKeySet(published)
+        let kioskKeySet = JWTKeySet(kiosk)
+        let identityTokens = IdentityTokenIssuer(issuer: configuration.issuer, key: signingKey, ttl: configuration.identityTokenTTL)
+        let interviewTokens = try InterviewTokens(signingSeed: configuration.signingKey)
+
+        // Stores
+        let transactions = TransactionLog(database: database, producer: producer, topic: runtime.topics.auditTransactions, logger: logger,
+                                          keys: configuration.auditKeys)
+        let apps = PostgresApps(database: database)
+        let apiKeys = PostgresApiKeys(database: database)
+        let bindings = PostgresDeviceBindings(database: database)
+        let users = PostgresUserDirectory(database: database)
+        let challenges = PostgresLivenessChallenges(database: database)
+        let spentTokenIds = PostgresSpentTokenIds(database: database)
+        let roster = PostgresUserRoster(database: database)
+        let kioskRegistry = PostgresKioskRegistry(database: database)
+        let kioskSessionStore = KioskSessionStore(database: database)
+        idempotentRequests = IdempotentRequests(records: PostgresIdempotencyRecords(database: database))
+
+        // Workers
+        let matcher = MatcherClient(requester: requester, shards: configuration.matcherShards,
+                                    roundTrip: runtime.metrics.histogram("facegate_face_job_round_trip_seconds", help: "Gateway → matcher → gateway time"),
+                                    logger: logger)
+        let gallery = GalleryBroadcaster(producer: producer, topic: runtime.topics.galleryChanges, logger: logger)
+        let orchestrator = KioskOrchestratorClient(requester: requester, sessions: kioskSessionStore, logger: logger)
+
+        // Use cases
+        let attempts = AttemptGuard(store: PostgresAttemptCounters(database: database),
+                                    rule: .init(throttleAfter: configuration.throttleAfter, throttleSeconds: configuration.throttleSeconds,
+                                                lockAfter: configuration.lockAfter),
+                                    addressRule: .init(throttleAfter: configuration.addressThrottleAfter, throttleSeconds: configuration.throttleSeconds,
+                                                       lockAfter: 0, failureWindow: configuration.addressFailureWindow))
+        let faceModelMigration = FaceModelMigration(store: PostgresModelMigration(database: database), apps: apps, matcher: matcher)
+        let kioskSessions = KioskSessions(admission: apps, commands: orchestrator, sessions: orchestrator, challenges: challenges,
+                                          tickets: PostgresKioskEventTickets(database: database), interviewTokens: interviewTokens)
+        let kioskRegistration = KioskRegistration(registry: kioskRegistry, openSessions: kioskSessionStore, commands: orchestrator)
+        let devices = DeviceProofs(spentTokenIds: spentTokenIds, maxAge: configuration.dpopMaxAge, publicURL: configuration.publicURL,
+                                   listensOnLoopbackOnly: configuration.listensOnLoopbackOnly)
+        let kiosks = KioskProofs(devices: devices, registration: kioskRegistration, apps: apps)
+        let kioskLoginRate = RateLimiter(rate: Double(configuration.kioskLoginRate) / 60, burst: configuration.kioskLoginBurst)
+        let kioskLoginsLimited = runtime.metrics.counter("facegate_kiosk_logins_limited_total",
+                                                         help: "Kiosk logins refused because the kiosk used up its rate (FACEGATE_KIOSK_LOGIN_RATE)")
+        let auditTrail = AuditTrail(records: transactions, keys: keySet, signingKey: signingKey, issuer: configuration.issuer,
+                                    acceptUnkeyed: configuration.acceptUnkeyedAuditRows)
+        let console = ConsoleFiles(directory: configuration.consoleDirectory ?? ConsoleFiles.sourceTreeDirectory)
+        if console.files["index.html"] == nil {
+            logger.warning("console files not found; /console/ answers 404", ["console.dir": console.directory])
+        }
+
+        routeCollections = [
+            OperatorRoutes(apps: apps,
+                           appAdministration: AppAdministration(apps: apps, ctidPublicKey: configuration.ctidPublicKey,
+                                                                secretGraceSeconds: configuration.secretGraceSeconds),
+                           appErasure: AppErasure(apps: apps, keys: apiKeys, gallery: gallery),
+                           userAdministration: UserAdministration(roster: roster, attempts: attempts, gallery: gallery),
+                           enrollment: Enrollment(roster: roster, matcher: matcher, maxFacesPerUser: configuration.maxFacesPerUser)),
+            AppServerRoutes(accessTokens: AccessTokens(issuer: configuration.issuer, key: signingKey, ttl: configuration.accessTokenTTL),
+                            identityExchange: IdentityExchange(keys: keySet, kioskKeys: kioskKeySet, issuer: configuration.issuer,
+                                                               spent: spentTokenIds, users: users)),
+            FaceLoginRoutes(faceLogin: FaceLogin(admission: apps, attempts: attempts, bindings: bindings, users: users, challenges: challenges,
+                                                 matcher: matcher, tokens: identityTokens, kioskKeys: kioskRegistry,
+                                                 confirmationTTL: Int(configuration.confirmationTTL)) { app, user, image, target in
+                                Self.reenroll(app: app, user: user, image: image, target: target, migration: faceModelMigration,
+                                              transactions: transactions, logger: logger)
+                            },
+                            devices: devices),
+            DeviceCredentialRoutes(deviceCredentials: DeviceCredentials(
+                                       admission: apps, attempts: attempts, credentials: PostgresDeviceCredentials(database: database),
+                                       spentTokenIds: spentTokenIds, users: users, tokens: identityTokens, keys: keySet,
+                                       issuer: configuration.issuer) { credential in
+                                       logger.warning("device credential counter did not advance; credential flagged", ["credential.id": credential.wire])
+                                   },
+                                   devices: devices),
+            AuditRoutes(auditTrail: auditTrail, apps: apps),
+            DiscoveryRoutes(jwks: try JWTKeySet(published + kiosk).jwksJSON(), publicURL: configuration.publicURL),
+            CTIDRoutes(ctidVerification: CTIDVerification(admission: apps, attempts: attempts, serials: PostgresCTIDSerials(database: database),
+                                                          verifier: CTIDClient(requester: requester, logger: logger),
+                                                          serialTTLSeconds: configuration.ctidSerialTTLSeconds)),
+            KioskSessionRoutes(kioskSessions: kioskSessions, store: kioskSessionStore, kiosks: kiosks,
+                               eventStreams: EventStreamSlots(limit: configuration.eventStreams, perClient: configuration.eventStreamsPerClient)),
+            ConsoleRoutes(console: console),
+            LivenessRoutes(liveness: ActiveLiveness(challenges: challenges), devices: devices),
+            DeviceKeyRoutes(bindingTickets: BindingTickets(bindings: bindings, users: users, ttlSeconds: configuration.bindingTicketTTL), devices: devices),
+            KioskLoginRoutes(kioskLogin: KioskLogin(admission: apps, attempts: attempts, users: users, sessions: kioskSessionStore,
+                                                    challenges: challenges, matcher: matcher, tokens: identityTokens) { kiosk in
+                                 let key = kiosk.wire
+                                 if kioskLoginRate.admit(key) { return (true, 0) }
+                                 kioskLoginsLimited.increment()
+                                 return (false, kioskLoginRate.retryAfter(key))
+                             },
+                             kiosks: kiosks),
+            KioskRegistrationRoutes(kioskRegistration: kioskRegistration),
+            KeyRoutes(accessKeys: AccessKeys(keys: apiKeys, apps: apps)),
+            FaceVerifyRoutes(faceComparison: FaceComparison(admission: apps, attempts: attempts, users: users, bindings: bindings, matcher: matcher),
+                             devices: devices),
+            FaceModelMigrationRoutes(faceModelMigration: faceModelMigration),
+        ]
+
+        let calls = CallLog(transactions: transactions, trustedProxies: configuration.trustedProxies,
+                            refusals: RefusalLedger(period: configuration.refusalSummarySeconds), logger: logger)
+        self.calls = calls
+        callers = Callers(apps: apps, apiKeys: apiKeys, keySet: keySet, issuer: configuration.issuer,
+                          bootstrapAdminKeyHash: configuration.bootstrapAdminKeyHash,
+                          serverCallRate: RateLimiter(rate: Double(configuration.serverCallRate), burst: configuration.serverCallBurst),
+                          interviewTokens: interviewTokens, kioskSessions: kioskSessions)
+        clientRate = RateLimiter(rate: Double(configuration.clientRate), burst: configuration.clientBurst)
+
+        let idempotentRequests = idempotentRequests
+        var background: [any Service] = [
+            // Deletes what can no longer be used: expired single-use records (`ExpiredRecords`) and idempotency records.
+            PeriodicService(name: "expired-records", every: configuration.sweepInterval, logger: logger) {
+                try await ExpiredRecords(database: database).sweep()
+                try await idempotentRequests.sweep()
+            },
+        ]
+        if configuration.refusalSummarySeconds > 0 {
+            background.append(PeriodicService(name: "refusal-summaries", every: .seconds(max(1, configuration.refusalSummarySeconds / 4)),
+                                              logger: logger) { await calls.recordRefusalSummaries() })
+        }
+        if configuration.auditCheckpointInterval > .zero {
+            // Publishes the checkpoints of the chains that grew on the audit topic, with the header `facegate-type: audit.checkpoint`.
+            let published = Mutex<[UUID: Int64]>([:])
+            let topic = runtime.topics.auditTransactions
+            background.append(PeriodicService(name: "audit-checkpoints", every: configuration.auditCheckpointInterval, logger: logger) {
+                var current = published.withLock { $0 }
+                try await auditTrail.publishCheckpoints(after: &current) { signed in
+                    _ = try await producer.send(KafkaRecord(topic: topic, key: Array(signed.appId.utf8), value: try FaceGateJSON.encode(signed),
+                                                            headers: [KafkaHeader(key: MessageHeader.messageType, value: Array("audit.checkpoint".utf8)),
+                                                                      TraceContext.header]))
+                }
+                published.withLock { $0 = current }
+            })
+        }
+        backgroundServices = background
+    }
+
+    /// Registers every route collection's routes.
+    func boot(router: Router, table: RouteTable) {
+        let routes = APIRoutes(router: router, table: table, idempotency: idempotentRequests, calls: calls, callers: callers,
+                               clientRate: clientRate, logger: logger)
+        for collection in routeCollections { collection.boot(routes) }
+    }
+
+    /// Enrolls the probe of a confident login with the model the app moves to (`FaceModelMigration.reenroll`), in the
+    /// background: a failure only leaves the user not ready yet.
+    static func reenroll(app: AppRecord, user: UUID, image: Data, target: FaceModel, migration: FaceModelMigration,
+                         transactions: TransactionLog, logger: Logger) {
+        Task {
             do {
-                // Row-level security: the request sees no app's rows until its caller is authenticated.
-                return try await RequestCaller.$current.withValue(caller) { try await Tenant.request { try await handler(request) } }
-            } catch let error as APIError {
-                throw error.http(transactionId: error.code.refusesCredentials ? await refusal(request, error, caller.concernedApp) : nil)
-            }
-        }
-        var admission: HTTPAdmission?
-        if let authenticated {
-            admission = { @Sendable request -> HTTPResponse? in
-                await Self.traced(request) {
-                    let caller = RequestCaller()
-                    do {
-                        try await RequestCaller.$current.withValue(caller) { try await authenticated(request) }
-                        return nil
-                    } catch let error as APIError {
-                        let transactionId = error.code.refusesCredentials ? await refusal(request, error, caller.concernedApp) : nil
-                        return error.http(transactionId: transactionId).response
-                    } catch let error as PostgresError where error.isServerUnavailable {
-                        return APIError(.serviceUnavailable, "the service is unavailable right now; try again").http(transactionId: nil).response
-                    } catch {
-                        logger.error("request failed", ["http.route": pattern, "error": "\(error)"])
-                        return HTTPError.internalError.response
-                    }
-                }
-            }
-        }
-        let bodyLimit = maxBodyBytes ?? (authenticated == nil ? Self.unauthenticatedBodyBytes : nil)
-        router.add(method, pattern, maxBodyBytes: bodyLimit, admission: admission) { request in
-            try await Self.traced(request) {
-                guard admit(request) else {
-                    throw APIError(.rateLimited, "too many requests from this client; slow down", retryAfter: 1).http(transactionId: nil)
-                }
-                do {
-                    return try await idempotent ? idempotency.run(request, wire) : wire(request)
-                } catch let error as PostgresError where error.isServerUnavailable {
-                    // PostgreSQL away (a restart, a failover): the documented 503, which a client may retry.
-                    logger.warning("database not reachable", ["http.route": pattern, "error": error.description])
-                    throw APIError(.serviceUnavailable, "the service is unavailable right now; try again").http(transactionId: nil)
-                } catch let error as HTTPError {
-                    throw error
-                } catch {
-                    logger.error("request failed", ["http.route": pattern, "error": "\(error)"])
-                    throw error
-                }
+                guard let record = try await migration.reenroll(app: app, user: user, image: image, target: target) else { return }
+                try await transactions.append(record)
+            } catch {
+                logger.warning("re-enrollment for the model migration failed", ["app.id": app.id.wire, "error": "\(error)"])
             }
         }
     }
-
-    /// Runs a call as the gateway's span of the caller's trace (W3C `traceparent`, or a new trace): every log line and job
-    /// of the call carries it, and the answer names it in `traceresponse` (Trace Context level 2), errors included.
-    static func traced(_ request: HTTPRequest, _ body: () async throws -> HTTPResponse) async throws -> HTTPResponse {
-        let span = (request.headers["traceparent"].flatMap(TraceContext.init(traceparent:)) ?? .random()).child()
-        do {
-            var response = try await TraceContext.$current.withValue(span) { try await body() }
-            response.headers.append(("traceresponse", span.traceparent))
-            return response
-        } catch var error as HTTPError {
-            error.headers.append(("traceresponse", span.traceparent))
-            throw error
-        }
-    }
-
-    static func traced(_ request: HTTPRequest, _ body: () async -> HTTPResponse?) async -> HTTPResponse? {
-        let span = (request.headers["traceparent"].flatMap(TraceContext.init(traceparent:)) ?? .random()).child()
-        var response = await TraceContext.$current.withValue(span) { await body() }
-        response?.headers.append(("traceresponse", span.traceparent))
-        return response
-    }
 }
 
-/// How the routes of a group prove their caller. Checked before the body of an upload route is read (a stranger's
-/// upload is refused unread) and for each call, whose handler gets what it proved.
-struct Authenticator<Caller: Sendable>: Sendable {
-    let authenticate: @Sendable (HTTPRequest) async throws -> Caller
-}
-
-/// Routes sharing one way of authenticating their caller (`APIRoutes.group`): no handler authenticates by hand.
-struct RouteGroup<Caller: Sendable> {
-    let routes: APIRoutes
-    let authenticator: Authenticator<Caller>
-
-    /// `upload`: the route takes bodies over 64 KB (photos, documents), its caller checked from the headers first.
-    /// `answers` and `doors` as `APIRoutes.add`.
-    func add(_ method: String, _ pattern: String, answers: [any Encodable.Type], doors: [Door] = [], maxBodyBytes: Int? = nil,
-             idempotent: Bool = false, upload: Bool = false, _ handler: @escaping @Sendable (HTTPRequest, Caller) async throws -> HTTPResponse) {
-        let authenticator = self.authenticator
-        let check: @Sendable (HTTPRequest) async throws -> Void = { request in _ = try await authenticator.authenticate(request) }
-        routes.add(method, pattern, answers: answers, doors: doors, maxBodyBytes: maxBodyBytes, idempotent: idempotent,
-                   authenticated: upload ? check : nil) { request in
-            let caller = try await authenticator.authenticate(request)
-            return try await handler(request, caller)
-        }
-    }
-}
-
-extension APIRoutes {
-    func group<Caller>(_ authenticator: Authenticator<Caller>) -> RouteGroup<Caller> {
-        RouteGroup(routes: self, authenticator: authenticator)
-    }
-}
+extension KioskSessionStore: KioskOpenSessions, OnboardingSessions {}
 
 /// The public HTTP listener.
 final class PublicHTTPService: Service {

@@ -1,7 +1,6 @@
 import FaceGateCore
 import Foundation
 import HTTPServer
-import ServiceKit
 
 /// Kiosk login (Bearer access token + a DPoP proof by a registered kiosk's key): a burst of camera frames answering a
 /// liveness challenge, 1:N identification with the most frontal frame, then an identity token (method `kiosk`) and
@@ -9,9 +8,14 @@ import ServiceKit
 /// would open the customer's onboarding events to whoever matches the face. A failure on the face's merits
 /// is a 200 with `success: false` and the wire code in `error`; auth, module and limit problems use the
 /// error envelope.
-extension GatewayContext {
-    func registerKioskLoginRoutes(on router: APIRoutes) {
-        router.group(client).add("POST", "/v1/kiosk/login", answers: [KioskLoginReply.self], doors: [.kioskLogin], upload: true) { [self] request, app in try await kioskLogin(request, app: app) }
+struct KioskLoginRoutes: RouteCollection {
+    let kioskLogin: KioskLogin
+    let kiosks: KioskProofs
+
+    func boot(_ routes: APIRoutes) {
+        routes.group(\.client).add("POST", "/v1/kiosk/login", answers: [KioskLoginReply.self], doors: [.kioskLogin], upload: true) { request, context in
+            try await login(request, context)
+        }
     }
 
     struct KioskLoginReply: Encodable, TrustAnswer {
@@ -44,21 +48,12 @@ extension GatewayContext {
         }
     }
 
-    var kioskLoginFlow: KioskLogin {
-        KioskLogin(admission: apps, attempts: attempts, users: users, sessions: kioskSessions, challenges: livenessChallenges,
-                   matcher: self, tokens: identityTokens) { [self] kiosk in
-            let key = kiosk.wire
-            if kioskLoginRate.admit(key) { return (true, 0) }
-            kioskLoginsLimited.increment()
-            return (false, kioskLoginRate.retryAfter(key))
-        }
-    }
-
-    func kioskLogin(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        try await recorded(request, kind: "kiosk.login", appId: app.id) { draft in
-            let kiosk = try await kioskDevice(request, app: app, draft: &draft)
-            let answer = try await kioskLoginFlow.login(app: app, kiosk: kiosk, probe: {
-                let (challengeId, frames) = try livenessFrames(from: request, challengeRequired: app.liveness.kiosk == .active)
+    private func login(_ request: HTTPRequest, _ context: CallContext<AppRecord>) async throws -> HTTPResponse {
+        let app = context.caller
+        return try await context.recorded(kind: "kiosk.login", appId: app.id) { draft in
+            let kiosk = try await kiosks.kiosk(context, app: app, draft: &draft)
+            let answer = try await kioskLogin.login(app: app, kiosk: kiosk, probe: {
+                let (challengeId, frames) = try request.livenessFrames(challengeRequired: app.liveness.kiosk == .active)
                 return KioskLogin.Probe(challengeId: challengeId, frames: frames)
             }, draft: &draft)
             switch answer {
@@ -71,5 +66,3 @@ extension GatewayContext {
         }
     }
 }
-
-extension KioskSessionStore: OnboardingSessions {}

@@ -1,123 +1,115 @@
-import Crypto
 import FaceGateCore
 import Foundation
 import HTTPServer
-import KafkaClient
-import ServiceKit
 
 /// Operator API (operator key): apps, users, face enrollment and templates, device resets.
 /// Every change is a transaction on the affected app's chain (app creation on the platform chain).
-extension GatewayContext {
-    func registerOperatorRoutes(on router: APIRoutes) {
-        router.group(globalOperator).add("POST", "/v1/apps", answers: [AppAdministration.Created.self], idempotent: true) { [self] request, _ in try await createApp(request) }
-        router.group(anyOperator).add("GET", "/v1/apps", answers: [AppPage.self]) { [self] _, scope in try await listApps(scope: scope) }
-        let operators = router.group(appOperator)
-        operators.add("GET", "/v1/apps/{appId}", answers: [AppRecord.Public.self]) { _, app in .json(app.publicView) }
-        operators.add("PATCH", "/v1/apps/{appId}", answers: [AppRecord.Public.self]) { [self] request, app in try await patchApp(request, app: app) }
-        operators.add("DELETE", "/v1/apps/{appId}", answers: []) { [self] request, app in
+struct OperatorRoutes: RouteCollection {
+    let apps: any AppStore
+    let appAdministration: AppAdministration
+    let appErasure: AppErasure
+    let userAdministration: UserAdministration
+    let enrollment: Enrollment
+
+    func boot(_ routes: APIRoutes) {
+        routes.group(\.globalOperator).add("POST", "/v1/apps", answers: [AppAdministration.Created.self], idempotent: true) { request, context in
+            // The settings are checked before anything is recorded; the app is created on the platform chain.
+            let app = try appAdministration.check(try request.decodeJSON(AppAdministration.NewApp.self))
+            return try await context.recorded(kind: "app.create", appId: platformAppId) { draft in
+                .json(try await appAdministration.create(app, draft: &draft), status: 201)
+            }
+        }
+        routes.group(\.anyOperator).add("GET", "/v1/apps", answers: [AppPage.self]) { _, context in
+            .json(AppPage(items: try await apps.all(covered: context.caller.covers).map(\.publicView)))
+        }
+        let operators = routes.group(\.appOperator)
+        operators.add("GET", "/v1/apps/{appId}", answers: [AppRecord.Public.self]) { _, context in .json(context.caller.publicView) }
+        operators.add("PATCH", "/v1/apps/{appId}", answers: [AppRecord.Public.self]) { request, context in
+            let (app, changes) = (context.caller, try request.decodeJSON(AppAdministration.Changes.self))
+            return try await context.recorded(kind: "app.update", appId: app.id) { draft in
+                .json(try await appAdministration.update(app, with: changes, draft: &draft).publicView)
+            }
+        }
+        operators.add("DELETE", "/v1/apps/{appId}", answers: []) { _, context in
             // Recorded on the app's own chain, which outlives it: its last row says who deleted it.
-            try await recorded(request, kind: "app.delete", appId: app.id) { draft in
-                try await AppErasure(apps: apps, keys: apiKeys, gallery: self).erase(app, draft: &draft)
+            try await context.recorded(kind: "app.delete", appId: context.caller.id) { draft in
+                try await appErasure.erase(context.caller, draft: &draft)
                 return .noContent
             }
         }
-        operators.add("POST", "/v1/apps/{appId}/secret", answers: [AppAdministration.Rotated.self], maxBodyBytes: 1024) { [self] request, app in try await rotateSecret(request, app: app) }
-        operators.add("DELETE", "/v1/apps/{appId}/secret/previous", answers: []) { [self] request, app in
-            try await recorded(request, kind: "app.secret.revoke-previous", appId: app.id) { draft in
-                try await appAdministration.revokePreviousSecret(of: app, draft: &draft)
+        operators.add("POST", "/v1/apps/{appId}/secret", answers: [AppAdministration.Rotated.self], maxBodyBytes: 1024) { request, context in
+            // `{"previousSecretValidFor": seconds}` (optional; an empty body takes the default grace).
+            struct Body: Decodable { var previousSecretValidFor: Int? }
+            let grace = request.body.isEmpty ? nil : try request.decodeJSON(Body.self).previousSecretValidFor
+            return try await context.recorded(kind: "app.secret.rotate", appId: context.caller.id) { draft in
+                .json(try await appAdministration.rotateSecret(of: context.caller, previousSecretValidFor: grace, draft: &draft))
+            }
+        }
+        operators.add("DELETE", "/v1/apps/{appId}/secret/previous", answers: []) { _, context in
+            try await context.recorded(kind: "app.secret.revoke-previous", appId: context.caller.id) { draft in
+                try await appAdministration.revokePreviousSecret(of: context.caller, draft: &draft)
                 return .noContent
             }
         }
-        operators.add("POST", "/v1/apps/{appId}/users", answers: [UserAdministration.Created.self], idempotent: true) { [self] request, app in try await createUser(request, app: app) }
-        operators.add("GET", "/v1/apps/{appId}/users", answers: [UserAdministration.Page.self]) { [self] request, app in try await listUsers(request, app: app) }
-        operators.add("GET", "/v1/apps/{appId}/users/{userId}", answers: [UserView.self]) { [self] request, app in
-            .json(try await userAdministration.user(try request.uuidParameter("userId"), app: app.id))
+        operators.add("POST", "/v1/apps/{appId}/users", answers: [UserAdministration.Created.self], idempotent: true) { request, context in
+            struct Body: Decodable { var employeeNumber: String; var name: String }
+            let (app, body) = (context.caller, try request.decodeJSON(Body.self))
+            return try await context.recorded(kind: "user.create", appId: app.id) { draft in
+                .json(try await userAdministration.create(app: app.id, employeeNumber: body.employeeNumber, name: body.name, draft: &draft), status: 201)
+            }
         }
-        operators.add("DELETE", "/v1/apps/{appId}/users/{userId}", answers: []) { [self] request, app in try await deleteUser(request, app: app) }
-        operators.add("POST", "/v1/apps/{appId}/users/{userId}/faces", answers: [Enrolled.self], idempotent: true, upload: true) { [self] request, app in
-            try await enrollFace(request, app: app)
+        // Cursor pages ordered by creation; the cursor is opaque (base64url of the last row's position).
+        operators.add("GET", "/v1/apps/{appId}/users", answers: [UserAdministration.Page.self]) { request, context in
+            .json(try await userAdministration.page(app: context.caller.id, limit: Int(request.query["limit"] ?? ""), cursor: request.query["cursor"]))
         }
-        operators.add("GET", "/v1/apps/{appId}/users/{userId}/faces", answers: [FacePage.self]) { [self] request, app in try await listFaces(request, app: app) }
-        operators.add("DELETE", "/v1/apps/{appId}/users/{userId}/faces/{templateId}", answers: []) { [self] request, app in
-            try await deleteFace(request, app: app)
+        operators.add("GET", "/v1/apps/{appId}/users/{userId}", answers: [UserView.self]) { request, context in
+            .json(try await userAdministration.user(try request.uuidParameter("userId"), app: context.caller.id))
         }
-        operators.add("POST", "/v1/apps/{appId}/devices/{deviceId}/reset", answers: []) { [self] request, app in try await resetDevice(request, app: app) }
-        operators.add("POST", "/v1/apps/{appId}/users/{userId}/reset", answers: []) { [self] request, app in
-            try await resetUserBinding(request, app: app)
+        operators.add("DELETE", "/v1/apps/{appId}/users/{userId}", answers: []) { request, context in
+            let (app, userId) = (context.caller, try request.uuidParameter("userId"))
+            return try await context.recorded(kind: "user.delete", appId: app.id) { draft in
+                try await userAdministration.erase(userId, app: app.id, draft: &draft)
+                return .noContent
+            }
         }
-    }
-
-    func existingApp(_ request: HTTPRequest) async throws -> AppRecord {
-        guard let app = try await apps.find(try request.uuidParameter("appId")) else { throw APIError(.notFound, "no such app") }
-        return app
-    }
-
-    var appAdministration: AppAdministration {
-        AppAdministration(apps: apps, ctidPublicKey: configuration.ctidPublicKey, secretGraceSeconds: configuration.secretGraceSeconds)
-    }
-
-    /// The settings are checked before anything is recorded; the app is created on the platform chain.
-    func createApp(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let app = try appAdministration.check(try request.decodeJSON(AppAdministration.NewApp.self))
-        return try await recorded(request, kind: "app.create", appId: platformAppId) { draft in
-            .json(try await appAdministration.create(app, draft: &draft), status: 201)
+        routes.group(\.limitedAppOperator).add("POST", "/v1/apps/{appId}/users/{userId}/faces", answers: [Enrolled.self], idempotent: true,
+                                               upload: true) { request, context in
+            try await enroll(request, context)
+        }
+        operators.add("GET", "/v1/apps/{appId}/users/{userId}/faces", answers: [FacePage.self]) { request, context in
+            .json(FacePage(items: try await userAdministration.faces(of: try request.uuidParameter("userId"), app: context.caller.id)))
+        }
+        operators.add("DELETE", "/v1/apps/{appId}/users/{userId}/faces/{templateId}", answers: []) { request, context in
+            let (app, userId, templateId) = (context.caller, try request.uuidParameter("userId"), try request.uuidParameter("templateId"))
+            return try await context.recorded(kind: "face.delete", appId: app.id) { draft in
+                try await userAdministration.eraseFace(templateId, of: userId, app: app.id, draft: &draft)
+                return .noContent
+            }
+        }
+        operators.add("POST", "/v1/apps/{appId}/devices/{deviceId}/reset", answers: []) { request, context in
+            guard let device = request.pathParameters["deviceId"], !device.isEmpty else { throw APIError(.notFound, "no such device") }
+            return try await context.recorded(kind: "device.reset", appId: context.caller.id, deviceId: device) { _ in
+                try await userAdministration.resetDevice(device, app: context.caller.id)
+                return .noContent
+            }
+        }
+        operators.add("POST", "/v1/apps/{appId}/users/{userId}/reset", answers: []) { request, context in
+            let (app, userId) = (context.caller, try request.uuidParameter("userId"))
+            return try await context.recorded(kind: "user.reset", appId: app.id) { draft in
+                try await userAdministration.resetBinding(of: userId, app: app.id, draft: &draft)
+                return .noContent
+            }
         }
     }
 
     struct AppPage: Encodable { var items: [AppRecord.Public] }
 
-    func listApps(scope: OperatorScope) async throws -> HTTPResponse {
-        .json(AppPage(items: try await apps.all(covered: scope.covers).map(\.publicView)))
-    }
-
-    func patchApp(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        let changes = try request.decodeJSON(AppAdministration.Changes.self)
-        return try await recorded(request, kind: "app.update", appId: app.id) { draft in
-            .json(try await appAdministration.update(app, with: changes, draft: &draft).publicView)
-        }
-    }
-
-    /// `{"previousSecretValidFor": seconds}` (optional; an empty body takes the default grace).
-    func rotateSecret(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        struct Body: Decodable { var previousSecretValidFor: Int? }
-        let grace = request.body.isEmpty ? nil : try request.decodeJSON(Body.self).previousSecretValidFor
-        return try await recorded(request, kind: "app.secret.rotate", appId: app.id) { draft in
-            .json(try await appAdministration.rotateSecret(of: app, previousSecretValidFor: grace, draft: &draft))
-        }
-    }
-
-    var userAdministration: UserAdministration { UserAdministration(roster: roster, attempts: attempts, gallery: self) }
-
-    func createUser(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        struct Body: Decodable { var employeeNumber: String; var name: String }
-        let body = try request.decodeJSON(Body.self)
-        return try await recorded(request, kind: "user.create", appId: app.id) { draft in
-            .json(try await userAdministration.create(app: app.id, employeeNumber: body.employeeNumber, name: body.name, draft: &draft), status: 201)
-        }
-    }
-
-    /// Cursor pages ordered by creation; the cursor is opaque (base64url of the last row's position).
-    func listUsers(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        .json(try await userAdministration.page(app: app.id, limit: Int(request.query["limit"] ?? ""), cursor: request.query["cursor"]))
-    }
-
-    func deleteUser(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        let userId = try request.uuidParameter("userId")
-        return try await recorded(request, kind: "user.delete", appId: app.id) { draft in
-            try await userAdministration.erase(userId, app: app.id, draft: &draft)
-            return .noContent
-        }
-    }
-
-    var enrollment: Enrollment { Enrollment(roster: roster, matcher: self, maxFacesPerUser: configuration.maxFacesPerUser) }
-
-    func enrollFace(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        let userId = try request.uuidParameter("userId")
-        try admitServerCall(request)
-        return try await recorded(request, kind: "face.enroll", appId: app.id) { draft in
-            let enrolled = try await enrollment.enroll(app: app, user: userId, image: { Data(try image(request)) },
+    private func enroll(_ request: HTTPRequest, _ context: CallContext<AppRecord>) async throws -> HTTPResponse {
+        let (app, userId) = (context.caller, try request.uuidParameter("userId"))
+        return try await context.recorded(kind: "face.enroll", appId: app.id) { draft in
+            let enrolled = try await enrollment.enroll(app: app, user: userId, image: { try request.image() },
                                                        photoConsent: { try Self.photoConsent(request) }, faceBox: try Self.faceBox(request),
-                                                       jobId: Enrollment.jobId(caller: request.headers["Authorization"] ?? "", appId: app.id, userId: userId,
+                                                       jobId: Enrollment.jobId(caller: context.actor, appId: app.id, userId: userId,
                                                                               idempotencyKey: request.headers[IdempotentRequests.header]),
                                                        draft: &draft)
             return .json(Enrolled(templateId: enrolled.templateId.wire, quality: enrolled.quality, photoKept: enrolled.photoKept,
@@ -158,44 +150,4 @@ extension GatewayContext {
     }
 
     struct FacePage: Encodable { var items: [FaceView] }
-
-    func listFaces(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        .json(FacePage(items: try await userAdministration.faces(of: try request.uuidParameter("userId"), app: app.id)))
-    }
-
-    func deleteFace(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        let userId = try request.uuidParameter("userId")
-        let templateId = try request.uuidParameter("templateId")
-        return try await recorded(request, kind: "face.delete", appId: app.id) { draft in
-            try await userAdministration.eraseFace(templateId, of: userId, app: app.id, draft: &draft)
-            return .noContent
-        }
-    }
-
-    func resetDevice(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        guard let device = request.pathParameters["deviceId"], !device.isEmpty else { throw APIError(.notFound, "no such device") }
-        return try await recorded(request, kind: "device.reset", appId: app.id, deviceId: device) { _ in
-            try await userAdministration.resetDevice(device, app: app.id)
-            return .noContent
-        }
-    }
-
-    func resetUserBinding(_ request: HTTPRequest, app: AppRecord) async throws -> HTTPResponse {
-        let userId = try request.uuidParameter("userId")
-        return try await recorded(request, kind: "user.reset", appId: app.id) { draft in
-            try await userAdministration.resetBinding(of: userId, app: app.id, draft: &draft)
-            return .noContent
-        }
-    }
-}
-
-extension GatewayContext: GalleryBroadcast {
-    func broadcast(_ change: GalleryChange) async {
-        do {
-            _ = try await producer.send(KafkaRecord(topic: runtime.topics.galleryChanges, key: Array(change.templateId.uuidString.lowercased().utf8),
-                                                    value: try FaceGateJSON.encode(change), headers: [TraceContext.header]))
-        } catch {
-            logger.warning("gallery change not broadcast; matchers apply it at their next reconciliation", ["error": "\(error)"])
-        }
-    }
 }

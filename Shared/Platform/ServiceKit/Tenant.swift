@@ -24,9 +24,10 @@ public enum Tenant {
     }
 
     /// Runs `body` (one HTTP request) in a scope that names no app yet; `enter(app:)` names it once the caller
-    /// is known, so a request sees only its caller's app from then on.
-    public static func request<T>(_ body: () async throws -> T) async rethrows -> T {
-        try await PostgresScope.$current.withValue(PostgresScope()) { try await body() }
+    /// is known, so a request sees only its caller's app from then on. `continuing`: the scope an earlier part of the
+    /// same request entered (its admission, which authenticated the caller before the body was read).
+    public static func request<T>(continuing scope: PostgresScope? = nil, _ body: () async throws -> T) async rethrows -> T {
+        try await PostgresScope.$current.withValue(scope ?? PostgresScope()) { try await body() }
     }
 
     /// Confines the rest of the current request (see `request`) to `appId`'s rows.

@@ -18,6 +18,9 @@ public struct HTTPRequest: Sendable {
     public var requestId: String
     /// The pattern that matched, e.g. `/v1/apps/{appId}/users`; use it, never `path`, as a metrics label.
     public var routeTemplate: String
+    /// What the route's admission learned from the headers (the caller it authenticated), handed to the handler so
+    /// that nothing is proven twice; nil when no admission ran (a bodiless request, a route without one).
+    public var admitted: (any Sendable)?
 
     public init(
         method: String, path: String, query: [String: String] = [:], headers: HTTPHeaders = HTTPHeaders(),
@@ -177,9 +180,16 @@ public struct HTTPResponse: Sendable {
 
 public typealias HTTPHandler = @Sendable (HTTPRequest) async throws -> HTTPResponse
 
-/// Decides, from the request line and headers alone, whether a request's body is worth reading: nil admits it; a
-/// response (a 401, say) is sent at once and the body is never read. The request it sees has no body.
-public typealias HTTPAdmission = @Sendable (HTTPRequest) async -> HTTPResponse?
+/// Decides, from the request line and headers alone, whether a request's body is worth reading. The request it sees
+/// has no body.
+public typealias HTTPAdmission = @Sendable (HTTPRequest) async -> HTTPAdmissionVerdict
+
+public enum HTTPAdmissionVerdict: Sendable {
+    /// Read the body and run the handler, whose request carries `what` as `admitted`.
+    case admit(_ what: (any Sendable)? = nil)
+    /// Send this answer (a 401, say) at once; the body is never read.
+    case refuse(HTTPResponse)
+}
 
 /// What the server reports once per finished request (after the last byte was sent or the client left).
 public struct HTTPRequestRecord: Sendable {

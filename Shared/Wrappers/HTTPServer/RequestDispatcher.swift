@@ -20,8 +20,9 @@ final class RequestContext: @unchecked Sendable {
     struct Handoff {
         /// The connection is suspended waiting for the handler; whoever clears this resumes it.
         var waiting = false
-        /// The admission has decided (a refusal is in `response`).
+        /// The admission has decided (a refusal is in `response`, what an admission learned in `admitted`).
         var admissionDecided = false
+        var admitted: (any Sendable)?
         var response: HTTPResponse?
         var task: Task<Void, Never>?
     }
@@ -142,14 +143,20 @@ final class RequestDispatcher: Sendable {
     private func admit(_ context: RequestContext, with admission: @escaping HTTPAdmission) -> MHD_Result {
         let request = context.request
         return suspend(context, into: .admitting) { [self] in
-            deliver(await admission(request), to: context, decidingAdmission: true)
+            switch await admission(request) {
+            case .admit(let what):
+                context.handoff.withLock { $0.admitted = what }
+                deliver(nil, to: context, decidingAdmission: true)
+            case .refuse(let refusal):
+                deliver(refusal, to: context, decidingAdmission: true)
+            }
         }
     }
 
     /// Later calls: body pieces, the end of the body, or the call after a handler resumed the connection.
     func proceed(_ context: RequestContext, uploadData: UnsafePointer<CChar>?, uploadDataSize: UnsafeMutablePointer<Int>) -> MHD_Result {
         if context.phase == .admitting {
-            let (decided, refusal) = context.handoff.withLock { ($0.admissionDecided, $0.response.take()) }
+            let (decided, refusal, admitted) = context.handoff.withLock { ($0.admissionDecided, $0.response.take(), $0.admitted.take()) }
             if let refusal {
                 // The admission's refusal, or shutdown's 503: sent with the body unread; the daemon then closes the connection.
                 suspended.withLock { $0.contexts[ObjectIdentifier(context)] = nil }
@@ -157,6 +164,7 @@ final class RequestDispatcher: Sendable {
             }
             guard decided else { return .YES }
             suspended.withLock { $0.contexts[ObjectIdentifier(context)] = nil }
+            context.request.admitted = admitted
             // The daemon repeats the headers call after a resume from it (no body yet): the body comes next.
             context.phase = .receiving
             return .YES

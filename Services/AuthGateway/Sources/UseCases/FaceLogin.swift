@@ -29,7 +29,7 @@ struct FaceLogin: Sendable {
     /// Registered kiosks' keys, which are never bound to a user.
     let kioskKeys: any KioskKeys
     let confirmationTTL: Int
-    /// Enrolls the probe of a confident login with the newer face model, in the background (`GatewayContext.reenroll`).
+    /// Enrolls the probe of a confident login with the newer face model, in the background (`GatewayComposition.reenroll`).
     let reenroll: @Sendable (_ app: AppRecord, _ user: UUID, _ image: Data, _ model: FaceModel) -> Void
 
     /// What the client sent: one image, or (the app's face-login liveness is `active`) a burst answering a challenge.

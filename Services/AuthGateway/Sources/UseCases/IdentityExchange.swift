@@ -63,3 +63,19 @@ struct IdentityExchange: Sendable {
         }
     }
 }
+
+/// Access tokens for an app's client apps (`POST /v1/access-tokens`), without HTTP.
+struct AccessTokens: Sendable {
+    let issuer: String
+    let key: JWTSigningKey
+    /// `FACEGATE_ACCESS_TOKEN_TTL`.
+    let ttl: TimeInterval
+
+    /// A token; minted with the previous secret, it is marked so and lives no longer than that secret's grace.
+    func issue(app: AppRecord, previousSecret: Bool) throws -> (token: String, expiresIn: Int) {
+        var ttl = self.ttl
+        if previousSecret, let until = app.previousSecretValidUntil { ttl = min(ttl, max(1, until.timeIntervalSinceNow.rounded(.down))) }
+        let claims = AccessTokenClaims(issuer: issuer, appId: app.id, issuedAt: Date(), ttl: ttl, previousSecret: previousSecret)
+        return (try JWT.sign(claims, type: TokenType.access, key: key), Int(ttl))
+    }
+}
