@@ -222,8 +222,9 @@ import Testing
         world.matcher.answer(Self.match(alice, 0.3))
         guard case .success(.success(_, let user)) = await world.login(key) else { Issue.record("the bound key was not let in"); return }
         #expect(user == alice)
-        let verify = try #require(world.matcher.jobs.last)
-        guard case .verify(_, .user(alice)) = verify.payload else { Issue.record("not verified against alice: \(verify.payload)"); return }
+        // One job, so one embedding: an identify that compares the key's users 1:1 first.
+        let job = try #require(world.matcher.jobs.last)
+        guard case .identify = job.payload, job.boundUsers == [alice] else { Issue.record("alice's key was not compared with alice first: \(job.payload)"); return }
         #expect(world.matcher.jobs.count == before + 1)
         // A confident match of a dlib app's user re-enrolls them for the newer model; a close call does not.
         #expect(world.migrations.all == [alice])

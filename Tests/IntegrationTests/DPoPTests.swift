@@ -142,6 +142,57 @@ import Testing
         return [theirs[0], parts[1], parts[2]].joined(separator: ".")
     }
 
+    /// A key bound to several users costs one embedding per login: the matcher compares the photo 1:1 with each bound user
+    /// and searches the gallery with the same embedding (counted by `facegate_matcher_embeddings_total`). Here the phone is
+    /// bound to three users, the one whose face it shows last in line and one with no face left at all.
+    @Test func aLoginOnAKeyBoundToThreeUsersEmbedsThePhotoOnce() async throws {
+        try await TestStack.with { stack in
+            let app = try await stack.createApp(extra: ["deviceBinding": "dpop", "deviceBindingPolicy": "appServerTicket"])
+            let obama = try await stack.createUser(app, employeeNumber: "E8001", name: "Barack Obama")
+            let biden = try await stack.createUser(app, employeeNumber: "E8002", name: "Joe Biden")
+            let faceless = try await stack.createUser(app, employeeNumber: "E8003", name: "Once Enrolled")
+            #expect(try await stack.enroll(app, user: biden, photo: "biden.jpg").status == 201)
+            let lent = try #require(try await stack.enroll(app, user: faceless, photo: "obama.jpg").string("templateId"))
+            let token = try await stack.accessToken(app)
+            let phone = Device()
+            func bind(_ photo: String, _ number: String) async throws {
+                let asked = try await phone.login(stack, token, photo: photo)
+                #expect(asked.string("status") == "CONFIRM_REQUIRED", "\(String(decoding: asked.body, as: UTF8.self))")
+                let ticket = try await Self.ticket(stack, app, employeeNumber: number)
+                #expect(try await phone.confirm(stack, token, asked, number: number, ticket: ticket).string("status") == "SUCCESS")
+            }
+            try await bind("biden.jpg", "E8002")
+            try await bind("obama2.jpg", "E8003")
+            // E8003's face goes, and the same face is enrolled for E8001: the phone is now bound to E8003 (no face), then E8002.
+            #expect(try await stack.call("DELETE", "/v1/apps/\(app.id)/users/\(faceless)/faces/\(lent)", bearer: stack.adminKey).status == 204)
+            // (The matcher drops the deleted template when the broadcast reaches it; until then the face is a duplicate.)
+            var enrolled = try await stack.enroll(app, user: obama, photo: "obama.jpg")
+            for _ in 0..<50 where enrolled.errorCode == "DUPLICATE_FACE" {
+                try await Task.sleep(for: .milliseconds(100))
+                enrolled = try await stack.enroll(app, user: obama, photo: "obama.jpg")
+            }
+            #expect(enrolled.status == 201, "\(String(decoding: enrolled.body, as: UTF8.self))")
+            try await bind("obama3.jpg", "E8001")
+
+            func embeddings() throws -> Double {
+                let metrics = try #require(stack.matcher).runtime.metrics.render()
+                let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix("facegate_matcher_embeddings_total ") })
+                return try #require(Double(line.split(separator: " ")[1]))
+            }
+            let before = try embeddings()
+            // Bound in order E8001, E8003, E8002: Biden's face is compared with all three, and embedded once.
+            let login = try await phone.login(stack, token, photo: "biden.jpg")
+            #expect(login.string("status") == "SUCCESS", "\(String(decoding: login.body, as: UTF8.self))")
+            #expect(login.string("userId") == biden)
+            #expect(try embeddings() - before == 1)
+            // … and found by the 1:1 comparison with the bound users, not by the search.
+            let transaction = try #require(login.string("transactionId"))
+            let rows = try await stack.call("GET", "/v1/audit/transactions?appId=\(app.id)&kind=face.login", bearer: stack.adminKey).json["items"]
+            let row = try #require((rows as? [[String: Any]])?.first { $0["transactionId"] as? String == transaction })
+            #expect((row["detail"] as? [String: String])?["search"] == "1:1")
+        }
+    }
+
     /// The `boundDevice` policy: an already-bound phone approves the new one; the app server's ticket only
     /// binds a user's first key. Through `FaceGateClient`, which signs with its key file on every call.
     @Test func aBoundDeviceApprovesTheNextOneThroughTheClient() async throws {

@@ -21,6 +21,7 @@ final class FaceJobHandler: Sendable {
     private let logger: Logger
     private let stageSeconds: Histogram
     private let outcomes: Counter
+    private let embeddings: Counter
 
     init(engines: [FaceModel: FaceEnginePool], store: GalleryStore, searches: GallerySearchQueue?, database: PostgresPool,
          producer: KafkaProducer, sealer: Sealer, configuration: MatcherConfiguration, changesTopic: String, runtime: ServiceRuntime) {
@@ -36,6 +37,7 @@ final class FaceJobHandler: Sendable {
         self.logger = runtime.logger
         stageSeconds = runtime.metrics.histogram("facegate_matcher_stage_seconds", help: "Face pipeline time per stage")
         outcomes = runtime.metrics.counter("facegate_matcher_outcomes_total", help: "Face job outcomes by kind and outcome")
+        embeddings = runtime.metrics.counter("facegate_matcher_embeddings_total", help: "Faces embedded (a login's photo once, a burst's frames each)")
     }
 
     /// The consumer loop's handler: envelope, deadline, app scope and reply are the responder's.
@@ -151,6 +153,7 @@ final class FaceJobHandler: Sendable {
         guard var face = analysis.faces.first, face.embedding != nil else {
             throw Stop(result: FaceJobResult(outcome: .noFace, faceCount: 0, timings: timings))
         }
+        embeddings.increment()
         let faces = analysis.faces
         switch SubjectSelection.choose(faces, width: analysis.width, height: analysis.height, lenient: lenient, box: box) {
         case .face(0):
@@ -159,6 +162,7 @@ final class FaceJobHandler: Sendable {
             // Not the largest: embedded on its own (the analysis embeds the largest face only).
             face = faces[index]
             face.embedding = try await engine.pool.embedding(Array(image), box: face.box)
+            embeddings.increment()
         case .ambiguous:
             throw Stop(result: Self.subjectRefusal(SubjectRefusal.ambiguous, "\(faces.count) faces in the image and none clearly the subject; "
                                                    + (lenient ? "name the face with faceBox, or use a photo of one person" : "use a photo of one person"),
@@ -183,12 +187,23 @@ final class FaceJobHandler: Sendable {
         var timings: [String: Double] = [:]
         let (face, faces) = try await probe(image, engine, lenient: job.lenientSubject, timings: &timings)
         let faceCount = faces.count
+        let rule = rule(for: job, engine.model)
+        // A bound device's users first, 1:1 with the same embedding: a photo is embedded once per login.
+        for userId in job.boundUsers {
+            let references = try await templates.embeddings(appId: job.appId, userId: userId, model: engine.model)
+            guard let best = references.map({ FaceCandidate(userId: userId, templateId: $0.0, distance: euclideanDistance(face.embedding!, $0.1)) })
+                .min(by: { $0.distance < $1.distance }), rule.verifies(best.distance) else { continue }
+            var result = FaceJobResult(outcome: .match, candidates: [best], faceCount: faceCount, quality: Self.report(face.quality), timings: timings)
+            result.boundMatch = true
+            result.rule = rule
+            result.subject = SubjectSelection.region(face.box)
+            return result
+        }
         let searchStart = ContinuousClock.now
         let matches = await search(face.embedding!, k: max(1, min(topK, 100)), job, engine)
         timings["search"] = (ContinuousClock.now - searchStart).milliseconds
         stageSeconds.observe(timings["search"]! / 1000, ["stage": "search"])
         let candidates = matches.map(Self.candidate)
-        let rule = rule(for: job, engine.model)
         var result = FaceJobResult(outcome: rule.decide(candidates).outcome, candidates: candidates, faceCount: faceCount,
                                    quality: Self.report(face.quality), timings: timings)
         result.rule = rule
@@ -430,6 +445,7 @@ final class FaceJobHandler: Sendable {
             return ordered.compactMap { $0 }
         }
         var decode = 0.0, detect = 0.0, embed = 0.0
+        embeddings.increment(by: Double(analyses.filter { $0.faces.first?.embedding != nil }.count))
         for analysis in analyses {
             decode += analysis.decodeMilliseconds
             detect += analysis.detectMilliseconds

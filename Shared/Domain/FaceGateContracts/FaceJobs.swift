@@ -109,12 +109,18 @@ public struct FaceJob: Codable, Sendable {
     /// another is nearly as large), or lenient (the face clearly best on size, sharpness, detector confidence and position)
     /// for an operator's search, where a wrong pick logs no one in.
     public var lenientSubject: Bool
+    /// For an `identify` of a login from a device key bound to these users: the probe, embedded once, is first compared
+    /// 1:1 with each of them in order (their templates, whatever shard holds them), and the first it verifies against
+    /// answers `MATCH` with `boundMatch`; only then is the gallery searched, with the same embedding.
+    public var boundUsers: [UUID]
 
-    public init(appId: UUID, threshold: Float? = nil, margin: Float? = nil, lenientSubject: Bool = false, _ payload: Payload) {
+    public init(appId: UUID, threshold: Float? = nil, margin: Float? = nil, lenientSubject: Bool = false, boundUsers: [UUID] = [],
+                _ payload: Payload) {
         self.appId = appId
         self.threshold = threshold
         self.margin = margin
         self.lenientSubject = lenientSubject
+        self.boundUsers = boundUsers
         self.payload = payload
     }
 
@@ -159,7 +165,7 @@ public struct FaceJob: Codable, Sendable {
 
     private enum Keys: String, CodingKey {
         case kind, appId, threshold, margin, image, referenceImage, userId, referenceSealedTemplate, topK, duplicateCheck, frames, actions,
-             identify, model, templateLimit, keepPhoto, templateIds, faceBox, lenientSubject
+             identify, model, templateLimit, keepPhoto, templateIds, faceBox, lenientSubject, boundUsers
     }
 
     /// Fields a kind does without may be absent; a sender that predates `identify` or `keepPhoto` leaves them false.
@@ -169,6 +175,7 @@ public struct FaceJob: Codable, Sendable {
         threshold = try c.decodeIfPresent(Float.self, forKey: .threshold)
         margin = try c.decodeIfPresent(Float.self, forKey: .margin)
         lenientSubject = try c.decodeIfPresent(Bool.self, forKey: .lenientSubject) ?? false
+        boundUsers = try c.decodeIfPresent([UUID].self, forKey: .boundUsers) ?? []
         let topK = try c.decodeIfPresent(Int.self, forKey: .topK) ?? 5
         func image() throws -> Data { try c.decode(Data.self, forKey: .image) }
         payload = switch try c.decode(FaceJobKind.self, forKey: .kind) {
@@ -205,6 +212,7 @@ public struct FaceJob: Codable, Sendable {
         try c.encodeIfPresent(threshold, forKey: .threshold)
         try c.encodeIfPresent(margin, forKey: .margin)
         if lenientSubject { try c.encode(true, forKey: .lenientSubject) }
+        if !boundUsers.isEmpty { try c.encode(boundUsers, forKey: .boundUsers) }
         var duplicateCheck = false
         switch payload {
         case .identify(let image, _), .detect(let image), .template(let image):
@@ -380,6 +388,8 @@ public struct FaceJobResult: Codable, Sendable {
     /// With `LOW_QUALITY`: `SubjectRefusal.ambiguous` or `.notInBox`, and every face's box, largest first.
     public var reason: String?
     public var faces: [FaceRegion]?
+    /// An identify's `MATCH` with one of the job's `boundUsers`, compared 1:1 (its only candidate), not found by the search.
+    public var boundMatch: Bool?
 
     public init(outcome: FaceOutcome, message: String? = nil, candidates: [FaceCandidate] = [], faceCount: Int? = nil,
                 quality: FaceQualityReport? = nil, templateId: UUID? = nil, liveness: LivenessReport? = nil,
@@ -425,7 +435,10 @@ extension FaceJobResult {
         guard results.count > 1, var merged = results.first(where: { $0.outcome != .noMatchFace && $0.outcome != .match && $0.outcome != .ambiguousMatch }) ?? results.first else {
             return results[0]
         }
-        if job.identifies, results.allSatisfy({ [.match, .noMatchFace, .ambiguousMatch].contains($0.outcome) }) {
+        if let bound = results.first(where: { $0.boundMatch == true }) {
+            // Every shard compares the bound users alike (their templates are read whole, not from a shard's slice).
+            merged = bound
+        } else if job.identifies, results.allSatisfy({ [.match, .noMatchFace, .ambiguousMatch].contains($0.outcome) }) {
             merged.candidates = MatchRule.merge(results.map(\.candidates), k: job.topK)
             // Matchers report the rule they decided with. For shards that predate that, the job does not say the app's
             // model, so the merge takes the job's numbers and, where it has none, the strictest of the models' defaults.

@@ -71,26 +71,13 @@ struct FaceLogin: Sendable {
             job = FaceJob(appId: app.id, threshold: app.matchThreshold, .liveness(FaceJob.Burst(frames: frames, actions: actions, identify: true)))
             draft.detail["liveness"] = "active"
         case .image(let image):
-            if device.isKey {
-                for user in bound {
-                    let result = try await matcher.match(FaceJob(appId: app.id, threshold: app.matchThreshold, .verify(image: image, against: .user(user))))
-                    guard result.outcome == .match || result.outcome == .noMatchFace else { throw APIError(refusing: result) }
-                    if result.outcome == .match {
-                        draft.userId = user
-                        draft.score = result.candidates.first?.distance
-                        draft.detail["search"] = "1:1"
-                        if let distance = draft.score, MatchRule(model: app.faceModel, threshold: app.matchThreshold).isConfident(distance) {
-                            reenrollOnNewerModel(app: app, user: user, image: image)
-                        }
-                        return (try success(app: app, user: user, device: device, transaction: draft.id), .success)
-                    }
-                }
-            }
-            job = FaceJob(appId: app.id, threshold: app.matchThreshold, .identify(image: image, topK: 5))
+            // A bound key's users are compared 1:1 first, in the same job: the photo is embedded once.
+            job = FaceJob(appId: app.id, threshold: app.matchThreshold, boundUsers: device.isKey ? bound : [], .identify(image: image, topK: 5))
         }
         let result = try await matcher.match(job)
         // The rule the matchers decided with (the app's threshold, their margin for the model).
         let rule = result.rule ?? MatchRule(model: app.faceModel, threshold: app.matchThreshold)
+        if result.boundMatch == true { draft.detail["search"] = "1:1" }
         draft.score = result.candidates.first?.distance
         var matched = result.outcome == .match ? result.candidates.first?.userId : nil
         draft.userId = matched
