@@ -302,6 +302,7 @@ import Testing
             (.liveness(FaceJob.Burst(frames: [image], actions: [.turnLeft], identify: true)), ["actions", "frames", "identify"]),
             (.template(image: image), ["image"]),
             (.reembed(model: .sface2021dec, templateIds: [template]), ["model", "templateIds"]),
+            (.search(template: Data([3]), topK: 7), ["probeTemplate"]),
         ]
         for (payload, fields) in jobs {
             let job = FaceJob(appId: app, threshold: 0.9, payload)
@@ -311,6 +312,12 @@ import Testing
             #expect(decoded.payload == payload && decoded.threshold == 0.9 && decoded.messageType == "face.\(job.kind.rawValue)")
         }
         #expect(try json(FaceJob(appId: app, .identify(image: image, topK: 7)))["topK"] as? Int == 7)
+        // A sharded probe: the shard that takes it, and that it stops at the embedding; a bound key's users.
+        var probe = FaceJob(appId: app, boundUsers: [user], .identify(image: image, topK: 5))
+        (probe.shard, probe.probeOnly) = (1, true)
+        let probed = try JSONDecoder().decode(FaceJob.self, from: try JSONEncoder().encode(probe))
+        #expect(probed.shard == 1 && probed.probeOnly && probed.boundUsers == [user])
+        #expect(try json(FaceJob(appId: app, .identify(image: image, topK: 5))).keys.contains { ["shard", "probeOnly", "boundUsers"].contains($0) } == false)
         // A job as senders from before payloads wrote it: every field, the unused ones empty.
         let older = Data(#"{"kind": "enroll", "appId": "\#(app.uuidString)", "image": "/9g=", "userId": "\#(user.uuidString)", "topK": 5, "duplicateCheck": true}"#.utf8)
         #expect(try JSONDecoder().decode(FaceJob.self, from: older).payload

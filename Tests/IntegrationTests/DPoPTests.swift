@@ -3,6 +3,8 @@ import FaceGateClient
 import FaceGateCore
 import Foundation
 import JWT
+@testable import MatcherWorker
+import ServiceKit
 import Testing
 
 /// Device-bound face login (RFC 9449 DPoP) against a real stack: a victim's photo and device id are
@@ -144,9 +146,30 @@ import Testing
 
     /// A key bound to several users costs one embedding per login: the matcher compares the photo 1:1 with each bound user
     /// and searches the gallery with the same embedding (counted by `facegate_matcher_embeddings_total`). Here the phone is
-    /// bound to three users, the one whose face it shows last in line and one with no face left at all.
-    @Test func aLoginOnAKeyBoundToThreeUsersEmbedsThePhotoOnce() async throws {
-        try await TestStack.with { stack in
+    /// bound to three users, the one whose face it shows last in line and one with no face left at all. On a gallery cut
+    /// into two shards too: one shard embeds the probe, and both search its sealed template.
+    @Test(arguments: [1, 2]) func aLoginOnAKeyBoundToThreeUsersEmbedsThePhotoOnce(shards: Int) async throws {
+        let sharded = shards == 1 ? [:] : ["FACEGATE_MATCHER_SHARDS": "2", "MATCHER_SHARD_COUNT": "2", "MATCHER_SHARD_INDEX": "0"]
+        try await TestStack.with(extra: sharded) { stack in
+            var matchers = [try #require(stack.matcher)]
+            var second: Task<Void, Never>?
+            if shards == 2 {
+                var environment = stack.environment(for: "matcher-worker")
+                environment["MATCHER_SHARD_INDEX"] = "1"
+                let other = try MatcherWorker(configuration: try MatcherConfiguration(environment: Environment(environment)))
+                second = Task { _ = try? await other.group.run(handleSignals: false) }
+                try await other.jobs.waitUntilAssigned(timeout: .seconds(60))
+                matchers.append(other)
+            }
+            defer { if shards == 2 { matchers[1].group.requestStop(reason: "test finished") } }
+            func embeddings() throws -> Double {
+                try matchers.map { matcher in
+                    let metrics = matcher.runtime.metrics.render()
+                    let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix("facegate_matcher_embeddings_total ") })
+                    return try #require(Double(line.split(separator: " ")[1]))
+                }.reduce(0, +)
+            }
+
             let app = try await stack.createApp(extra: ["deviceBinding": "dpop", "deviceBindingPolicy": "appServerTicket"])
             let obama = try await stack.createUser(app, employeeNumber: "E8001", name: "Barack Obama")
             let biden = try await stack.createUser(app, employeeNumber: "E8002", name: "Joe Biden")
@@ -156,8 +179,11 @@ import Testing
             let token = try await stack.accessToken(app)
             let phone = Device()
             func bind(_ photo: String, _ number: String) async throws {
+                let before = try embeddings()
                 let asked = try await phone.login(stack, token, photo: photo)
                 #expect(asked.string("status") == "CONFIRM_REQUIRED", "\(String(decoding: asked.body, as: UTF8.self))")
+                // A search (the key is not bound to the face's user): embedded once too.
+                #expect(try embeddings() - before == 1)
                 let ticket = try await Self.ticket(stack, app, employeeNumber: number)
                 #expect(try await phone.confirm(stack, token, asked, number: number, ticket: ticket).string("status") == "SUCCESS")
             }
@@ -165,7 +191,7 @@ import Testing
             try await bind("obama2.jpg", "E8003")
             // E8003's face goes, and the same face is enrolled for E8001: the phone is now bound to E8003 (no face), then E8002.
             #expect(try await stack.call("DELETE", "/v1/apps/\(app.id)/users/\(faceless)/faces/\(lent)", bearer: stack.adminKey).status == 204)
-            // (The matcher drops the deleted template when the broadcast reaches it; until then the face is a duplicate.)
+            // (The matchers drop the deleted template when the broadcast reaches them; until then the face is a duplicate.)
             var enrolled = try await stack.enroll(app, user: obama, photo: "obama.jpg")
             for _ in 0..<50 where enrolled.errorCode == "DUPLICATE_FACE" {
                 try await Task.sleep(for: .milliseconds(100))
@@ -174,11 +200,6 @@ import Testing
             #expect(enrolled.status == 201, "\(String(decoding: enrolled.body, as: UTF8.self))")
             try await bind("obama3.jpg", "E8001")
 
-            func embeddings() throws -> Double {
-                let metrics = try #require(stack.matcher).runtime.metrics.render()
-                let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix("facegate_matcher_embeddings_total ") })
-                return try #require(Double(line.split(separator: " ")[1]))
-            }
             let before = try embeddings()
             // Bound in order E8001, E8003, E8002: Biden's face is compared with all three, and embedded once.
             let login = try await phone.login(stack, token, photo: "biden.jpg")
@@ -190,6 +211,10 @@ import Testing
             let rows = try await stack.call("GET", "/v1/audit/transactions?appId=\(app.id)&kind=face.login", bearer: stack.adminKey).json["items"]
             let row = try #require((rows as? [[String: Any]])?.first { $0["transactionId"] as? String == transaction })
             #expect((row["detail"] as? [String: String])?["search"] == "1:1")
+            if shards == 2 {
+                matchers[1].group.requestStop(reason: "test finished")
+                await second?.value
+            }
         }
     }
 

@@ -46,6 +46,7 @@ final class FaceJobHandler: Sendable {
                      late: { [self] job in
                          answered(job, FaceJobResult(outcome: .timeout, message: "deadline passed before the job was taken"), started: .now)
                      },
+                     takes: { [configuration] job in job.shard.map { $0 % configuration.shardCount == configuration.shardIndex } ?? true },
                      work: { [self] envelope in try await answer(envelope) })
     }
 
@@ -113,6 +114,7 @@ final class FaceJobHandler: Sendable {
         case .liveness(let burst): return try await liveness(burst, job, engine)
         case .template(let image): return try await template(image, engine)
         case .reembed(_, let templateIds): return try await reembed(templateIds, job, engine)
+        case .search(let template, let topK): return try await search(template, topK: topK, job, engine)
         }
     }
 
@@ -199,6 +201,13 @@ final class FaceJobHandler: Sendable {
             result.subject = SubjectSelection.region(face.box)
             return result
         }
+        if job.probeOnly {
+            // The search runs on every shard, with this embedding sealed instead of the photo.
+            var result = FaceJobResult(outcome: .detected, faceCount: faceCount, quality: Self.report(face.quality), timings: timings)
+            result.sealedTemplate = Data(try sealer.sealTemplate(face.embedding!, templateId: engine.model.referenceTemplateKey))
+            result.subject = SubjectSelection.region(face.box)
+            return result
+        }
         let searchStart = ContinuousClock.now
         let matches = await search(face.embedding!, k: max(1, min(topK, 100)), job, engine)
         timings["search"] = (ContinuousClock.now - searchStart).milliseconds
@@ -208,6 +217,24 @@ final class FaceJobHandler: Sendable {
                                    quality: Self.report(face.quality), timings: timings)
         result.rule = rule
         result.subject = SubjectSelection.region(face.box)
+        return result
+    }
+
+    /// The search half of an identify whose probe a shard embedded (`FaceJob.probeOnly`): this shard's slice of the gallery.
+    private func search(_ template: Data, topK: Int, _ job: FaceJob, _ engine: ModelEngine) async throws -> FaceJobResult {
+        let probe: [Float]
+        do {
+            probe = try sealer.openTemplate(Array(template), templateId: engine.model.referenceTemplateKey)
+        } catch {
+            return FaceJobResult(outcome: .internalError, message: "the probe template was not made with the app's face model \(engine.model.rawValue)")
+        }
+        let started = ContinuousClock.now
+        let candidates = await search(probe, k: max(1, min(topK, 100)), job, engine).map(Self.candidate)
+        let timings = ["search": (ContinuousClock.now - started).milliseconds]
+        stageSeconds.observe(timings["search"]! / 1000, ["stage": "search"])
+        let rule = rule(for: job, engine.model)
+        var result = FaceJobResult(outcome: rule.decide(candidates).outcome, candidates: candidates, timings: timings)
+        result.rule = rule
         return result
     }
 

@@ -18,6 +18,9 @@ public enum FaceJobKind: String, Codable, Sendable, CaseIterable {
     /// The kept enrollment photos of some templates embedded with the model the app migrates to, each stored as
     /// its user's template of that model. Nothing leaves the matcher but templates.
     case reembed
+    /// 1:N search of a probe another shard embedded (`FaceJob.probeOnly`), as a template sealed with the platform key:
+    /// a sharded gallery embeds a photo once and sends each shard the template, not the photo.
+    case search
 
     public var messageType: String { "face.\(rawValue)" }
 }
@@ -98,6 +101,8 @@ public struct FaceJob: Codable, Sendable {
         case template(image: Data)
         /// The kept enrollment photos of these templates, each embedded with `model` and stored as its user's template.
         case reembed(model: FaceModel, templateIds: [UUID])
+        /// 1:N search of a sealed probe template (`FaceJobKind.search`).
+        case search(template: Data, topK: Int)
     }
 
     public var appId: UUID
@@ -113,6 +118,12 @@ public struct FaceJob: Codable, Sendable {
     /// 1:1 with each of them in order (their templates, whatever shard holds them), and the first it verifies against
     /// answers `MATCH` with `boundMatch`; only then is the gallery searched, with the same embedding.
     public var boundUsers: [UUID]
+    /// On a sharded gallery, the one shard that takes the job (every other leaves it unanswered): a job that needs no
+    /// gallery slice (a verify, a detection), or the probe of a search. Nil: every shard takes it.
+    public var shard: Int?
+    /// An identify stops once the probe is embedded (and the bound users are compared): it answers `DETECTED` with the
+    /// probe as a template sealed with the platform key, for a `search` on every shard.
+    public var probeOnly: Bool
 
     public init(appId: UUID, threshold: Float? = nil, margin: Float? = nil, lenientSubject: Bool = false, boundUsers: [UUID] = [],
                 _ payload: Payload) {
@@ -121,6 +132,8 @@ public struct FaceJob: Codable, Sendable {
         self.margin = margin
         self.lenientSubject = lenientSubject
         self.boundUsers = boundUsers
+        self.shard = nil
+        self.probeOnly = false
         self.payload = payload
     }
 
@@ -133,6 +146,7 @@ public struct FaceJob: Codable, Sendable {
         case .liveness: .liveness
         case .template: .template
         case .reembed: .reembed
+        case .search: .search
         }
     }
 
@@ -141,14 +155,14 @@ public struct FaceJob: Codable, Sendable {
         switch payload {
         case .identify(let image, _), .verify(let image, _), .detect(let image), .template(let image): image
         case .enroll(let enrollment): enrollment.image
-        case .liveness, .reembed: nil
+        case .liveness, .reembed, .search: nil
         }
     }
 
     /// How many candidates a search answers (identify, and a liveness burst's search).
     public var topK: Int {
         switch payload {
-        case .identify(_, let topK): topK
+        case .identify(_, let topK), .search(_, let topK): topK
         case .liveness(let burst): burst.topK
         default: 0
         }
@@ -157,7 +171,7 @@ public struct FaceJob: Codable, Sendable {
     /// A search decided like `identify`: an identify job, or a liveness burst that also identifies.
     public var identifies: Bool {
         switch payload {
-        case .identify: true
+        case .identify, .search: true
         case .liveness(let burst): burst.identify
         default: false
         }
@@ -165,7 +179,7 @@ public struct FaceJob: Codable, Sendable {
 
     private enum Keys: String, CodingKey {
         case kind, appId, threshold, margin, image, referenceImage, userId, referenceSealedTemplate, topK, duplicateCheck, frames, actions,
-             identify, model, templateLimit, keepPhoto, templateIds, faceBox, lenientSubject, boundUsers
+             identify, model, templateLimit, keepPhoto, templateIds, faceBox, lenientSubject, boundUsers, shard, probeOnly, probeTemplate
     }
 
     /// Fields a kind does without may be absent; a sender that predates `identify` or `keepPhoto` leaves them false.
@@ -176,6 +190,8 @@ public struct FaceJob: Codable, Sendable {
         margin = try c.decodeIfPresent(Float.self, forKey: .margin)
         lenientSubject = try c.decodeIfPresent(Bool.self, forKey: .lenientSubject) ?? false
         boundUsers = try c.decodeIfPresent([UUID].self, forKey: .boundUsers) ?? []
+        shard = try c.decodeIfPresent(Int.self, forKey: .shard)
+        probeOnly = try c.decodeIfPresent(Bool.self, forKey: .probeOnly) ?? false
         let topK = try c.decodeIfPresent(Int.self, forKey: .topK) ?? 5
         func image() throws -> Data { try c.decode(Data.self, forKey: .image) }
         payload = switch try c.decode(FaceJobKind.self, forKey: .kind) {
@@ -202,6 +218,7 @@ public struct FaceJob: Codable, Sendable {
                             identify: try c.decodeIfPresent(Bool.self, forKey: .identify) ?? false, topK: topK))
         case .template: .template(image: try image())
         case .reembed: .reembed(model: try c.decode(FaceModel.self, forKey: .model), templateIds: try c.decode([UUID].self, forKey: .templateIds))
+        case .search: .search(template: try c.decode(Data.self, forKey: .probeTemplate), topK: topK)
         }
     }
 
@@ -213,6 +230,8 @@ public struct FaceJob: Codable, Sendable {
         try c.encodeIfPresent(margin, forKey: .margin)
         if lenientSubject { try c.encode(true, forKey: .lenientSubject) }
         if !boundUsers.isEmpty { try c.encode(boundUsers, forKey: .boundUsers) }
+        try c.encodeIfPresent(shard, forKey: .shard)
+        if probeOnly { try c.encode(true, forKey: .probeOnly) }
         var duplicateCheck = false
         switch payload {
         case .identify(let image, _), .detect(let image), .template(let image):
@@ -239,6 +258,8 @@ public struct FaceJob: Codable, Sendable {
         case .reembed(let model, let templateIds):
             try c.encode(model, forKey: .model)
             try c.encode(templateIds, forKey: .templateIds)
+        case .search(let template, _):
+            try c.encode(template, forKey: .probeTemplate)
         }
         try c.encode(topK, forKey: .topK)
         try c.encode(duplicateCheck, forKey: .duplicateCheck)

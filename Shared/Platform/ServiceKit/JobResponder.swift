@@ -23,6 +23,8 @@ public struct JobResponder<Job: JobMessage>: Sendable {
     let expiresAfter: Duration
     let logFields: @Sendable (Job) -> [String: String]
     let retryUnsentReply: Bool
+    /// False for a job another worker is named to take (a sharded matcher's single-shard jobs): it is completed unanswered.
+    let takes: @Sendable (Job) -> Bool
     let work: @Sendable (MessageEnvelope<Job>) async throws -> Reply
 
     /// - Parameters:
@@ -33,6 +35,7 @@ public struct JobResponder<Job: JobMessage>: Sendable {
     public init(_ name: String, runtime: ServiceRuntime, producer: KafkaProducer, app: @escaping @Sendable (Job) -> UUID, late: (@Sendable (Job) -> Reply)?,
                 expiresAfter: Duration = .seconds(60), retryUnsentReply: Bool = true,
                 logFields: @escaping @Sendable (Job) -> [String: String] = { _ in [:] },
+                takes: @escaping @Sendable (Job) -> Bool = { _ in true },
                 work: @escaping @Sendable (MessageEnvelope<Job>) async throws -> Reply) {
         self.name = name
         self.producer = producer
@@ -44,6 +47,7 @@ public struct JobResponder<Job: JobMessage>: Sendable {
         self.expiresAfter = expiresAfter
         self.logFields = logFields
         self.retryUnsentReply = retryUnsentReply
+        self.takes = takes
         self.work = work
     }
 
@@ -57,6 +61,7 @@ public struct JobResponder<Job: JobMessage>: Sendable {
         guard let replyTo = envelope.replyTo, replyTopics.isReplyTopic(replyTo.topic) else {
             return .reject("\(name) without a platform reply topic in replyTo")
         }
+        guard takes(job) else { return .completed }
         let reply: Reply
         if late == nil, envelope.isExpired(now: Date().addingTimeInterval(-expiresAfter.seconds)) {
             deadlineMisses.increment(["topic": message.topic, "side": "worker"])
