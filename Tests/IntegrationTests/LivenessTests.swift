@@ -228,13 +228,22 @@ import Testing
             #expect(try await stack.enroll(app, user: biden, photo: "biden.jpg").status == 201)
             let token = try await stack.accessToken(app)
 
+            // One shard analyses the burst (each frame embedded once); both search the most frontal frame's sealed template.
+            func embeddings() -> Double {
+                [stack.matcher!, second].compactMap { matcher in
+                    matcher.runtime.metrics.render().split(separator: "\n").first { $0.hasPrefix("facegate_matcher_embeddings_total ") }
+                        .flatMap { Double($0.split(separator: " ")[1]) }
+                }.reduce(0, +)
+            }
             for (device, photo, expected) in [("k-1", "obama.jpg", obama), ("k-2", "biden.jpg", biden)] {
                 let challenge = try await stack.storeChallenge(app, device: device, actions: [.turnLeft, .blink])
-                let login = try await stack.kioskLogin(token, app: app, device: device, challengeId: challenge,
-                                                       frames: try SyntheticFrames.burst(photo: try Self.photo(photo), actions: [.turnLeft, .blink], engine: engine))
+                let frames = try SyntheticFrames.burst(photo: try Self.photo(photo), actions: [.turnLeft, .blink], engine: engine)
+                let before = embeddings()
+                let login = try await stack.kioskLogin(token, app: app, device: device, challengeId: challenge, frames: frames)
                 let whyLogin = try await stack.why(login)
                 #expect(login.json["success"] as? Bool == true, "\(photo): \(whyLogin)")
                 #expect(login.string("customerUUID") == expected, "\(photo)")
+                #expect(embeddings() - before == Double(frames.count), "\(photo)")
             }
             let stillChallenge = try await stack.storeChallenge(app, device: "k-3", actions: [.blink])
             let still = try await stack.kioskLogin(token, app: app, device: "k-3", challengeId: stillChallenge,

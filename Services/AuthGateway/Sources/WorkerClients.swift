@@ -21,21 +21,20 @@ struct MatcherClient: FaceMatching {
         var single = job
         single.shard = Int.random(in: 0..<shards)
         switch job.payload {
-        case .identify:
+        case .identify, .liveness where job.identifies:
             single.probeOnly = true
             let probed = try await ask(single, messageId: nil, replies: 1)
-            // A refusal (no face, no clear subject) or a bound user's 1:1 match ends it there.
+            // A refusal (no face, no clear subject, a spoof) or a bound user's 1:1 match ends it there.
             guard probed.outcome == .detected, let template = probed.sealedTemplate else { return probed }
             let search = FaceJob(appId: job.appId, threshold: job.threshold, margin: job.margin, .search(template: template, topK: job.topK))
             var result = try await ask(search, messageId: nil, replies: shards)
-            result.faceCount = probed.faceCount
-            result.quality = probed.quality
-            result.subject = probed.subject
+            (result.faceCount, result.quality, result.subject) = (probed.faceCount, probed.quality, probed.subject)
+            (result.liveness, result.bestFrameIndex) = (probed.liveness, probed.bestFrameIndex)
             result.timings.merge(probed.timings) { search, _ in search }
             return result
-        case .verify, .detect, .template:
+        case .verify, .detect, .template, .liveness:
             return try await ask(single, messageId: messageId, replies: 1)
-        case .enroll, .liveness, .reembed, .search:
+        case .enroll, .reembed, .search:
             return try await ask(job, messageId: messageId, replies: shards)
         }
     }

@@ -444,6 +444,12 @@ final class FaceJobHandler: Sendable {
         let best = analyses[bestIndex].faces[0]
         var result = FaceJobResult(outcome: .live, faceCount: faceCount, quality: Self.report(best.quality), liveness: verdict, timings: timings)
         result.bestFrameIndex = bestIndex
+        if job.probeOnly, burst.identify, let embedding = best.embedding {
+            // Live: the most frontal frame's face, sealed, for the search every shard runs.
+            result.outcome = .detected
+            result.sealedTemplate = Data(try sealer.sealTemplate(embedding, templateId: engine.model.referenceTemplateKey))
+            return result
+        }
         let k = burst.identify ? max(1, min(burst.topK, 100)) : min(burst.topK, 100)
         if k > 0, let embedding = best.embedding {
             let searchStart = ContinuousClock.now
