@@ -285,6 +285,10 @@ final class InMemoryUserRoster: UserRoster {
         state.withLock { Set($0.templates.filter { $0.appId == appId }.map(\.userId)).count }
     }
 
+    func templateCount(appId: UUID, model: FaceModel) async throws -> Int {
+        state.withLock { $0.templates.filter { $0.appId == appId && $0.model == model }.count }
+    }
+
     func faces(of user: UUID, appId: UUID) async throws -> [FaceView] {
         state.withLock { state in
             state.templates.filter { $0.userId == user && $0.appId == appId }.map {

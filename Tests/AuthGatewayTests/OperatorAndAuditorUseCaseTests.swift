@@ -11,12 +11,16 @@ import Testing
 @Suite struct AppAdministrationUseCaseTests {
     let clock = FakeClock()
     let apps: InMemoryApps
+    let roster: InMemoryUserRoster
     let ctidVerifier = X25519PrivateKey()
 
-    init() { apps = InMemoryApps(clock: clock) }
+    init() {
+        apps = InMemoryApps(clock: clock)
+        roster = InMemoryUserRoster(clock: clock)
+    }
 
     var administration: AppAdministration {
-        AppAdministration(apps: apps, ctidPublicKey: ctidVerifier.publicKey.rawRepresentation, secretGraceSeconds: 600)
+        AppAdministration(apps: apps, roster: roster, ctidPublicKey: ctidVerifier.publicKey.rawRepresentation, secretGraceSeconds: 600)
     }
 
     func created(_ new: AppAdministration.NewApp) async throws -> (AppAdministration.Created, TransactionDraft) {
@@ -66,6 +70,55 @@ import Testing
         #expect(await errorCode { try administration.check(.init(name: " \n ")) } == .invalidRequest)
         #expect(await errorCode { try administration.check(.init(name: String(repeating: "x", count: 201))) } == .invalidRequest)
         #expect(try await apps.all { _ in true }.isEmpty)
+    }
+
+    /// An operating point for a gallery: a target false-positive identification rate over `forGallerySize` templates (else
+    /// the larger of the gallery now and 1,000) sets the threshold of the per-comparison rate that compounds to it; the app
+    /// then shows its gallery's size and the FPIR its threshold stands for there.
+    @Test func aTargetFPIRSetsTheThresholdForTheGalleryAndTheAppShowsItsEstimate() async throws {
+        let model = FaceModel.sface2021dec
+        var new = AppAdministration.NewApp(name: "Shop", faceModel: model)
+        new.settings.falsePositiveIdentificationRate = 0.01
+        new.settings.forGallerySize = 10_000
+        // 1 − (1 − FMR)^10,000 = 0.01 → FMR ≈ 1.005e-6.
+        let perComparison = FaceModel.falseMatchRate(forFalsePositiveIdentificationRate: 0.01, comparisons: 10_000)
+        #expect(abs(perComparison - 1.005e-6) < 1e-9)
+        let checked = try administration.check(new)
+        #expect(checked.settings.matchThreshold == model.threshold(forFalseMatchRate: perComparison))
+        // Without a size, a new app is sized for 1,000 templates: a looser threshold than for 10,000.
+        new.settings.forGallerySize = nil
+        #expect(try administration.check(new).settings.matchThreshold > checked.settings.matchThreshold)
+        // One target at a time; a size only with an FPIR; a target the calibration cannot reach for that size.
+        new.settings.falseMatchRate = 1e-5
+        #expect(await errorCode { try administration.check(new) } == .invalidRequest)
+        new.settings.falseMatchRate = nil
+        new.settings.forGallerySize = 0
+        #expect(await errorCode { try administration.check(new) } == .invalidRequest)
+        new.settings.forGallerySize = 10
+        #expect(await errorCode { try administration.check(new) } == .invalidRequest, "0.01 over 10 templates needs FMR 1e-3 or more")
+        var plain = AppAdministration.NewApp(name: "Plain", faceModel: model)
+        plain.settings.forGallerySize = 5000
+        #expect(await errorCode { try administration.check(plain) } == .invalidRequest)
+
+        // The app's view counts its templates of its model, and compounds the threshold's FMR over them.
+        var draft = TransactionDraft(appId: platformAppId, kind: "app.create")
+        let created = try await administration.create(checked, draft: &draft)
+        let appId = try #require(UUID(uuidString: created.appId))
+        let app = try #require(try await apps.find(appId))
+        for _ in 0..<3 { roster.addTemplate(user: UUID(), appId: app.id, model: model) }
+        roster.addTemplate(user: UUID(), appId: app.id, model: .dlibResNetV1)
+        let view = try await administration.view(app)
+        let fmr = try #require(view.estimatedFalseMatchRate)
+        #expect(view.galleryTemplates == 3)
+        let fpir = try #require(view.estimatedFalsePositiveIdentificationRate)
+        #expect(abs(fpir - (1 - pow(1 - fmr, 3))) < 1e-12)
+        #expect(app.publicView.galleryTemplates == nil && app.publicView.estimatedFalsePositiveIdentificationRate == nil)
+        // A PATCH counts the gallery now (3 templates: 1,000 stands in), or the size it names.
+        var changes = AppAdministration.Changes()
+        changes.falsePositiveIdentificationRate = 0.001
+        var patch = TransactionDraft(appId: app.id, kind: "app.update")
+        let patched = try await administration.update(app, with: changes, draft: &patch)
+        #expect(patched.matchThreshold == model.threshold(forFalseMatchRate: FaceModel.falseMatchRate(forFalsePositiveIdentificationRate: 0.001, comparisons: 1000)))
     }
 
     @Test func aNewAppIsOneFlatObjectOfNameModelAndSettings() throws {

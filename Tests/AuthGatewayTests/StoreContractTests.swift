@@ -433,6 +433,8 @@ extension StoreContracts {
             try await world.addTemplate(third, bob)
             try await world.scoped { () async throws in
                 #expect(try await world.roster.enrolledUsers(appId: world.appId) == 2)
+                #expect(try await world.roster.templateCount(appId: world.appId, model: .sface2021dec) == 3)
+                #expect(try await world.roster.templateCount(appId: world.appId, model: .dlibResNetV1) == 0)
                 #expect(try await world.roster.user(alice, appId: world.appId)?.faces == 2)
                 #expect(Set(try await world.roster.faces(of: alice, appId: world.appId).map(\.templateId)) == [first.wire, second.wire])
                 let one = try #require(try await world.roster.eraseFace(first, of: alice, appId: world.appId))

@@ -34,6 +34,13 @@ import Testing
             let patched = try await stack.call("GET", "/v1/apps/\(id)", bearer: stack.adminKey)
             #expect(patched.string("deviceBinding") == "dpop" && patched.string("deviceBindingPolicy") == "boundDevice")
             #expect(await FaceGateCLI.run(["app", "binding", id, "sideways"], environment: environment) == 1)
+            // An operating point as an FPIR over a gallery: 1 % over 10,000 templates is SFace's threshold at about 1e-6.
+            #expect(await FaceGateCLI.run(["app", "settings", id, "--for-gallery-size", "10000"], environment: environment) == 2)
+            #expect(await FaceGateCLI.run(["app", "settings", id, "--fpir", "2"], environment: environment) == 2)
+            #expect(await FaceGateCLI.run(["app", "settings", id, "--fpir", "0.01", "--for-gallery-size", "10000"], environment: environment) == 0)
+            let sized = try await stack.call("GET", "/v1/apps/\(id)", bearer: stack.adminKey)
+            #expect(abs((sized.json["matchThreshold"] as? Double ?? 0) - 0.978) < 1e-3)
+            #expect(sized.json["galleryTemplates"] as? Int == 0 && sized.json["estimatedFalsePositiveIdentificationRate"] as? Double == 0)
             // A misspelt module or state stops before any call (2); the API refuses one too, and nothing changes.
             let audited = try await stack.call("GET", "/v1/audit/transactions?appId=\(id)&kind=app.update&limit=100", bearer: stack.adminKey)
                 .json["items"] as? [Any]

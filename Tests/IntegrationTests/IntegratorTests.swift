@@ -190,6 +190,18 @@ import Testing
             #expect(try await create("/v1/apps", ["name": "loose", "falseMatchRate": 0.5]).status == 400)
             let patched = try await stack.call("PATCH", "/v1/apps/\(appA.id)", bearer: stack.adminKey, json: ["falseMatchRate": 1e-4])
             #expect(abs((patched.json["matchThreshold"] as? Double ?? 0) - 1.066) < 1e-4)
+            // … or as a false-positive identification rate over a gallery: 1 % over 10,000 templates is about 1e-6 a
+            // comparison; the app then shows its templates and the FPIR its threshold stands for over them.
+            let sized = try await stack.call("PATCH", "/v1/apps/\(appA.id)", bearer: stack.adminKey,
+                                             json: ["falsePositiveIdentificationRate": 0.01, "forGallerySize": 10_000])
+            #expect(abs((sized.json["matchThreshold"] as? Double ?? 0) - 0.978) < 1e-3, "\(String(decoding: sized.body, as: UTF8.self))")
+            let shown = try await stack.call("GET", "/v1/apps/\(appA.id)", bearer: stack.adminKey)
+            let templates = try #require(shown.json["galleryTemplates"] as? Int)
+            let perComparison = try #require(shown.json["estimatedFalseMatchRate"] as? Double)
+            let fpir = try #require(shown.json["estimatedFalsePositiveIdentificationRate"] as? Double)
+            #expect(abs(fpir - (1 - pow(1 - perComparison, Double(templates)))) < 1e-12)
+            #expect(try await stack.call("PATCH", "/v1/apps/\(appA.id)", bearer: stack.adminKey,
+                                         json: ["falsePositiveIdentificationRate": 0.01, "forGallerySize": 10]).errorCode == "INVALID_REQUEST")
 
             // A global key, an expiring key, bad requests.
             let global = try #require(try await create("/v1/operator-keys", ["name": "platform"]).string("operatorKey"))

@@ -131,7 +131,7 @@ struct GatewayComposition {
 
         routeCollections = [
             OperatorRoutes(apps: apps,
-                           appAdministration: AppAdministration(apps: apps, ctidPublicKey: configuration.ctidPublicKey,
+                           appAdministration: AppAdministration(apps: apps, roster: roster, ctidPublicKey: configuration.ctidPublicKey,
                                                                 secretGraceSeconds: configuration.secretGraceSeconds),
                            appErasure: AppErasure(apps: apps, keys: apiKeys, gallery: gallery),
                            userAdministration: UserAdministration(roster: roster, attempts: attempts, gallery: gallery),

@@ -23,11 +23,11 @@ struct OperatorRoutes: RouteCollection {
             .json(AppPage(items: try await apps.all(covered: context.caller.covers).map(\.publicView)))
         }
         let operators = routes.group(\.appOperator)
-        operators.add("GET", "/v1/apps/{appId}", answers: [AppRecord.Public.self]) { _, context in .json(context.caller.publicView) }
+        operators.add("GET", "/v1/apps/{appId}", answers: [AppRecord.Public.self]) { _, context in .json(try await appAdministration.view(context.caller)) }
         operators.add("PATCH", "/v1/apps/{appId}", answers: [AppRecord.Public.self]) { request, context in
             let (app, changes) = (context.caller, try request.decodeJSON(AppAdministration.Changes.self))
             return try await context.recorded(kind: "app.update", appId: app.id) { draft in
-                .json(try await appAdministration.update(app, with: changes, draft: &draft).publicView)
+                .json(try await appAdministration.view(try await appAdministration.update(app, with: changes, draft: &draft)))
             }
         }
         operators.add("DELETE", "/v1/apps/{appId}", answers: []) { _, context in

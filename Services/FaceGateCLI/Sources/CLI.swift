@@ -27,11 +27,11 @@ public enum FaceGateCLI {
                                                 opening with FACEGATE_PREVIOUS_SEALING_KEYS (FACEGATE_DATABASE_URL, online)
       --version                                 this tool's release; --help anywhere prints this
     operators (FACEGATE_URL, FACEGATE_ADMIN_KEY)
-      app create NAME [--formal] [--model M] [--threshold D | --false-match-rate R] [--binding B] [--binding-policy P]
+      app create NAME [--formal] [--model M] [--threshold D | --false-match-rate R | --fpir R [--for-gallery-size N]] [--binding B] [--binding-policy P]
                                                 M: sface-2021dec (default) or dlib-resnet-v1; B: dpop (default) or header;
                                                 P: appServerTicket (default), boundDevice or employeeNumber
       app get APP_ID | app list
-      app settings APP_ID [--threshold D | --false-match-rate R] [--liveness-login L] [--liveness-kiosk L]
+      app settings APP_ID [--threshold D | --false-match-rate R | --fpir R [--for-gallery-size N]] [--liveness-login L] [--liveness-kiosk L]
                        [--daily-calls N] [--gallery-size N] [--keep-photos true|false]
                                                 change what is named, keep the rest; L: off or active
       app delete APP_ID --yes                   the app and all its data (users, templates, devices, kiosks, CTID rows);
@@ -179,7 +179,7 @@ public enum FaceGateCLI {
             print("FACEGATE_ADMIN_KEY_SHA256=\(Hex.encode(SHA256.hash(operatorKey)))")
         case ("app", "create"):
             guard rest.count >= 2 else {
-                throw CLIError("usage: facegate app create NAME [--formal] [--model M] [--threshold D | --false-match-rate R] [--binding B] [--binding-policy P]", exitCode: 2)
+                throw CLIError("usage: facegate app create NAME [--formal] [--model M] [--threshold D | --false-match-rate R | --fpir R [--for-gallery-size N]] [--binding B] [--binding-policy P]", exitCode: 2)
             }
             guard !rest[1].hasPrefix("-") else { throw CLIError("the app's NAME comes first: facegate app create NAME [options]", exitCode: 2) }
             var body: [String: Any] = ["name": rest[1]]
@@ -198,6 +198,7 @@ public enum FaceGateCLI {
                 }
                 body["falseMatchRate"] = value
             }
+            try operatingPoint(rest, into: &body)
             for (flag, field) in [("--model", "faceModel"), ("--binding", "deviceBinding"), ("--binding-policy", "deviceBindingPolicy")] {
                 if let value = try option(rest, flag) { body[field] = value }
             }
@@ -247,6 +248,7 @@ public enum FaceGateCLI {
                 guard let number = Double(value), number > 0 else { throw CLIError("--false-match-rate needs a rate such as 1e-5", exitCode: 2) }
                 body["falseMatchRate"] = number
             }
+            try operatingPoint(rest, into: &body)
             if let value = try option(rest, "--keep-photos") {
                 guard let flag = Bool(value) else { throw CLIError("--keep-photos takes true or false", exitCode: 2) }
                 body["keepEnrollmentPhotos"] = flag
@@ -482,6 +484,21 @@ public enum FaceGateCLI {
         guard let index = list.firstIndex(of: flag) else { return nil }
         guard index + 1 < list.count, !list[index + 1].hasPrefix("--") else { throw CLIError("\(flag) needs a value", exitCode: 2) }
         return list[index + 1]
+    }
+
+    /// `--fpir R [--for-gallery-size N]`: the app's threshold as a false-positive identification rate over a gallery.
+    static func operatingPoint(_ list: [String], into body: inout [String: Any]) throws {
+        let size = try option(list, "--for-gallery-size")
+        guard let value = try option(list, "--fpir") else {
+            if size != nil { throw CLIError("--for-gallery-size goes with --fpir", exitCode: 2) }
+            return
+        }
+        guard let rate = Double(value), rate > 0, rate < 1 else { throw CLIError("--fpir needs a rate such as 0.01", exitCode: 2) }
+        body["falsePositiveIdentificationRate"] = rate
+        if let size {
+            guard let templates = Int(size), templates > 0 else { throw CLIError("--for-gallery-size needs a number of templates", exitCode: 2) }
+            body["forGallerySize"] = templates
+        }
     }
 
     static func argument(_ list: [String], _ index: Int, _ name: String) throws -> String {

@@ -12,10 +12,12 @@ struct CommandSpec {
 
     static let table: [String: CommandSpec] = [
         "migrate": .init(arguments: 0...0), "reseal": .init(arguments: 0...0), "keys": .init(arguments: 0...0),
-        "app create": .init(arguments: 1...1, options: ["--model", "--threshold", "--false-match-rate", "--binding", "--binding-policy"],
+        "app create": .init(arguments: 1...1, options: ["--model", "--threshold", "--false-match-rate", "--fpir", "--for-gallery-size", "--binding",
+                                                        "--binding-policy"],
                             switches: ["--formal"]),
         "app get": .init(arguments: 1...1), "app list": .init(arguments: 0...0),
-        "app settings": .init(arguments: 1...1, options: ["--threshold", "--false-match-rate", "--liveness-login", "--liveness-kiosk",
+        "app settings": .init(arguments: 1...1, options: ["--threshold", "--false-match-rate", "--fpir", "--for-gallery-size", "--liveness-login",
+                                                         "--liveness-kiosk",
                                                          "--daily-calls", "--gallery-size", "--keep-photos"]),
         "app delete": .init(arguments: 1...1, switches: ["--yes"]),
         "app binding": .init(arguments: 2...3),

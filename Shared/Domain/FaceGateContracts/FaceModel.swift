@@ -77,6 +77,18 @@ public enum FaceModel: String, Codable, Sendable, CaseIterable {
         return nil
     }
 
+    /// Open-set identification (NIST IR 8271's FPIR): the chance that the face of someone not enrolled comes within the
+    /// threshold of at least one of `comparisons` templates, taking the comparisons as independent:
+    /// 1 − (1 − FMR)^N, about N·FMR while small. The margin rule (`AMBIGUOUS_MATCH`) only lowers it.
+    public static func falsePositiveIdentificationRate(falseMatchRate: Double, comparisons: Int) -> Double {
+        comparisons <= 0 ? 0 : -expm1(Double(comparisons) * log1p(-falseMatchRate))
+    }
+
+    /// The per-comparison false-match rate that gives `rate` over `comparisons` templates (the inverse of the above).
+    public static func falseMatchRate(forFalsePositiveIdentificationRate rate: Double, comparisons: Int) -> Double {
+        -expm1(log1p(-rate) / Double(max(1, comparisons)))
+    }
+
     /// The thresholds an app may set (the model's units).
     public var thresholdRange: ClosedRange<Float> {
         switch self {

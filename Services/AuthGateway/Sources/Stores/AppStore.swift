@@ -117,6 +117,11 @@ struct AppRecord: Sendable {
         var matchThreshold: Float
         /// The per-comparison false-match rate the threshold stands for by the model's calibration (absent beyond it).
         var estimatedFalseMatchRate: Double?
+        /// The app's templates of its model (one app's read, not the list).
+        var galleryTemplates: Int?
+        /// The chance that someone not enrolled is identified as someone over those templates (`estimatedFalseMatchRate`
+        /// compounded, `FaceModel.falsePositiveIdentificationRate`).
+        var estimatedFalsePositiveIdentificationRate: Double?
         var liveness: LivenessPolicy
         var deviceBinding: DeviceBinding
         var deviceBindingPolicy: DeviceBindingPolicy
@@ -126,11 +131,18 @@ struct AppRecord: Sendable {
         var createdAt: Date
     }
 
-    var publicView: Public {
-        Public(appId: id.wire, name: name, modules: modules, faceModel: faceModel, matchThreshold: matchThreshold,
-               estimatedFalseMatchRate: faceModel.falseMatchRate(atThreshold: matchThreshold), liveness: liveness,
-               deviceBinding: deviceBinding, deviceBindingPolicy: deviceBindingPolicy, kioskApproval: kioskApproval, quotas: quotas,
-               keepEnrollmentPhotos: keepEnrollmentPhotos, createdAt: createdAt)
+    var publicView: Public { publicView(gallery: nil) }
+
+    /// With `gallery`, the app's templates: how many, and the FPIR the threshold stands for over them.
+    func publicView(gallery: Int?) -> Public {
+        let falseMatchRate = faceModel.falseMatchRate(atThreshold: matchThreshold)
+        return Public(appId: id.wire, name: name, modules: modules, faceModel: faceModel, matchThreshold: matchThreshold,
+                      estimatedFalseMatchRate: falseMatchRate, galleryTemplates: gallery,
+                      estimatedFalsePositiveIdentificationRate: gallery.flatMap { size in
+                          falseMatchRate.map { FaceModel.falsePositiveIdentificationRate(falseMatchRate: $0, comparisons: size) }
+                      },
+                      liveness: liveness, deviceBinding: deviceBinding, deviceBindingPolicy: deviceBindingPolicy, kioskApproval: kioskApproval,
+                      quotas: quotas, keepEnrollmentPhotos: keepEnrollmentPhotos, createdAt: createdAt)
     }
 
     /// The settings an operator may change.

@@ -33,6 +33,8 @@ protocol UserRoster: Sendable {
     func erase(_ user: UUID, appId: UUID) async throws -> [GalleryChange]?
     /// How many users of the app hold at least one template.
     func enrolledUsers(appId: UUID) async throws -> Int
+    /// The app's templates of `model`: what a search compares a probe with.
+    func templateCount(appId: UUID, model: FaceModel) async throws -> Int
     func faces(of user: UUID, appId: UUID) async throws -> [FaceView]
     /// Erases one of the user's templates; nil when the user holds no such template.
     func eraseFace(_ template: UUID, of user: UUID, appId: UUID) async throws -> GalleryChange?
@@ -91,6 +93,10 @@ struct PostgresUserRoster: UserRoster {
 
     func enrolledUsers(appId: UUID) async throws -> Int {
         try await database.query("SELECT count(DISTINCT user_id) AS n FROM face_templates WHERE app_id = \(appId)").first?.decode("n") ?? 0
+    }
+
+    func templateCount(appId: UUID, model: FaceModel) async throws -> Int {
+        try await database.query("SELECT count(*) AS n FROM face_templates WHERE app_id = \(appId) AND model_id = \(model.rawValue)").first?.decode("n") ?? 0
     }
 
     func faces(of user: UUID, appId: UUID) async throws -> [FaceView] {

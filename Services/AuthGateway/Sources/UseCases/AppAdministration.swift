@@ -7,6 +7,8 @@ import Foundation
 /// the CTID institution key.
 struct AppAdministration: Sendable {
     let apps: any AppStore
+    /// The app's templates, which an FPIR is counted over.
+    let roster: any UserRoster
     /// The ctid-verifier's public key: the institution key is sealed to it, so the gateway can never open it again.
     let ctidPublicKey: [UInt8]
     /// How long the previous secret keeps working after a rotation.
@@ -50,6 +52,10 @@ struct AppAdministration: Sendable {
         var modules: ModulesPatch?
         var matchThreshold: Float?
         var falseMatchRate: Double?
+        /// Instead of either: the chance that someone not enrolled is identified as someone, over `forGallerySize`
+        /// templates (`AppAdministration.threshold`).
+        var falsePositiveIdentificationRate: Double?
+        var forGallerySize: Int?
         var liveness: LivenessPolicy?
         var deviceBinding: DeviceBinding?
         var deviceBindingPolicy: DeviceBindingPolicy?
@@ -60,8 +66,8 @@ struct AppAdministration: Sendable {
 
         /// `base` with these changes, under the rules every app's settings pass: the threshold in the units of `model`
         /// (or from a target false-match rate), a kiosk approval that fits the model, quotas not negative.
-        func applied(to base: AppSettings, model: FaceModel) throws -> AppSettings {
-            let threshold = try AppAdministration.threshold(matchThreshold, falseMatchRate: falseMatchRate, model: model, otherwise: base.matchThreshold)
+        func applied(to base: AppSettings, model: FaceModel, gallery: Int) throws -> AppSettings {
+            let threshold = try AppAdministration.threshold(self, model: model, gallery: gallery, otherwise: base.matchThreshold)
             let approval = kioskApproval ?? base.kioskApproval
             if let problem = approval.validationError(model: model) { throw APIError(.invalidRequest, problem) }
             let quotas = quotas ?? base.quotas
@@ -88,7 +94,7 @@ struct AppAdministration: Sendable {
         let defaults = AppSettings(modules: .initial, matchThreshold: faceModel.defaultThreshold, liveness: .initial, deviceBinding: .dpop,
                                    deviceBindingPolicy: .appServerTicket, kioskApproval: KioskApprovalPolicy(), quotas: .initial,
                                    keepEnrollmentPhotos: false)
-        return CheckedApp(name: name, faceModel: faceModel, settings: try new.settings.applied(to: defaults, model: faceModel))
+        return CheckedApp(name: name, faceModel: faceModel, settings: try new.settings.applied(to: defaults, model: faceModel, gallery: 0))
     }
 
     func create(_ app: CheckedApp, draft: inout TransactionDraft) async throws -> Created {
@@ -109,12 +115,18 @@ struct AppAdministration: Sendable {
 
     /// Applies the changes that are present, under the same rules as a new app's; answers the app as stored.
     func update(_ app: AppRecord, with changes: Changes, draft: inout TransactionDraft) async throws -> AppRecord {
-        let settings = try changes.applied(to: app.settings, model: app.faceModel)
+        let settings = try changes.applied(to: app.settings, model: app.faceModel,
+                                           gallery: try await roster.templateCount(appId: app.id, model: app.faceModel))
         try await apps.update(app.id, settings: settings)
         let change = try Self.difference(from: app.settings, to: settings)
         if !change.isEmpty { draft.detail[TransactionRecord.changeKey] = String(decoding: try FaceGateJSON.encode(change), as: UTF8.self) }
         guard let updated = try await apps.find(app.id) else { throw APIError(.notFound, "no such app") }
         return updated
+    }
+
+    /// The app as operators see it, with its gallery's size and the FPIR its threshold stands for at that size.
+    func view(_ app: AppRecord) async throws -> AppRecord.Public {
+        app.publicView(gallery: try await roster.templateCount(appId: app.id, model: app.faceModel))
     }
 
     /// The settings that differ, as `{"name": [old, new]}` (modules one by one): the audit row of an update says what
@@ -159,8 +171,37 @@ struct AppAdministration: Sendable {
 
     /// A threshold is in the units of the app's face model: Euclidean distance (for SFace, whose vectors have
     /// unit length, 1 − d²/2 is the cosine similarity).
-    /// The app's threshold: a raw one in the model's units, or the one the model's calibration gives a target
-    /// false-match rate; `otherwise` when neither is sent.
+    /// The app's threshold: a raw one in the model's units, the one the model's calibration gives a target false-match
+    /// rate, or one for a target false-positive identification rate over a gallery (`forGallerySize` templates, else the
+    /// larger of the app's `gallery` now and 1,000); `otherwise` when none is sent.
+    static func threshold(_ changes: Changes, model: FaceModel, gallery: Int, otherwise: Float) throws -> Float {
+        let targets = [changes.matchThreshold != nil, changes.falseMatchRate != nil, changes.falsePositiveIdentificationRate != nil]
+        guard targets.filter({ $0 }).count <= 1 else {
+            throw APIError(.invalidRequest, "send one of matchThreshold, falseMatchRate and falsePositiveIdentificationRate")
+        }
+        if let size = changes.forGallerySize {
+            guard changes.falsePositiveIdentificationRate != nil else {
+                throw APIError(.invalidRequest, "forGallerySize goes with falsePositiveIdentificationRate")
+            }
+            guard (1...100_000_000).contains(size) else { throw APIError(.invalidRequest, "forGallerySize must be 1–100,000,000 templates") }
+        }
+        if let rate = changes.falsePositiveIdentificationRate {
+            let size = changes.forGallerySize ?? max(gallery, 1000)
+            let calibrated = model.falseMatchCalibration
+            let (lowest, highest) = (calibrated.last!.rate, calibrated[0].rate)
+            guard rate > 0, rate < 1,
+                  let threshold = model.threshold(forFalseMatchRate: FaceModel.falseMatchRate(forFalsePositiveIdentificationRate: rate, comparisons: size)) else {
+                let range = [lowest, highest].map { FaceModel.falsePositiveIdentificationRate(falseMatchRate: $0, comparisons: size) }
+                throw APIError(.invalidRequest, "over \(size) templates, falsePositiveIdentificationRate must be between "
+                               + "\(range[0].formatted(.number.precision(.significantDigits(2)))) and \(range[1].formatted(.number.precision(.significantDigits(2)))) "
+                               + "(the \(model.rawValue) calibration covers false-match rates of 1e-8 to 1e-3 per comparison)")
+            }
+            return threshold
+        }
+        return try threshold(changes.matchThreshold, falseMatchRate: changes.falseMatchRate, model: model, otherwise: otherwise)
+    }
+
+    /// A threshold in the model's units, or from a target false-match rate; `otherwise` when neither is sent.
     static func threshold(_ raw: Float?, falseMatchRate: Double?, model: FaceModel, otherwise: Float) throws -> Float {
         if let falseMatchRate {
             guard raw == nil else { throw APIError(.invalidRequest, "send matchThreshold or falseMatchRate, not both") }
