@@ -6,9 +6,7 @@ import ServiceKit
 /// The workers as the use cases see them: each a request over Kafka answered within the request deadline (a broker
 /// down or a worker silent is `SERVICE_UNAVAILABLE`, never a hang), or a broadcast.
 
-/// Face jobs to the matchers. On a sharded gallery a photo is still embedded once: a job that needs no gallery slice goes
-/// to one shard, and an identify's probe is embedded by one shard whose sealed template, not the photo, every shard then
-/// searches (the answers merged).
+/// Face jobs to the matchers, each photo embedded once however the gallery is sharded (`RequesterService.faceJob(_:shards:)`).
 struct MatcherClient: FaceMatching {
     let requester: RequesterService
     /// `FACEGATE_MATCHER_SHARDS`: how many slices the gallery is cut into.
@@ -17,39 +15,16 @@ struct MatcherClient: FaceMatching {
     let logger: Logger
 
     func match(_ job: FaceJob, messageId: String?) async throws -> FaceJobResult {
-        guard shards > 1 else { return try await ask(job, messageId: messageId, replies: 1) }
-        var single = job
-        single.shard = Int.random(in: 0..<shards)
-        switch job.payload {
-        case .identify, .liveness where job.identifies:
-            single.probeOnly = true
-            let probed = try await ask(single, messageId: nil, replies: 1)
-            // A refusal (no face, no clear subject, a spoof) or a bound user's 1:1 match ends it there.
-            guard probed.outcome == .detected, let template = probed.sealedTemplate else { return probed }
-            let search = FaceJob(appId: job.appId, threshold: job.threshold, margin: job.margin, .search(template: template, topK: job.topK))
-            var result = try await ask(search, messageId: nil, replies: shards)
-            (result.faceCount, result.quality, result.subject) = (probed.faceCount, probed.quality, probed.subject)
-            (result.liveness, result.bestFrameIndex) = (probed.liveness, probed.bestFrameIndex)
-            result.timings.merge(probed.timings) { search, _ in search }
-            return result
-        case .verify, .detect, .template, .liveness:
-            return try await ask(single, messageId: messageId, replies: 1)
-        case .enroll, .reembed, .search:
-            return try await ask(job, messageId: messageId, replies: shards)
-        }
-    }
-
-    private func ask(_ job: FaceJob, messageId: String?, replies: Int) async throws -> FaceJobResult {
         let started = ContinuousClock.now
-        let results: [FaceJobResult]
+        let result: FaceJobResult
         do {
-            results = try await requester.faceJob(job, messageId: messageId, expectedReplies: replies)
+            result = try await requester.faceJob(job, messageId: messageId, shards: shards)
         } catch {
             logger.warning("face job not answered", ["error": "\(error)", "job.kind": job.kind.rawValue])
             throw APIError(.serviceUnavailable, "face matching is unavailable right now; try again")
         }
         roundTrip.observe(ContinuousClock.now - started, ["kind": job.kind.rawValue])
-        return FaceJobResult.merged(results, for: job)
+        return result
     }
 }
 

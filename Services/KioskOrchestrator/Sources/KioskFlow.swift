@@ -359,7 +359,7 @@ final class KioskFlow: Sendable {
 
     func faceJob(_ job: FaceJob) async throws -> FaceJobResult {
         do {
-            return FaceJobResult.merged(try await faces.faceJob(job, expectedReplies: configuration.matcherShards), for: job)
+            return try await faces.faceJob(job, shards: configuration.matcherShards)
         } catch {
             throw KioskFlowError.matcher("\(error)")
         }
