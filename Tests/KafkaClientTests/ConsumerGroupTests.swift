@@ -88,8 +88,8 @@ import Testing
         _ = try await producer.send(KafkaRecord(topic: topic, key: "job".bytes, value: "work".bytes))
 
         // No auto-commit before the crash; the group notices the dead member after the session timeout.
-        configuration.properties["auto.commit.interval.ms"] = "600000"
-        configuration.properties["heartbeat.interval.ms"] = "1000"
+        configuration.consumer.autoCommitInterval = .seconds(600)
+        configuration.consumer.heartbeatInterval = .seconds(1)
         var crashing: KafkaConsumer? = try KafkaConsumer(configuration: configuration, groupId: group)
         try crashing!.subscribe([topic])
         try await crashing!.waitForAssignment(timeout: .seconds(60))

@@ -126,7 +126,7 @@ extension ProduceConsumeTests {
     @Test(.timeLimit(.minutes(1)))
     func sendFailsWhenTheBrokerIsUnreachable() async throws {
         var configuration = KafkaConfiguration(brokers: "127.0.0.1:1", clientId: "facegate-test-unreachable")
-        configuration.properties["message.timeout.ms"] = "1500"
+        configuration.producer.messageTimeout = .milliseconds(1500)
         configuration.logHandler = { _ in }
         let producer = try KafkaProducer(configuration: configuration)
         defer { producer.close() }

@@ -17,7 +17,7 @@ enum TestBroker {
         }
         var configuration = KafkaConfiguration(brokers: brokers, clientId: clientId)
         // The shortest session a Kafka broker accepts by default; tansu delays each join by half of it.
-        configuration.properties["session.timeout.ms"] = "6000"
+        configuration.consumer.sessionTimeout = .seconds(6)
         configuration.logHandler = { event in
             if event.level <= 3 { print("librdkafka \(event.clientName) \(event.facility): \(event.message)") }
         }

@@ -96,7 +96,7 @@ final class GallerySync: Service {
                 // Follow changes from before the load starts: anything committed during the load is seen twice, harmlessly.
                 // Off the request path: a long fetch wait, whatever the broker (a change a beat later is harmless).
                 var configuration = runtime.kafka
-                configuration.properties["fetch.wait.max.ms"] = "500"
+                configuration.consumer.fetchWait = .milliseconds(500)
                 let changes = try KafkaConsumer(configuration: configuration, groupId: nil, autoOffsetReset: .end)
                 let topic = runtime.topics.galleryChanges
                 let partitions = try await KafkaAdmin.partitionCount(topic: topic, configuration: runtime.kafka)

@@ -46,10 +46,10 @@ public final class JobConsumer: Service {
                 concurrency: Int, maxAttempts: Int = 3, handler: @escaping @Sendable (KafkaMessage) async -> JobDisposition) throws {
         self.name = name
         var configuration = runtime.kafka
-        configuration.properties["max.poll.interval.ms"] = "300000"
+        configuration.consumer.maxPollInterval = .seconds(300)
         // A member that dies is noticed within seconds, so its partitions (and unfinished jobs) move on.
-        configuration.properties["session.timeout.ms"] = "10000"
-        configuration.properties["heartbeat.interval.ms"] = "1000"
+        configuration.consumer.sessionTimeout = .seconds(10)
+        configuration.consumer.heartbeatInterval = .seconds(1)
         consumer = try KafkaConsumer(configuration: configuration, groupId: groupId, autoOffsetReset: .beginning)
         self.producer = producer
         self.topic = topic

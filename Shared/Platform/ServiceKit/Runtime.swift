@@ -33,20 +33,16 @@ public final class ServiceRuntime: Sendable {
         databaseConfiguration.statementTimeoutMilliseconds = configuration.statementTimeoutMilliseconds
         database = PostgresPool(configuration: databaseConfiguration)
         var kafka = KafkaConfiguration(brokers: configuration.kafkaBrokers, clientId: "\(configuration.serviceName)-\(configuration.instanceId)")
-        kafka.properties["socket.connection.setup.timeout.ms"] = "5000"
-        kafka.properties["fetch.wait.max.ms"] = String(configuration.kafkaFetchWaitMilliseconds)
+        kafka.connection.setupTimeout = .seconds(5)
+        kafka.consumer.fetchWait = .milliseconds(configuration.kafkaFetchWaitMilliseconds)
         // Topics are created only by `ensureTopics`, with their partition counts and retention: a broker that
         // auto-created one on first use (after restarting empty) would give it its own default partition count.
-        kafka.properties["allow.auto.create.topics"] = "false"
+        kafka.connection.autoCreateTopics = false
         // A consumer notices a topic that came back (or changed) only at a metadata refresh: every 10 s instead of
         // librdkafka's 5 minutes, so a group rejoins within seconds once its topics exist again.
-        kafka.properties["topic.metadata.refresh.interval.ms"] = "10000"
-        if !configuration.kafkaIdempotence {
-            kafka.properties["enable.idempotence"] = "false"
-            kafka.properties["max.in.flight.requests.per.connection"] = "1"
-            kafka.properties["acks"] = "all"
-        }
-        kafka.properties.merge(configuration.kafkaSecurity) { _, security in security }
+        kafka.connection.metadataRefresh = .seconds(10)
+        if !configuration.kafkaIdempotence { kafka.producer.delivery = .inOrder }
+        kafka.security = configuration.kafkaSecurity
         self.kafka = kafka
         topics = Topics(prefix: configuration.topicPrefix)
         messages = MessageAuthenticator(keys: configuration.serviceKeys, topics: topics, metrics: metrics)

@@ -47,7 +47,7 @@ public enum KafkaAdmin {
         // A consumer-type handle never asks the broker to auto-create the topic it looks up.
         let client = try RDKafkaClient(
             kind: .consumer,
-            properties: configuration.librdkafkaProperties(defaults: ["allow.auto.create.topics": "false"]),
+            properties: configuration.librdkafkaProperties(for: .admin, defaults: ["allow.auto.create.topics": "false"]),
             context: RDKafkaClientContext(configuration: configuration))
         guard let topicHandle = rd_kafka_topic_new(client.handle, topic, nil) else {
             throw KafkaError(rd_kafka_last_error(), detail: "topic \(topic)")
@@ -69,7 +69,7 @@ public enum KafkaAdmin {
         _ topics: [KafkaTopicSpec], configuration: KafkaConfiguration, timeoutMilliseconds: Int
     ) throws(KafkaError) -> [String] {
         let client = try RDKafkaClient(
-            kind: .producer, properties: configuration.librdkafkaProperties(defaults: [:]),
+            kind: .producer, properties: configuration.librdkafkaProperties(for: .admin, defaults: [:]),
             context: RDKafkaClientContext(configuration: configuration))
         var errstr = [CChar](repeating: 0, count: 512)
 

@@ -48,7 +48,7 @@ public final class KafkaConsumer: Sendable {
         let context = RDKafkaClientContext(configuration: configuration)
         client = try RDKafkaClient(
             kind: .consumer,
-            properties: configuration.librdkafkaProperties(defaults: defaults),
+            properties: configuration.librdkafkaProperties(for: .consumer, defaults: defaults),
             context: context,
             configure: { rd_kafka_conf_set_rebalance_cb($0, rdkafkaRebalanceCallback) })
         // Logs, errors and rebalances are all served by rd_kafka_consumer_poll.

@@ -121,7 +121,7 @@ public final class KafkaProducer: Sendable {
         init(configuration: KafkaConfiguration) throws(KafkaError) {
             client = try RDKafkaClient(
                 kind: .producer,
-                properties: configuration.librdkafkaProperties(defaults: KafkaProducer.defaultProperties),
+                properties: configuration.librdkafkaProperties(for: .producer, defaults: KafkaProducer.defaultProperties),
                 context: RDKafkaClientContext(configuration: configuration),
                 configure: { rd_kafka_conf_set_dr_msg_cb($0, rdkafkaDeliveryReportCallback) })
             poller = RDKafkaPollThread(client: client, name: "kafka-producer-poll")
