@@ -5,9 +5,10 @@ import HTTPServer
 import JWT
 import ServiceKit
 
-/// Every way a route group proves its caller (`APIRoutes.group`), and the only code that reads the credentials of a
-/// request. Each proof notes the audit actor (`RequestCaller`) and confines the request to the rows of the caller's app
-/// (`Tenant`).
+/// Every way a route group proves its caller (`APIRoutes.group`): the only code that reads a request's credentials to
+/// learn who calls. (The device is proven with the body, by `DeviceProofs`; `IdempotentRequests` keeps answers per
+/// credential.) Each proof notes the audit actor (`RequestCaller`); a proof of a caller of one app confines the request to
+/// that app's rows (`Tenant`), an auditor's to reading across apps.
 struct Callers: Sendable {
     let apps: any AppStore
     let apiKeys: any ApiKeyStore

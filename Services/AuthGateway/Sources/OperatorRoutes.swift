@@ -129,7 +129,7 @@ struct OperatorRoutes: RouteCollection {
     /// `faceBox=x,y,width,height` (query, or a multipart field): which of several faces to enroll. Malformed: INVALID_REQUEST.
     static func faceBox(_ request: HTTPRequest) throws -> FaceRegion? {
         var text = request.query["faceBox"]
-        if text == nil, (request.headers["Content-Type"] ?? "").lowercased().hasPrefix("multipart/form-data") {
+        if text == nil, request.isMultipart {
             text = try request.multipartParts().first { $0.name == "faceBox" }.map { String(decoding: $0.body, as: UTF8.self) }
         }
         guard let text else { return nil }

@@ -178,7 +178,7 @@ final class CTIDJobHandler: Sendable {
         let unavailable = Verdict(authResult: "0XXX", code: .unavailable, message: "face matching is unavailable right now; try again", authMode: mode.wire)
         let face: FaceJobResult
         do {
-            face = try await faces.faceJob(FaceJob(appId: appId, threshold: threshold, .verify(image: photo, against: .sealedTemplate(template))), shards: 1)
+            face = try await faces.faceJob(FaceJob(appId: appId, threshold: threshold, .verify(image: photo, against: .sealedTemplate(template))))[0]
         } catch {
             logger.warning("portrait check not answered", ["error": "\(error)", "app.id": appId.uuidString.lowercased()])
             return unavailable
@@ -231,7 +231,7 @@ final class CTIDJobHandler: Sendable {
         var template: Data?
         if let photo = entry.photoData {
             let face: FaceJobResult
-            do { face = try await faces.faceJob(FaceJob(appId: appId, .template(image: photo)), shards: 1) } catch {
+            do { face = try await faces.faceJob(FaceJob(appId: appId, .template(image: photo)))[0] } catch {
                 return CTIDJobResult(outcome: .unavailable, message: "face matching is unavailable right now; try again")
             }
             switch face.outcome {

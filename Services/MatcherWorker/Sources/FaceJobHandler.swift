@@ -192,9 +192,7 @@ final class FaceJobHandler: Sendable {
         let rule = rule(for: job, engine.model)
         // A bound device's users first, 1:1 with the same embedding: a photo is embedded once per login.
         for userId in job.boundUsers {
-            let references = try await templates.embeddings(appId: job.appId, userId: userId, model: engine.model)
-            guard let best = references.map({ FaceCandidate(userId: userId, templateId: $0.0, distance: euclideanDistance(face.embedding!, $0.1)) })
-                .min(by: { $0.distance < $1.distance }), rule.verifies(best.distance) else { continue }
+            guard let best = try await nearestTemplate(of: userId, to: face.embedding!, job, engine), rule.verifies(best.distance) else { continue }
             var result = FaceJobResult(outcome: .match, candidates: [best], faceCount: faceCount, quality: Self.report(face.quality), timings: timings)
             result.boundMatch = true
             result.rule = rule
@@ -218,6 +216,14 @@ final class FaceJobHandler: Sendable {
         result.rule = rule
         result.subject = SubjectSelection.region(face.box)
         return result
+    }
+
+    /// The user's template of the engine's model nearest to `probe` (read from PostgreSQL, so any shard can answer); nil when
+    /// the user holds none.
+    private func nearestTemplate(of userId: UUID, to probe: [Float], _ job: FaceJob, _ engine: ModelEngine) async throws -> FaceCandidate? {
+        try await templates.embeddings(appId: job.appId, userId: userId, model: engine.model)
+            .map { FaceCandidate(userId: userId, templateId: $0.templateId, distance: euclideanDistance(probe, $0.embedding)) }
+            .min { $0.distance < $1.distance }
     }
 
     /// The search half of an identify whose probe a shard embedded (`FaceJob.probeOnly`): this shard's slice of the gallery.
@@ -265,12 +271,10 @@ final class FaceJobHandler: Sendable {
             }
             candidates.append(FaceCandidate(userId: platformAppId, templateId: platformAppId, distance: euclideanDistance(probe, reference)))
         case .user(let userId):
-            for (templateId, reference) in try await templates.embeddings(appId: job.appId, userId: userId, model: engine.model) {
-                candidates.append(FaceCandidate(userId: userId, templateId: templateId, distance: euclideanDistance(probe, reference)))
-            }
-            guard !candidates.isEmpty else {
+            guard let nearest = try await nearestTemplate(of: userId, to: probe, job, engine) else {
                 return FaceJobResult(outcome: .noMatchFace, message: "the user has no enrolled face", faceCount: faceCount, timings: timings)
             }
+            candidates.append(nearest)
         }
         candidates.sort { $0.distance < $1.distance }
         return FaceJobResult(outcome: rule(for: job, engine.model).verifies(candidates[0].distance) ? .match : .noMatchFace, candidates: [candidates[0]],

@@ -456,10 +456,7 @@ extension FaceJobResult {
         guard results.count > 1, var merged = results.first(where: { $0.outcome != .noMatchFace && $0.outcome != .match && $0.outcome != .ambiguousMatch }) ?? results.first else {
             return results[0]
         }
-        if let bound = results.first(where: { $0.boundMatch == true }) {
-            // Every shard compares the bound users alike (their templates are read whole, not from a shard's slice).
-            merged = bound
-        } else if job.identifies, results.allSatisfy({ [.match, .noMatchFace, .ambiguousMatch].contains($0.outcome) }) {
+        if job.identifies, results.allSatisfy({ [.match, .noMatchFace, .ambiguousMatch].contains($0.outcome) }) {
             merged.candidates = MatchRule.merge(results.map(\.candidates), k: job.topK)
             // Matchers report the rule they decided with. For shards that predate that, the job does not say the app's
             // model, so the merge takes the job's numbers and, where it has none, the strictest of the models' defaults.

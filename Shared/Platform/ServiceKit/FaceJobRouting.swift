@@ -21,8 +21,12 @@ extension RequesterService {
             guard shards > 1 else { return try await faceJob(job, messageId: messageId, expectedReplies: 1)[0] }
             single.probeOnly = true
             let probed = try await faceJob(single, expectedReplies: 1)[0]
-            // A refusal (no face, no clear subject, a spoof) or a bound user's 1:1 match ends it there.
-            guard probed.outcome == .detected, let template = probed.sealedTemplate else { return probed }
+            guard probed.outcome == .detected, let template = probed.sealedTemplate else {
+                // A refusal (no face, no clear subject, a spoof) or a bound user's 1:1 match ends it there. A decision on a
+                // search is no probe's to make: a matcher that answers one ignored `probeOnly` and searched its slice alone.
+                if probed.boundMatch != true, [.match, .noMatchFace, .ambiguousMatch].contains(probed.outcome) { throw ProbeAnsweredAsSearch() }
+                return probed
+            }
             let search = FaceJob(appId: job.appId, threshold: job.threshold, margin: job.margin, .search(template: template, topK: job.topK))
             var result = FaceJobResult.merged(try await faceJob(search, expectedReplies: shards), for: search)
             (result.faceCount, result.quality, result.subject) = (probed.faceCount, probed.quality, probed.subject)
@@ -33,4 +37,10 @@ extension RequesterService {
             return FaceJobResult.merged(try await faceJob(job, messageId: messageId, expectedReplies: shards), for: job)
         }
     }
+}
+
+/// A shard answered a probe with a search of its own slice: it predates `probeOnly` (upgrade the matchers before the
+/// services that send face jobs). Its answer is not used.
+public struct ProbeAnsweredAsSearch: Error, CustomStringConvertible {
+    public var description: String { "a matcher answered a probe with a search of its own shard: upgrade the matchers first" }
 }

@@ -120,6 +120,12 @@ struct AppAdministration: Sendable {
         try await apps.update(app.id, settings: settings)
         let change = try Self.difference(from: app.settings, to: settings)
         if !change.isEmpty { draft.detail[TransactionRecord.changeKey] = String(decoding: try FaceGateJSON.encode(change), as: UTF8.self) }
+        // The threshold's change is in `change`; what it was asked as, here.
+        if let rate = changes.falseMatchRate { draft.detail["falseMatchRate"] = String(rate) }
+        if let rate = changes.falsePositiveIdentificationRate {
+            draft.detail["falsePositiveIdentificationRate"] = String(rate)
+            draft.detail["forGallerySize"] = changes.forGallerySize.map(String.init) ?? "default"
+        }
         guard let updated = try await apps.find(app.id) else { throw APIError(.notFound, "no such app") }
         return updated
     }
@@ -201,10 +207,9 @@ struct AppAdministration: Sendable {
         return try threshold(changes.matchThreshold, falseMatchRate: changes.falseMatchRate, model: model, otherwise: otherwise)
     }
 
-    /// A threshold in the model's units, or from a target false-match rate; `otherwise` when neither is sent.
+    /// A threshold in the model's units, or (in its place) from a target false-match rate; `otherwise` when neither is sent.
     static func threshold(_ raw: Float?, falseMatchRate: Double?, model: FaceModel, otherwise: Float) throws -> Float {
         if let falseMatchRate {
-            guard raw == nil else { throw APIError(.invalidRequest, "send matchThreshold or falseMatchRate, not both") }
             guard let threshold = model.threshold(forFalseMatchRate: falseMatchRate) else {
                 throw APIError(.invalidRequest, "falseMatchRate must be between 1e-8 and 1e-3 (a per-comparison rate, e.g. 1e-5 for 1 in 100,000)")
             }

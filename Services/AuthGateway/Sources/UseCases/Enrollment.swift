@@ -20,7 +20,7 @@ struct Enrollment: Sendable {
         var otherFaces: Int
     }
 
-    /// The enroll job's id when the request carries an `Idempotency-Key`: the same caller (its credential), key and user
+    /// The enroll job's id when the request carries an `Idempotency-Key`: the same caller (as its audit rows name it: `operator:<key id>`), key and user
     /// always give the same id, so a retry after an answer was lost (a 503 at the deadline while the matcher still
     /// finished) gets the matcher's record of the first job — the same template — instead of a second template of the
     /// same face.
