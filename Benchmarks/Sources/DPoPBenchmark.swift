@@ -40,52 +40,14 @@ func runDPoPBenchmark(arguments: [String]) async throws {
     let keyed = try await stack.app(binding: "dpop", gallery: images)
     // The same, each phone also bound to the other user (B2, after B1): its own user is compared second.
     let twice = try await stack.app(binding: "dpop", gallery: images)
-    // Eight phones (a key and a device id each), every one bound to the user in both apps: each client of
-    // the load uses its own phone, as people do (one phone sending several logins at once is throttled as
-    // the brute force it looks like: attempts in flight count before they are compared).
-    let base = stack.base
-    let phones = (0..<8).map { (id: "bench-phone-\($0)", key: P256PrivateKey()) }
-    func headers(_ app: BenchStack.App, phone: Int, path: String = "/v1/face-login", body: Data, type: String = "image/jpeg") throws -> [String: String] {
-        var headers = ["Authorization": "Bearer \(app.token)", "Content-Type": type, "X-Device-Id": phones[phone].id]
-        if app.binding == "dpop" {
-            headers["DPoP"] = try DPoP.proof(key: phones[phone].key, method: "POST", url: base + path, accessToken: app.token, body: Array(body))
-        }
-        return headers
-    }
+    let phones = BenchPhones(base: stack.base)
     let other = try Data(contentsOf: URL(fileURLWithPath: images + "/biden.jpg"))
-    func bind(_ app: BenchStack.App, phone: Int, photo: Data, number: String) async throws {
-        let (_, first) = try await HTTP.call("POST", url, headers: try headers(app, phone: phone, body: photo), body: photo)
-        guard let confirmation = HTTP.json(first)["confirmationId"] as? String else { throw BenchError("no confirmation: \(HTTP.json(first))") }
-        let confirm = Data(#"{"confirmationId":"\#(confirmation)","employeeNumber":"\#(number)"}"#.utf8)
-        let confirmHeaders = try headers(app, phone: phone, path: "/v1/face-login/confirm", body: confirm, type: "application/json")
-        let (status, answer) = try await HTTP.call("POST", url + "/confirm", headers: confirmHeaders, body: confirm)
-        guard status == 200 else { throw BenchError("binding failed: \(String(decoding: answer, as: UTF8.self))") }
-    }
     for phone in phones.indices {
-        for app in [header, keyed, twice] { try await bind(app, phone: phone, photo: probe, number: "B1") }
-        try await bind(twice, phone: phone, photo: other, number: "B2")
+        for app in [header, keyed, twice] { try await phones.bind(app, phone: phone, photo: probe, number: "B1") }
+        try await phones.bind(twice, phone: phone, photo: other, number: "B2")
     }
-
-    /// Latencies, and the answers that were not a login (`status code`, counted).
-    func load(_ app: BenchStack.App, concurrency: Int) async throws -> (latencies: [Double], failures: [String: Int]) {
-        let results = try await withThrowingTaskGroup(of: [(Double, String?)].self) { group in
-            for worker in 0..<concurrency {
-                group.addTask {
-                    var local: [(Double, String?)] = []
-                    for _ in stride(from: worker, to: requests, by: concurrency) {
-                        let started = ContinuousClock.now
-                        let (status, answer) = try await HTTP.call("POST", url, headers: try headers(app, phone: worker % phones.count, body: probe), body: probe)
-                        let json = HTTP.json(answer)
-                        let failure = status == 200 && json["status"] as? String == "SUCCESS" ? nil
-                            : "\(status) \((json["error"] as? [String: Any])?["code"] as? String ?? json["status"] as? String ?? "?")"
-                        local.append(((ContinuousClock.now - started).milliseconds, failure))
-                    }
-                    return local
-                }
-            }
-            return try await group.reduce(into: [(Double, String?)]()) { $0 += $1 }
-        }
-        return (results.map(\.0).sorted(), results.compactMap(\.1).reduce(into: [:]) { $0[$1, default: 0] += 1 })
+    func load(_ app: BenchStack.App, concurrency: Int) async throws -> BenchPhones.Run {
+        try await phones.load(app, concurrency: concurrency, requests: requests, photo: probe)
     }
     var rows: [String] = []
     for concurrency in [1, 8] {
@@ -96,8 +58,7 @@ func runDPoPBenchmark(arguments: [String]) async throws {
         let second = try await load(twice, concurrency: concurrency)
         for (name, run) in [("header device, 1:N search", plain), ("DPoP key bound to its user, 1:1", bound),
                              ("DPoP key bound to 2 users, its user 1:1 second", second)] {
-            let failures = run.failures.isEmpty ? "0" : run.failures.sorted { $0.key < $1.key }.map { "\($0.value) × \($0.key)" }.joined(separator: ", ")
-            rows.append(String(format: "| %@ | %d | %d | %@ | %.0f | %.0f |", name, concurrency, requests, failures,
+            rows.append(String(format: "| %@ | %d | %d | %@ | %.0f | %.0f |", name, concurrency, requests, run.failureText,
                                Bench.percentile(run.latencies, 50), Bench.percentile(run.latencies, 99)))
         }
     }
@@ -189,5 +150,69 @@ struct BenchStack {
         let basic = "Basic " + Data("\(appId):\(secret)".utf8).base64EncodedString()
         let (_, tokenData) = try await HTTP.call("POST", base + "/v1/access-tokens", headers: ["Authorization": basic])
         return App(id: appId, token: HTTP.json(tokenData)["accessToken"] as? String ?? "", binding: binding, gallerySize: enrolled)
+    }
+}
+
+/// Eight phones (a key and a device id each) sending face logins: each client of a load uses its own phone, as people do
+/// (one phone sending several logins at once is throttled as the brute force it looks like: attempts in flight count
+/// before they are compared). On a `dpop` app every call carries a fresh proof, made inside the measured time.
+struct BenchPhones {
+    let base: String
+    let phones = (0..<8).map { (id: "bench-phone-\($0)", key: P256PrivateKey()) }
+
+    var indices: Range<Int> { phones.indices }
+
+    func headers(_ app: BenchStack.App, phone: Int, path: String = "/v1/face-login", body: Data, type: String = "image/jpeg") throws -> [String: String] {
+        var headers = ["Authorization": "Bearer \(app.token)", "Content-Type": type, "X-Device-Id": phones[phone].id]
+        if app.binding == "dpop" {
+            headers["DPoP"] = try DPoP.proof(key: phones[phone].key, method: "POST", url: base + path, accessToken: app.token, body: Array(body))
+        }
+        return headers
+    }
+
+    /// Binds the phone to the user `photo` shows, confirming `number` (apps whose policy is `employeeNumber`).
+    func bind(_ app: BenchStack.App, phone: Int, photo: Data, number: String) async throws {
+        let url = base + "/v1/face-login"
+        let (_, first) = try await HTTP.call("POST", url, headers: try headers(app, phone: phone, body: photo), body: photo)
+        guard let confirmation = HTTP.json(first)["confirmationId"] as? String else { throw BenchError("no confirmation: \(HTTP.json(first))") }
+        let confirm = Data(#"{"confirmationId":"\#(confirmation)","employeeNumber":"\#(number)"}"#.utf8)
+        let confirmHeaders = try headers(app, phone: phone, path: "/v1/face-login/confirm", body: confirm, type: "application/json")
+        let (status, answer) = try await HTTP.call("POST", url + "/confirm", headers: confirmHeaders, body: confirm)
+        guard status == 200 else { throw BenchError("binding failed: \(String(decoding: answer, as: UTF8.self))") }
+    }
+
+    /// Latencies (sorted, ms), the wall time, and the answers that were not a login (`status code`, counted).
+    struct Run {
+        var latencies: [Double]
+        var seconds: Double
+        var failures: [String: Int]
+
+        var failureText: String {
+            failures.isEmpty ? "0" : failures.sorted { $0.key < $1.key }.map { "\($0.value) × \($0.key)" }.joined(separator: ", ")
+        }
+    }
+
+    func load(_ app: BenchStack.App, concurrency: Int, requests: Int, photo: Data) async throws -> Run {
+        let url = base + "/v1/face-login"
+        let started = ContinuousClock.now
+        let results = try await withThrowingTaskGroup(of: [(Double, String?)].self) { group in
+            for worker in 0..<concurrency {
+                group.addTask {
+                    var local: [(Double, String?)] = []
+                    for _ in stride(from: worker, to: requests, by: concurrency) {
+                        let started = ContinuousClock.now
+                        let (status, answer) = try await HTTP.call("POST", url, headers: try headers(app, phone: worker % phones.count, body: photo), body: photo)
+                        let json = HTTP.json(answer)
+                        let failure = status == 200 && json["status"] as? String == "SUCCESS" ? nil
+                            : "\(status) \((json["error"] as? [String: Any])?["code"] as? String ?? json["status"] as? String ?? "?")"
+                        local.append(((ContinuousClock.now - started).milliseconds, failure))
+                    }
+                    return local
+                }
+            }
+            return try await group.reduce(into: [(Double, String?)]()) { $0 += $1 }
+        }
+        return Run(latencies: results.map(\.0).sorted(), seconds: (ContinuousClock.now - started).seconds,
+                   failures: results.compactMap(\.1).reduce(into: [:]) { $0[$1, default: 0] += 1 })
     }
 }

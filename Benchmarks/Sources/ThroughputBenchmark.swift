@@ -1,0 +1,80 @@
+import Foundation
+
+/// Face login throughput on this machine and where its CPU goes: logins/s, p50/p99 and CPU-ms per login of every process
+/// on the path (gateway, matcher, broker, PostgreSQL with its backends, the load generator itself) at 1, 4 and 8 clients,
+/// header mode (1:N search) and DPoP-bound keys (1:1 with the key's user), runs alternating.
+func runThroughputBenchmark(arguments: [String]) async throws {
+    let requests = Int(arguments.first ?? "") ?? 96
+    let engines = Int(arguments.dropFirst().first ?? "") ?? 2
+    let images = try Bench.environment("FACEGATE_TEST_IMAGES")
+    let probe = try Data(contentsOf: URL(fileURLWithPath: images + "/obama2.jpg"))
+    let stack = try await BenchStack.start(matcherEngines: engines)
+    defer { stack.stop() }
+    let header = try await stack.app(binding: "header", gallery: images)
+    let keyed = try await stack.app(binding: "dpop", gallery: images)
+    let phones = BenchPhones(base: stack.base)
+    for phone in phones.indices {
+        for app in [header, keyed] { try await phones.bind(app, phone: phone, photo: probe, number: "B1") }
+    }
+
+    // The processes whose CPU a login costs. PostgreSQL: the server with its backends (the ones that ended counted by the
+    // server's children's time); the broker and the server by the pid files the stack wrote.
+    func pidFile(_ name: String) -> Int32? {
+        (try? String(contentsOfFile: ".run/test/\(name).pid", encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+    var measured: [(name: String, cpu: () -> Double)] = stack.processes.map { process in (process.name.components(separatedBy: "-")[0], { ProcessCPU.milliseconds(process.pid) }) }
+    if let broker = pidFile("broker") { measured.append(("broker", { ProcessCPU.milliseconds(broker, children: true) })) }
+    if let postgres = pidFile("postgres") { measured.append(("PostgreSQL", { ProcessCPU.tree(postgres) })) }
+    measured.append(("load generator", { ProcessCPU.milliseconds(getpid()) }))
+
+    var rows: [String] = []
+    for concurrency in [1, 4, 8] {
+        for app in [header, keyed] { _ = try await phones.load(app, concurrency: concurrency, requests: requests / 2, photo: probe) }
+        for (name, app) in [("header device, 1:N search", header), ("DPoP-bound key, 1:1", keyed)] {
+            let before = measured.map { $0.cpu() }
+            let run = try await phones.load(app, concurrency: concurrency, requests: requests, photo: probe)
+            let perLogin = zip(measured, before).map { ($0.cpu() - $1) / Double(requests) }
+            let cells = perLogin.map { String(format: "%.1f", $0) }.joined(separator: " | ")
+            rows.append(String(format: "| %@ | %d | %@ | %.1f | %.0f | %.0f | ", name, concurrency, run.failureText, Double(requests) / run.seconds,
+                               Bench.percentile(run.latencies, 50), Bench.percentile(run.latencies, 99))
+                        + cells + String(format: " | %.1f |", perLogin.reduce(0, +)))
+        }
+    }
+    let columns = measured.map(\.name)
+    try Bench.record("Face login throughput and CPU per login (`facegate-bench throughput`)", """
+    Face logins of obama2.jpg over HTTP, \(requests) per row, release build: gateway, one matcher with \(engines) face engines, broker and
+    PostgreSQL on this 2-core machine, with the load generator. Each app's gallery holds the \(header.gallerySize) test photos' people;
+    each client logs in from its own phone, bound to the user (header mode: `X-Device-Id`, searched 1:N; DPoP: a fresh proof per
+    request, made inside the measured time, compared 1:1 with the key's user). CPU is user + system time from /proc over the
+    row's run, divided by its logins; the machine has 2,000 CPU-ms a second, so 30 logins/s leave 66 ms per login for all of it.
+
+    | login | clients | failures | logins/s | p50 ms | p99 ms | \(columns.joined(separator: " | ")) | CPU-ms per login, all |
+    | --- | --- | --- | --- | --- | --- | \(columns.map { _ in "---" }.joined(separator: " | ")) | --- |
+    \(rows.joined(separator: "\n"))
+    """)
+}
+
+/// CPU time (user + system) of processes, in ms, from /proc/PID/stat.
+enum ProcessCPU {
+    static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+
+    /// The fields after the command name: state, ppid, … (utime, stime, cutime, cstime at 11–14).
+    private static func fields(_ pid: Int32) -> [Substring]? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return nil }
+        return stat[stat.index(after: close)...].split(separator: " ")
+    }
+
+    /// With `children`, the time of its children that ended too.
+    static func milliseconds(_ pid: Int32, children: Bool = false) -> Double {
+        guard let fields = fields(pid), fields.count > 14 else { return 0 }
+        let ticks = (11...(children ? 14 : 12)).map { Double(fields[$0]) ?? 0 }.reduce(0, +)
+        return ticks / ticksPerSecond * 1000
+    }
+
+    /// A server and every process it started, live or ended (PostgreSQL and its backends).
+    static func tree(_ root: Int32) -> Double {
+        let live = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init)
+            .filter { $0 != root && fields($0)?[1] == Substring(String(root)) }
+        return milliseconds(root, children: true) + live.map { milliseconds($0) }.reduce(0, +)
+    }
+}
