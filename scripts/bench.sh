@@ -46,7 +46,7 @@ case "${1:-all}" in
   accuracy|face-engine|sface-engine) ;;
   *) swift build -c release ;;   # the services, for the benchmarks that start them
 esac
-# `policy` (and `all`) compare with the release before the trust policy: its services built in a worktree of their own
+# `policy`, `throughput` (and `all`) compare with the release before the trust policy: its services built in a worktree of their own
 # under .run/baseline, on a database of their own migrated by its own `facegate migrate`.
 BASELINE_COMMIT="${FACEGATE_BASELINE_COMMIT:-b9d0b66}"
 prepare_baseline() {
@@ -64,7 +64,7 @@ prepare_baseline() {
   export FACEGATE_BASELINE_RELEASE_DIR="$ROOT/$tree/.build/release" FACEGATE_BASELINE_COMMIT="$BASELINE_COMMIT"
 }
 case "${1:-all}" in
-  policy|all) prepare_baseline ;;
+  policy|throughput|all) prepare_baseline ;;
 esac
 if [ $# -gt 0 ]; then
   .build/release/facegate-bench "$@"
