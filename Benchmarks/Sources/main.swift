@@ -13,6 +13,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("e2e", "face login over HTTP through the whole stack, 1 and 2 matcher replicas; requests in flight", runEndToEndBenchmark),
     ("login-peer", "SFace face login over HTTP, p50 at one client, vs the same photo through the same models in Python in-process", runLoginPeerBenchmark),
     ("throughput", "face login throughput and CPU-ms per login of every process at 1, 4 and 8 clients, header mode and DPoP", runThroughputBenchmark),
+    ("import", "facegate user import of 200 calibration people into a formal app, interrupted then resumed; refusals by reason", runImportBenchmark),
     ("dpop", "DPoP proof make/verify cost; face login on a bound key (1:1) vs header mode (1:N) over HTTP, p50/p99", runDPoPBenchmark),
     ("device-assertion", "device-credential challenge + assertion round trips over HTTP; p50/p99", runDeviceAssertionBenchmark),
     ("mrz", "ID-card MRZ read back from rendered cards at three degradation levels; accuracy and time", runMRZBenchmark),

@@ -155,6 +155,33 @@ import Testing
         }
     }
 
+    /// A person with more photos than the app keeps templates: once the limit answers, the rest are not sent (each would
+    /// cost a call and a matcher job to refuse), and the report says so.
+    @Test func photosPastTheTemplateLimitAreNotSent() async throws {
+        try await TestStack.with(extra: ["FACEGATE_MAX_FACES_PER_USER": "1"]) { stack in
+            let app = try await stack.createApp()
+            let images = try TestEnvironment.value("FACEGATE_TEST_IMAGES")
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent("import-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: root) }
+            let person = root.appendingPathComponent("people/E3001 Barack Obama")
+            try FileManager.default.createDirectory(at: person, withIntermediateDirectories: true)
+            for photo in ["obama.jpg", "obama2.jpg", "obama3.jpg"] {
+                try FileManager.default.copyItem(atPath: images + "/" + photo, toPath: person.appendingPathComponent(photo).path)
+            }
+            let report = root.appendingPathComponent("report.csv").path
+            let bin = try TestEnvironment.value("FACEGATE_BIN_DIR") + "/facegate"
+            let run = try ChildProcess.run("/usr/bin/env", ["FACEGATE_URL=\(stack.baseURL)", "FACEGATE_ADMIN_KEY=\(stack.adminKey)", bin, "user", "import",
+                                                            app.id, root.appendingPathComponent("people").path, "--report", report])
+            #expect(run.exitCode == 1, "\(run.errorText)")
+            let rows = try String(contentsOfFile: report, encoding: .utf8).split(separator: "\n").dropFirst().map { $0.split(separator: ",").map(String.init) }
+            #expect(rows.map { $0[2] } == ["enrolled", "FACE_LIMIT_REACHED", "FACE_LIMIT_REACHED"], "\(rows)")
+            #expect(rows.last?.last?.hasPrefix("not sent") == true, "\(rows)")
+            let calls = try await stack.call("GET", "/v1/audit/transactions?appId=\(app.id)&kind=face.enroll", bearer: stack.adminKey).json["items"] as? [[String: Any]]
+            #expect(calls?.compactMap { $0["outcome"] as? String }.sorted() == ["FACE_LIMIT_REACHED", "SUCCESS"],
+                    "the first photo enrolled, the second refused at the limit, the third never sent")
+        }
+    }
+
     @Test func operatorAndAuditorKeysFromTheCommandLine() async throws {
         try await TestStack.with(withMatcher: false) { stack in
             let environment = Environment(["FACEGATE_URL": stack.baseURL, "FACEGATE_ADMIN_KEY": stack.adminKey])

@@ -114,6 +114,11 @@ struct UserImport: Sendable {
         }
         var outcomes: [Outcome] = []
         for photo in person.photos {
+            // Once the user holds as many templates as the app allows, the rest would each cost the matcher a refusal.
+            if outcomes.last?.result == "FACE_LIMIT_REACHED" {
+                outcomes.append(outcome(photo, "FACE_LIMIT_REACHED", "not sent: the user already holds as many templates as the app allows"))
+                continue
+            }
             guard let data = FileManager.default.contents(atPath: photo) else {
                 outcomes.append(outcome(photo, "UNREADABLE", "cannot read the file"))
                 continue
