@@ -399,6 +399,10 @@ class ConsoleTests(unittest.TestCase):
         self.assertTrue(self.driver.current_url.endswith(f"#operator/app/{app_id}"), "an app has a page of its own")
         ctid = Select(self.by_id("set-module-ctid"))
         self.assertEqual(ctid.first_selected_option.get_attribute("value"), "disabled")
+        # What the threshold stands for at the gallery's size, as the app's view says it.
+        estimate = self.by_id("threshold-estimate").text
+        self.assertIn(f"{before['galleryTemplates']} templates", estimate)
+        self.assertIn("a stranger identified as someone:", estimate)
         ctid.select_by_value("trial")
         self.by_id("settings-submit").click()
         dialog = self.visible("confirm-dialog")

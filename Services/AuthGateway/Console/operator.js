@@ -151,11 +151,24 @@ export function initOperator() {
   function fillSettings(app) {
     for (const [name] of MODULES) $(`set-module-${name}`).value = app.modules[name];
     $("set-threshold").value = app.matchThreshold;
+    $("threshold-estimate").textContent = thresholdEstimate(app);
     $("set-liveness-login").value = app.liveness.faceLogin;
     $("set-liveness-kiosk").value = app.liveness.kiosk;
     $("set-daily-calls").value = app.quotas.dailyCalls;
     $("set-gallery-size").value = app.quotas.gallerySize;
     $("set-keep-photos").checked = Boolean(app.keepEnrollmentPhotos);
+  }
+
+  // What the threshold stands for: a false match per comparison, and over the app's gallery as it is now.
+  function thresholdEstimate(app) {
+    const rate = (value) => Number(value).toPrecision(2);
+    const parts = [];
+    if (app.galleryTemplates !== undefined) parts.push(`${app.galleryTemplates} templates`);
+    if (app.estimatedFalseMatchRate !== undefined) parts.push(`false match ${rate(app.estimatedFalseMatchRate)} per comparison`);
+    if (app.estimatedFalsePositiveIdentificationRate !== undefined) {
+      parts.push(`a stranger identified as someone: ${rate(app.estimatedFalsePositiveIdentificationRate)} at this gallery size`);
+    }
+    return parts.join(" · ");
   }
 
   function formSettings() {
