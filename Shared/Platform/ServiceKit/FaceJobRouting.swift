@@ -2,45 +2,10 @@ import FaceGateCore
 import Foundation
 
 extension RequesterService {
-    /// A face job answered once, however many shards the gallery is cut into (`shards`: `FACEGATE_MATCHER_SHARDS`), with
-    /// each photo embedded by one matcher:
-    /// - a job that needs no gallery slice (a verify, a detection, a reference template, a burst that identifies no one)
-    ///   goes to one shard, drawn at random;
-    /// - an identify, or a burst that identifies, has its probe embedded by one shard, which answers it as a template
-    ///   sealed with the platform key; every shard then searches its slice with that template (a `search` job: the
-    ///   template, not the photo) and their answers are merged;
-    /// - an enrollment or a re-embedding goes to every shard (each keeps what hashes to it), merged.
+    /// A face job answered once, each photo embedded by one matcher, however the gallery is sharded (`FaceJobRouting`).
     public func faceJob(_ job: FaceJob, messageId: String? = nil, shards: Int) async throws -> FaceJobResult {
-        var single = job
-        // Any number: a matcher takes it when it is its index modulo the shard count.
-        single.shard = Int.random(in: 0..<(1 << 30))
-        switch job.payload {
-        case .verify, .detect, .template, .liveness where !job.identifies:
-            return try await faceJob(single, messageId: messageId, expectedReplies: 1)[0]
-        case .identify, .liveness:
-            guard shards > 1 else { return try await faceJob(job, messageId: messageId, expectedReplies: 1)[0] }
-            single.probeOnly = true
-            let probed = try await faceJob(single, expectedReplies: 1)[0]
-            guard probed.outcome == .detected, let template = probed.sealedTemplate else {
-                // A refusal (no face, no clear subject, a spoof) or a bound user's 1:1 match ends it there. A decision on a
-                // search is no probe's to make: a matcher that answers one ignored `probeOnly` and searched its slice alone.
-                if probed.boundMatch != true, [.match, .noMatchFace, .ambiguousMatch].contains(probed.outcome) { throw ProbeAnsweredAsSearch() }
-                return probed
-            }
-            let search = FaceJob(appId: job.appId, threshold: job.threshold, margin: job.margin, .search(template: template, topK: job.topK))
-            var result = FaceJobResult.merged(try await faceJob(search, expectedReplies: shards), for: search)
-            (result.faceCount, result.quality, result.subject) = (probed.faceCount, probed.quality, probed.subject)
-            (result.liveness, result.bestFrameIndex) = (probed.liveness, probed.bestFrameIndex)
-            result.timings.merge(probed.timings) { search, _ in search }
-            return result
-        case .enroll, .reembed, .search:
-            return FaceJobResult.merged(try await faceJob(job, messageId: messageId, expectedReplies: shards), for: job)
+        try await FaceJobRouting.answer(job, messageId: messageId, shards: shards) { job, messageId, replies in
+            try await faceJob(job, messageId: messageId, expectedReplies: replies)
         }
     }
-}
-
-/// A shard answered a probe with a search of its own slice: it predates `probeOnly` (upgrade the matchers before the
-/// services that send face jobs). Its answer is not used.
-public struct ProbeAnsweredAsSearch: Error, CustomStringConvertible {
-    public var description: String { "a matcher answered a probe with a search of its own shard: upgrade the matchers first" }
 }
