@@ -162,13 +162,7 @@ import Testing
                 matchers.append(other)
             }
             defer { if shards == 2 { matchers[1].group.requestStop(reason: "test finished") } }
-            func embeddings() throws -> Double {
-                try matchers.map { matcher in
-                    let metrics = matcher.runtime.metrics.render()
-                    let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix("facegate_matcher_embeddings_total ") })
-                    return try #require(Double(line.split(separator: " ")[1]))
-                }.reduce(0, +)
-            }
+            func embeddings() throws -> Double { try matchers.map { try #require($0.embeddings) }.reduce(0, +) }
 
             let app = try await stack.createApp(extra: ["deviceBinding": "dpop", "deviceBindingPolicy": "appServerTicket"])
             let obama = try await stack.createUser(app, employeeNumber: "E8001", name: "Barack Obama")

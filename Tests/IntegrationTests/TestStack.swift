@@ -354,3 +354,11 @@ extension Trait where Self == SharedStackTrait {
         SharedStackTrait(services: TestStack.Services(withMatcher: withMatcher, withCTID: withCTID, withKiosk: withKiosk, extra: extra))
     }
 }
+
+extension MatcherWorker {
+    /// Faces this matcher embedded so far (`facegate_matcher_embeddings_total`); nil when it does not report the metric.
+    var embeddings: Double? {
+        runtime.metrics.render().split(separator: "\n").first { $0.hasPrefix("facegate_matcher_embeddings_total ") }
+            .flatMap { Double($0.split(separator: " ")[1]) }
+    }
+}
