@@ -90,7 +90,7 @@ import Testing
 
     @Test func anUploadProvesItsCallerOnceBeforeTheBodyIsRead() async throws {
         try await serve({ routes in
-            routes.group(\.client).add("POST", "/upload", answers: [], upload: true) { request, context in
+            routes.group(\.client, tag: .faces).add("POST", "/upload", "upload", "Upload", body: .upload(form: ImageUpload.self), answers: []) { request, context in
                 #expect(request.body.count == 300_000)
                 return Self.describe(context)
             }
@@ -113,8 +113,8 @@ import Testing
 
     @Test func aBodilessCallIsProvenOnceInItsHandler() async throws {
         try await serve({ routes in
-            routes.group(\.client).add("GET", "/read", answers: []) { _, context in Self.describe(context) }
-            routes.group(\.client).add("POST", "/upload", answers: [], upload: true) { _, context in Self.describe(context) }
+            routes.group(\.client, tag: .faces).add("GET", "/read", "read", "Read", answers: []) { _, context in Self.describe(context) }
+            routes.group(\.client, tag: .faces).add("POST", "/upload", "upload", "Upload", body: .upload(form: ImageUpload.self), answers: []) { _, context in Self.describe(context) }
         }) { call in
             let token = try accessToken()
             let read = try await call("GET", "/read", [("Authorization", "Bearer " + token)], nil)
@@ -131,8 +131,8 @@ import Testing
 
     @Test func anOptionalCallerIsNeverTakenAsProvenWithoutItsProof() async throws {
         try await serve({ routes in
-            routes.group(\.auditor).add("GET", "/audit", answers: []) { _, context in .text(context.caller == nil ? "all" : "some") }
-            routes.group(\.auditor).add("POST", "/audit", answers: [], upload: true) { _, context in .text(context.caller == nil ? "all" : "some") }
+            routes.group(\.auditor, tag: .audit).add("GET", "/audit", "read", "Read", answers: []) { _, context in .text(context.caller == nil ? "all" : "some") }
+            routes.group(\.auditor, tag: .audit).add("POST", "/audit", "upload", "Upload", body: .upload(form: ImageUpload.self), answers: []) { _, context in .text(context.caller == nil ? "all" : "some") }
         }) { call in
             let read = try await call("GET", "/audit", [("Authorization", "Bearer nobody")], nil)
             let upload = try await call("POST", "/audit", [("Authorization", "Bearer nobody")], Data(repeating: 1, count: 100))

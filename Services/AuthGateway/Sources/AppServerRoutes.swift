@@ -9,22 +9,33 @@ struct AppServerRoutes: RouteCollection {
     let identityExchange: IdentityExchange
 
     func boot(_ routes: APIRoutes) {
-        let appServers = routes.group(\.appServer)
-        appServers.add("POST", "/v1/access-tokens", answers: [AccessTokenIssued.self], maxBodyBytes: 4096) { _, context in
+        let appServers = routes.group(\.appServer, tag: .identity)
+        appServers.add("POST", "/v1/access-tokens", "issueAccessToken", "Issue an access token for the app's client apps (no body)",
+                       answers: [.ok(AccessTokenIssued.self, "The token")], maxBodyBytes: 4096) { _, context in
             let server = context.caller
             let (token, expiresIn) = try accessTokens.issue(app: server.app, previousSecret: server.previousSecret)
             return .json(AccessTokenIssued(accessToken: token, expiresIn: expiresIn))
         }
-        appServers.add("POST", "/v1/identity/exchange", answers: [Exchanged.self], maxBodyBytes: 8192) { request, context in
+        appServers.add("POST", "/v1/identity/exchange", "exchangeIdentityToken", "Exchange an identity token (single use) for the verified user",
+                       body: .json(ExchangeBody.self), answers: [.ok(Exchanged.self, "The verified user")],
+                       errors: [.identityTokenInvalid, .identityTokenExpired, .notFound, .identityTokenUsed],
+                       because: [.identityTokenInvalid: "another app's, tampered, wrong type", .notFound: "the user no longer exists"],
+                       maxBodyBytes: 8192) { request, context in
             try await exchange(request, context, app: context.caller.app)
         }
     }
 
-    struct AccessTokenIssued: Encodable { var accessToken: String; var tokenType = "Bearer"; var expiresIn: Int }
+    struct AccessTokenIssued: Codable, DocumentedSchema {
+        static let schemaName = "AccessToken"
+        var accessToken: String; var tokenType = "Bearer"; var expiresIn: Int }
 
-    struct ExchangeBody: Decodable { var identityToken: String }
+    struct ExchangeBody: Decodable, DocumentedSchema {
+        static let schemaName = "IdentityTokenExchange"
+        var identityToken: String
+    }
 
-    struct Exchanged: Encodable {
+    struct Exchanged: Codable, DocumentedSchema {
+        static let schemaName = "Identity"
         var userId: String
         var employeeNumber: String
         var name: String

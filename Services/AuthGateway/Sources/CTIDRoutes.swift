@@ -8,15 +8,28 @@ struct CTIDRoutes: RouteCollection {
     let ctidVerification: CTIDVerification
 
     func boot(_ routes: APIRoutes) {
-        let clients = routes.group(\.client)
-        clients.add("POST", "/v1/ctid/serial-numbers", answers: [CTIDSerialNumber.self], maxBodyBytes: 4096, idempotent: true) { request, context in
-            struct Body: Decodable { var authMode: String }
-            return .json(try await ctidVerification.issueSerial(app: context.caller) { try request.decodeJSON(Body.self).authMode })
+        let clients = routes.group(\.client, tag: .ctid)
+        clients.add("POST", "/v1/ctid/serial-numbers", "issueCtidSerialNumber",
+                    "Issue a single-use CTID serial number and challenge code bound to the app and auth mode",
+                    body: .json(SerialRequest.self), answers: [.ok(CTIDSerialNumber.self, "The serial number")],
+                    errors: [.moduleDisabled, .moduleNotFormal], maxBodyBytes: 4096, idempotent: true) { request, context in
+            .json(try await ctidVerification.issueSerial(app: context.caller) { try request.decodeJSON(SerialRequest.self).authMode })
         }
-        clients.add("POST", "/v1/ctid/verifications", answers: [CTIDEnvelope.self], doors: [.ctidVerification], upload: true) { request, context in
+        clients.add("POST", "/v1/ctid/verifications", "verifyCtid", """
+            Verify an identity claim sent as a CTID envelope; the answer is an envelope whose plaintext is \
+            {bizSerialNum, authResult, resultCode, message, transactionId}
+            """, body: .document(CTIDEnvelope.self), parameters: [.deviceId], answers: [.ok(CTIDEnvelope.self, "The verifier's answer envelope")],
+                    errors: [.invalidEnvelope, .moduleDisabled, .moduleNotFormal],
+                    because: [.invalidEnvelope: "any envelope fault (MAC, key, padding, encoding), always the same body"],
+                    doors: [.ctidVerification]) { request, context in
             try await verify(request, context)
         }
-        routes.group(\.appOperator).add("POST", "/v1/apps/{appId}/ctid-registry", answers: [CTIDRegistered.self], upload: true) { request, context in
+        routes.group(\.appOperator, tag: .ctid).add(
+            "POST", "/v1/apps/{appId}/ctid-registry", "registerCtidIdentity",
+            "Add or replace a trusted identity record of the app (number hashed, name sealed, portrait kept as a sealed template)",
+            body: .document(CTIDRegistration.self), answers: [.created(CTIDRegistered.self, "Registered")], errors: [.lowQuality],
+            because: [.lowQuality: "the photo has no usable face"]
+        ) { request, context in
             let masked = try await ctidVerification.register(app: context.caller, try request.decodeJSON(CTIDRegistration.self))
             return .json(CTIDRegistered(number: masked), status: 201)
         }
@@ -40,5 +53,14 @@ struct CTIDRoutes: RouteCollection {
         }
     }
 
-    struct CTIDRegistered: Encodable { var number: String; var registered = true }
+    struct CTIDRegistered: Codable, DocumentedSchema {
+        static let schemaName = "CtidRegistered"
+        var number: String
+        var registered = true
+    }
+
+    struct SerialRequest: Decodable, DocumentedSchema {
+        static let schemaName = "CtidSerialRequest"
+        var authMode: String
+    }
 }

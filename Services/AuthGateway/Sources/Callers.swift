@@ -25,30 +25,32 @@ struct Callers: Sendable {
     // MARK: - Authenticators
 
     /// Client apps: a Bearer access token (`requireClient`).
-    var client: Authenticator<AppRecord> { Authenticator { try await requireClient($0) } }
+    var client: Authenticator<AppRecord> { Authenticator(.client) { try await requireClient($0) } }
+    /// As `client`, for routes whose handlers then prove the device (`DeviceProofs`, `KioskProofs`).
+    var device: Authenticator<AppRecord> { Authenticator(.device) { try await requireClient($0) } }
     /// App servers: HTTP Basic `appId:appSecret` (`requireAppServer`), the previous secret during its grace included
     /// (access tokens and identity exchange only).
-    var appServer: Authenticator<AppServer> { Authenticator { try await requireAppServer($0, previousSecret: true) } }
+    var appServer: Authenticator<AppServer> { Authenticator(.appServer) { try await requireAppServer($0, previousSecret: true) } }
     /// Operators whose key covers the route's `{appId}` (`operatorApp`).
-    var appOperator: Authenticator<AppRecord> { Authenticator { try await operatorApp($0) } }
+    var appOperator: Authenticator<AppRecord> { Authenticator(.appOperator) { try await operatorApp($0) } }
     /// As `appOperator`, each key limited to `FACEGATE_SERVER_CALL_RATE` (enrollment, which runs the matcher).
     var limitedAppOperator: Authenticator<AppRecord> {
-        Authenticator { request in
+        Authenticator(.limitedAppOperator) { request in
             let app = try await operatorApp(request)
             try admitServerCall(request, appServer: nil)
             return app
         }
     }
     /// Any operator key, with the apps it covers.
-    var anyOperator: Authenticator<OperatorScope> { Authenticator { try await requireAdmin($0) } }
+    var anyOperator: Authenticator<OperatorScope> { Authenticator(.anyOperator) { try await requireAdmin($0) } }
     /// Operator keys that cover every app (app creation, key management).
-    var globalOperator: Authenticator<OperatorScope> { Authenticator { try await requireAdmin($0, global: true) } }
+    var globalOperator: Authenticator<OperatorScope> { Authenticator(.globalOperator) { try await requireAdmin($0, global: true) } }
     /// Auditors and operators: the apps the caller may read, nil meaning all (`requireAuditor`).
-    var auditor: Authenticator<[UUID]?> { Authenticator { try await requireAuditor($0) } }
+    var auditor: Authenticator<[UUID]?> { Authenticator(.auditor) { try await requireAuditor($0) } }
 
     /// The app server (HTTP Basic, its current secret, limited to `FACEGATE_SERVER_CALL_RATE`) or a client app (access token).
     var appServerOrClient: Authenticator<AppCaller> {
-        Authenticator { request in
+        Authenticator(.appServerOrClient) { request in
             guard AppCaller.sendsBasic(request) else { return AppCaller(app: try await requireClient(request), isAppServer: false) }
             let app = try await requireAppServer(request).app
             try admitServerCall(request, appServer: app)
@@ -58,7 +60,7 @@ struct Callers: Sendable {
 
     /// The app server of the `{appId}` app, or an operator covering it; either limited to `FACEGATE_SERVER_CALL_RATE`.
     var appServerOrOperator: Authenticator<AppCaller> {
-        Authenticator { request in
+        Authenticator(.appServerOrOperator) { request in
             guard AppCaller.sendsBasic(request) else {
                 let app = try await operatorApp(request)
                 try admitServerCall(request, appServer: nil)
@@ -74,12 +76,12 @@ struct Callers: Sendable {
     }
 
     /// The session of the path, proven by its interview token (`requireInterview`).
-    var interview: Authenticator<UUID> { Authenticator { try requireInterview($0) } }
+    var interview: Authenticator<UUID> { Authenticator(.interview) { try requireInterview($0) } }
 
     /// The interview token, or for the event stream a single-use ticket from `POST …/event-tickets` (`?ticket=`,
     /// spent here — so never for an upload route).
     var interviewOrEventTicket: Authenticator<UUID> {
-        Authenticator { request in
+        Authenticator(.interviewOrEventTicket) { request in
             guard Self.opensWithTicket(request), let ticket = request.query["ticket"] else { return try requireInterview(request) }
             let id = try request.uuidParameter("interviewId")
             try await kioskSessions.openWithTicket(ticket, session: id)
@@ -89,7 +91,7 @@ struct Callers: Sendable {
 
     /// A kiosk step: the client app's access token and the session's interview token, checked before a photo is read.
     var kioskStep: Authenticator<KioskStepCaller> {
-        Authenticator { request in
+        Authenticator(.kioskStep) { request in
             let app = try await requireClient(request)
             return KioskStepCaller(app: app, interviewId: try requireInterview(request))
         }
@@ -262,4 +264,35 @@ struct AppCaller: Sendable {
 struct KioskStepCaller: Sendable {
     var app: AppRecord
     var interviewId: UUID
+}
+
+/// How each of `Callers`' proofs reads in the OpenAPI document.
+extension CallerDocumentation {
+    /// A client's access token and device proof (and on a header app, no `X-Device-Id`: INVALID_REQUEST).
+    private static let token: [ErrorCode] = [.invalidRequest, .accessTokenInvalid, .accessTokenExpired, .dpopProofInvalid]
+
+    /// Client apps whose routes take no device proof.
+    static let client = CallerDocumentation(security: [[.accessToken]], errors: [.accessTokenInvalid, .accessTokenExpired])
+    /// Client apps on a device (`DeviceProofs`): a DPoP proof on apps with deviceBinding dpop, `X-Device-Id` on header apps.
+    static let device = CallerDocumentation(security: [[.accessToken, .deviceProof], [.accessToken]], headers: ["deviceId", "dpop"], errors: token)
+    static let appServer = CallerDocumentation(security: [[.appServer]], errors: [.unauthorized], because: [.unauthorized: "unknown app or wrong secret"])
+    static let appOperator = CallerDocumentation(security: [[.operatorKey]], errors: [.unauthorized, .forbidden, .notFound])
+    static let limitedAppOperator = CallerDocumentation(security: [[.operatorKey]], errors: [.unauthorized, .forbidden, .notFound, .rateLimited])
+    static let anyOperator = CallerDocumentation(security: [[.operatorKey]], errors: [.unauthorized])
+    static let globalOperator = CallerDocumentation(security: [[.operatorKey]], errors: [.unauthorized, .forbidden],
+                                                    because: [.forbidden: "an operator key limited to some apps"])
+    static let auditor = CallerDocumentation(security: [[.auditorKey]], errors: [.unauthorized])
+    static let appServerOrClient = CallerDocumentation(security: [[.accessToken], [.appServer]], headers: ["deviceId", "dpop"],
+                                                       errors: token + [.unauthorized, .rateLimited])
+    static let appServerOrOperator = CallerDocumentation(
+        security: [[.operatorKey], [.appServer]], errors: [.unauthorized, .forbidden, .notFound, .rateLimited],
+        because: [.forbidden: "app-server credentials of another app, an operator key not covering the app"])
+    static let interview = CallerDocumentation(security: [[.interviewToken]], headers: ["interviewToken"], errors: [.unauthorized, .notFound, .sessionExpired],
+                                               because: [.unauthorized: "not this session's interview token"])
+    static let interviewOrEventTicket = CallerDocumentation(
+        security: [[.interviewToken], []], errors: [.unauthorized, .notFound, .sessionExpired],
+        because: [.unauthorized: "neither this session's interview token nor a live ticket"])
+    static let kioskStep = CallerDocumentation(security: [[.accessToken, .interviewToken]], headers: ["interviewToken", "deviceId", "dpop"],
+                                               errors: token + [.unauthorized, .notFound, .sessionExpired],
+                                               because: [.unauthorized: "not this session's interview token"])
 }

@@ -89,13 +89,25 @@ struct ConsoleFiles: Sendable {
 struct ConsoleRoutes: RouteCollection {
     let console: ConsoleFiles
 
+    private let notModified = Answer.content("Not modified (If-None-Match)", [], status: 304)
+
     func boot(_ routes: APIRoutes) {
         let console = console
-        routes.add("GET", "/console", answers: []) { _ in
+        routes.add("GET", "/console", "redirectToConsole", "Redirects to /console/", tag: .console,
+                   answers: [.content("Location: /console/", [], status: 301)]) { _ in
             HTTPResponse(status: 301, headers: [("Location", "/console/"), ("Cache-Control", "no-cache")])
         }
-        routes.add("GET", "/console/", answers: []) { request in console.response(for: "index.html", request: request) }
-        routes.add("GET", "/console/{file}", answers: []) { request in
+        routes.add("GET", "/console/", "getConsole",
+                   "The web console for auditors and operators (static page; it calls this API with the key signed in with)", tag: .console,
+                   answers: [.content("The page", [("text/html", ["type": "string"])]), notModified], errors: [.notFound],
+                   because: [.notFound: "the console is not installed"]) { request in console.response(for: "index.html", request: request) }
+        routes.add("GET", "/console/{file}", "getConsoleFile", "A file of the web console (HTML, CSS, JavaScript, images)", tag: .console,
+                   answers: [.content("The file", [
+                       ("text/html", ["type": "string"]), ("text/css", ["type": "string"]), ("text/javascript", ["type": "string"]),
+                       ("application/json", [:]), ("text/plain", ["type": "string"]), ("image/svg+xml", ["type": "string"]),
+                       ("image/png", ["type": "string", "contentMediaType": "image/png"]),
+                       ("image/x-icon", ["type": "string", "contentMediaType": "image/x-icon"]),
+                   ]), notModified], errors: [.notFound]) { request in
             console.response(for: request.pathParameters["file"] ?? "", request: request)
         }
     }

@@ -11,25 +11,40 @@ struct DeviceCredentialRoutes: RouteCollection {
 
     func boot(_ routes: APIRoutes) {
         // Client apps, as `client`; a refusal names the fallback (none: no app is known yet), as every refusal here does.
-        let client = routes.callers.client
-        let clients = routes.group(Authenticator { request in
+        let client = routes.callers.device
+        let clients = routes.group(Authenticator(client.documentation) { request in
             do {
                 return try await client.authenticate(request)
             } catch {
                 throw await withFallback(error, app: nil, user: nil)
             }
-        })
-        clients.add("POST", "/v1/device-credentials", answers: [Registered.self], maxBodyBytes: 32 << 10) { request, context in
+        }, tag: .deviceCredentials)
+        clients.add("POST", "/v1/device-credentials", "registerDeviceCredential", """
+            Register a device biometric key; proof of user: a fresh face-login identity token of this app and device, consumed here. \
+            Replaces the user's previous credential on this device. Error messages end with (fallback: faceLogin) or (fallback: none)
+            """, body: .json(ClientRegistrationBody.self), answers: [.created(Registered.self, "Registered")],
+                    errors: [.identityTokenInvalid, .identityTokenExpired, .moduleDisabled, .moduleNotFormal, .notFound, .identityTokenUsed],
+                    because: [.notFound: "the user no longer exists"], maxBodyBytes: 32 << 10) { request, context in
             try await register(request, context)
         }
-        clients.add("POST", "/v1/device-credentials/challenges", answers: [DeviceChallengeIssued.self], maxBodyBytes: 4096) { request, context in
+        clients.add("POST", "/v1/device-credentials/challenges", "createDeviceChallenge",
+                    "A single-use challenge for one credential (32 random bytes, base64url; 60 s)", body: .json(ChallengeRequest.self),
+                    answers: [.ok(DeviceChallengeIssued.self, "The challenge")],
+                    errors: [.moduleDisabled, .moduleNotFormal, .credentialNotEnrolled, .authenticationFailed, .credentialLocked, .rateLimited],
+                    because: [.authenticationFailed: "the credential is blocked (its counter went backwards)"], maxBodyBytes: 4096) { request, context in
             try await challenge(request, context)
         }
-        clients.add("POST", "/v1/device-credentials/assertions", answers: [FaceGateIdentity.self], doors: [.deviceCredentialAssertion],
-                    maxBodyBytes: 8192) { request, context in
+        clients.add("POST", "/v1/device-credentials/assertions", "assertDeviceCredential", """
+            Log in with a device key. A counter that does not advance (once non-zero) blocks the credential until it is registered again
+            """, body: .json(Assertion.self), answers: [.ok(FaceGateIdentity.self, "SUCCESS with an identity token (method device_biometric)")],
+                    errors: [.moduleDisabled, .moduleNotFormal, .credentialNotEnrolled, .authenticationFailed, .credentialLocked, .rateLimited],
+                    because: [.authenticationFailed: "unknown or spent challenge, bad signature, counter not advancing"],
+                    doors: [.deviceCredentialAssertion], maxBodyBytes: 8192) { request, context in
             try await assert(request, context)
         }
-        clients.add("DELETE", "/v1/device-credentials/{credentialId}", answers: []) { request, context in
+        clients.add("DELETE", "/v1/device-credentials/{credentialId}", "revokeOwnDeviceCredential", "Revoke this device's credential (immediately)",
+                    answers: [.noContent("Revoked")], errors: [.credentialNotEnrolled],
+                    because: [.credentialNotEnrolled: "no such live credential on this device"]) { request, context in
             // Client revocation: only from the device the credential belongs to.
             try await clientCall(context, kind: "device.revoke", parse: {}) { device, _, draft in
                 try await deviceCredentials.revoke(app: context.caller, credentialId: request.pathParameters["credentialId"], device: device.id,
@@ -37,20 +52,28 @@ struct DeviceCredentialRoutes: RouteCollection {
                 return .noContent
             }
         }
-        let operators = routes.group(\.appOperator)
-        operators.add("POST", "/v1/apps/{appId}/users/{userId}/device-credentials", answers: [Registered.self], maxBodyBytes: 32 << 10) { request, context in
+        let operators = routes.group(\.appOperator, tag: .deviceCredentials)
+        operators.add("POST", "/v1/apps/{appId}/users/{userId}/device-credentials", "registerDeviceCredentialForUser",
+                      "Register a device biometric key for a user (at a desk); replaces the user's credential on that device",
+                      body: .json(OperatorRegistrationBody.self), answers: [.created(Registered.self, "Registered")], maxBodyBytes: 32 << 10) { request, context in
             try await registerAsOperator(request, context)
         }
-        operators.add("GET", "/v1/apps/{appId}/users/{userId}/device-credentials", answers: [CredentialPage.self]) { request, context in
+        operators.add("GET", "/v1/apps/{appId}/users/{userId}/device-credentials", "listDeviceCredentials",
+                      "A user's device credentials, revoked ones included", answers: [.ok(CredentialPage.self, "The credentials")]) { request, context in
             .json(CredentialPage(items: try await deviceCredentials.list(app: context.caller, user: try request.uuidParameter("userId"))))
         }
-        operators.add("DELETE", "/v1/apps/{appId}/device-credentials/{credentialId}", answers: []) { request, context in
+        operators.add("DELETE", "/v1/apps/{appId}/device-credentials/{credentialId}", "revokeDeviceCredential",
+                      "Revoke a device credential (immediately)", answers: [.noContent("Revoked")], errors: [.credentialNotEnrolled],
+                      because: [.notFound: "app", .credentialNotEnrolled: "no such live credential"]) { request, context in
             try await context.recorded(kind: "device.revoke", appId: context.caller.id) { draft in
                 try await deviceCredentials.revoke(app: context.caller, credentialId: request.pathParameters["credentialId"], device: nil, draft: &draft)
                 return .noContent
             }
         }
-        operators.add("POST", "/v1/apps/{appId}/device-credentials/{credentialId}/reset", answers: []) { request, context in
+        operators.add("POST", "/v1/apps/{appId}/device-credentials/{credentialId}/reset", "resetDeviceCredential",
+                      "Clear a credential's failed-attempt counters and lock (a blocked counter needs a new registration)",
+                      answers: [.noContent("Reset")], errors: [.credentialNotEnrolled],
+                      because: [.notFound: "app", .credentialNotEnrolled: "no such credential"]) { request, context in
             let credentialId = try request.uuidParameter("credentialId")
             return try await context.recorded(kind: "device.credential.reset", appId: context.caller.id) { draft in
                 try await deviceCredentials.reset(app: context.caller, credentialId: credentialId, draft: &draft)
@@ -59,23 +82,51 @@ struct DeviceCredentialRoutes: RouteCollection {
         }
     }
 
-    struct ClientRegistrationBody: Decodable {
+    struct ClientRegistrationBody: Decodable, DocumentedSchema {
+        static let schemaName = "DeviceCredentialRegistration"
         var identityToken: String
         var publicKey: String
         var policy: String
         var attestation: String?
     }
 
-    struct OperatorRegistrationBody: Decodable {
+    struct OperatorRegistrationBody: Decodable, DocumentedSchema {
+        static let schemaName = "OperatorDeviceCredentialRegistration"
         var deviceId: String
         var publicKey: String
         var policy: String
         var attestation: String?
     }
 
-    struct Registered: Encodable { var credentialId: String }
-    struct CredentialPage: Encodable { var items: [CredentialView] }
-    struct DeviceChallengeIssued: Encodable { var challenge: String; var expiresIn: Int; var deviceId: String }
+    struct Registered: Codable, DocumentedSchema {
+        static let schemaName = "CredentialRegistered"
+        var credentialId: String
+    }
+
+    struct CredentialPage: Codable, DocumentedSchema {
+        static let schemaName = "DeviceCredentialList"
+        var items: [CredentialView]
+    }
+
+    struct ChallengeRequest: Decodable, DocumentedSchema {
+        static let schemaName = "DeviceChallengeRequest"
+        var credentialId: String
+    }
+
+    struct DeviceChallengeIssued: Codable, DocumentedSchema {
+        static let schemaName = "DeviceChallenge"
+        var challenge: String
+        var expiresIn: Int
+        var deviceId: String
+    }
+
+    struct Assertion: Decodable, DocumentedSchema {
+        static let schemaName = "DeviceAssertion"
+        var credentialId: String
+        var challenge: String
+        var counter: Int64
+        var signature: String
+    }
 
     private func register(_ request: HTTPRequest, _ context: CallContext<AppRecord>) async throws -> HTTPResponse {
         try await clientCall(context, kind: "device.register", parse: { try request.decodeJSON(ClientRegistrationBody.self) }) {
@@ -99,8 +150,7 @@ struct DeviceCredentialRoutes: RouteCollection {
     }
 
     private func challenge(_ request: HTTPRequest, _ context: CallContext<AppRecord>) async throws -> HTTPResponse {
-        struct Body: Decodable { var credentialId: String }
-        return try await clientCall(context, kind: "device.challenge", parse: { try request.decodeJSON(Body.self) }) {
+        return try await clientCall(context, kind: "device.challenge", parse: { try request.decodeJSON(ChallengeRequest.self) }) {
             device, body, draft in
             let issued = try await deviceCredentials.challenge(app: context.caller, device: device.id, credentialId: body.credentialId, draft: &draft)
             return .json(DeviceChallengeIssued(challenge: issued.challenge, expiresIn: issued.expiresIn, deviceId: issued.deviceId))
@@ -108,8 +158,7 @@ struct DeviceCredentialRoutes: RouteCollection {
     }
 
     private func assert(_ request: HTTPRequest, _ context: CallContext<AppRecord>) async throws -> HTTPResponse {
-        struct Body: Decodable { var credentialId: String; var challenge: String; var counter: Int64; var signature: String }
-        return try await clientCall(context, kind: "device.assert", parse: { try request.decodeJSON(Body.self) }) {
+        return try await clientCall(context, kind: "device.assert", parse: { try request.decodeJSON(Assertion.self) }) {
             device, body, draft in
             let assertion = DeviceCredentials.Assertion(credentialId: body.credentialId, challenge: body.challenge, counter: body.counter,
                                                         signature: body.signature)

@@ -9,8 +9,17 @@ struct FaceLoginRoutes: RouteCollection {
     let devices: DeviceProofs
 
     func boot(_ routes: APIRoutes) {
-        let clients = routes.group(\.client)
-        clients.add("POST", "/v1/face-login", answers: [FaceLoginOutcome.self], doors: [.faceLogin], upload: true) { request, context in
+        let clients = routes.group(\.device, tag: .faceLogin)
+        clients.add("POST", "/v1/face-login", "faceLogin", """
+            Log in with a photo: 1:1 against the users a bound device key belongs to, else 1:N. A device key bound to nobody always \
+            gets CONFIRM_REQUIRED. With the app's liveness.faceLogin active, send a burst answering a liveness challenge instead \
+            (multipart challengeId + 2–12 frame fields)
+            """, body: .upload(form: FaceLoginUpload.self),
+                    answers: [.ok(FaceLoginOutcome.self, "SUCCESS with an identity token, or CONFIRM_REQUIRED on a new device")],
+                    errors: [.moduleDisabled, .moduleNotFormal, .noFace, .noMatchFace, .ambiguousMatch, .imageFormatError, .lowQuality,
+                             .spoofDetected, .credentialLocked, .rateLimited],
+                    because: [.invalidRequest: "no X-Device-Id on a header app, one image where liveness needs a burst, a malformed multipart body"],
+                    doors: [.faceLogin]) { request, context in
             let app = context.caller
             return try await context.recorded(kind: "face.login", appId: app.id) { draft in
                 let device = try await devices.device(request, app: app)
@@ -20,7 +29,14 @@ struct FaceLoginRoutes: RouteCollection {
                 return response(answer, transaction: draft.id)
             }
         }
-        clients.add("POST", "/v1/face-login/confirm", answers: [FaceLoginOutcome.self], doors: [.faceLoginConfirm], maxBodyBytes: 4096) { request, context in
+        clients.add("POST", "/v1/face-login/confirm", "confirmFaceLogin",
+                    "Confirm a new device with the employee number (signed by the same device key on dpop apps); binds the device",
+                    body: .json(ConfirmBody.self), answers: [.ok(FaceGateIdentity.self, "SUCCESS with an identity token")],
+                    errors: [.moduleDisabled, .moduleNotFormal, .bindingTicketInvalid, .confirmationInvalid, .employeeNumberMismatch,
+                             .credentialLocked, .rateLimited],
+                    because: [.confirmationInvalid: "unknown, used, voided or expired",
+                              .employeeNumberMismatch: "a wrong number and a face that is not the claimed user's get the same answer; five void the confirmation"],
+                    doors: [.faceLoginConfirm], maxBodyBytes: 4096) { request, context in
             let (app, body) = (context.caller, try request.decodeJSON(ConfirmBody.self))
             return try await context.recorded(kind: "face.login.confirm", appId: app.id) { draft in
                 let device = try await devices.device(request, app: app)
@@ -54,7 +70,8 @@ struct FaceLoginRoutes: RouteCollection {
         }
     }
 
-    struct ConfirmBody: Decodable {
+    struct ConfirmBody: Decodable, DocumentedSchema {
+        static let schemaName = "Confirmation"
         var confirmationId: UUID
         var employeeNumber: String
         var bindingTicket: String?

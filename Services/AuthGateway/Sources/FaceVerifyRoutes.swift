@@ -9,12 +9,28 @@ struct FaceVerifyRoutes: RouteCollection {
     let devices: DeviceProofs
 
     func boot(_ routes: APIRoutes) {
-        routes.group(\.appServerOrClient).add("POST", "/v1/face-verify", answers: [VerifyAnswer.self], doors: [.clientFaceVerify, .appServerFaceVerify],
-                                              upload: true) { request, context in
+        routes.group(\.appServerOrClient, tag: .faceLogin).add("POST", "/v1/face-verify", "verifyFace", """
+            1:1: is this photo the claimed user (userId or employeeNumber, as multipart fields or query parameters)? Throttled per \
+            claimed user like face login. The client app learns only match; the app server also gets the score
+            """, body: .upload(form: VerifyUpload.self),
+            parameters: [Parameter(name: "userId", schema: ["type": "string", "format": "uuid"]), Parameter(name: "employeeNumber", schema: ["type": "string"])],
+            answers: [.ok(VerifyAnswer.self, "The decision")],
+            errors: [.moduleDisabled, .moduleNotFormal, .notFound, .noFace, .imageFormatError, .lowQuality, .credentialLocked],
+            because: [.invalidRequest: "no claimed user, or no X-Device-Id on a header app",
+                      .notFound: "the app server named an unknown user (a client gets match false instead)",
+                      .credentialLocked: "too many failed attempts on the claimed user or the device"],
+            doors: [.clientFaceVerify, .appServerFaceVerify]) { request, context in
             try await verify(request, context)
         }
-        routes.group(\.appServerOrOperator).add("POST", "/v1/apps/{appId}/faces/search", answers: [SearchAnswer.self], doors: [.faceSearch],
-                                                upload: true) { request, context in
+        routes.group(\.appServerOrOperator, tag: .faces).add("POST", "/v1/apps/{appId}/faces/search", "searchFaces", """
+            1:N search of the app's gallery without a login: the decision at the app's operating point, and for operators the closest \
+            candidates
+            """, body: .upload(form: ImageUpload.self),
+            parameters: [Parameter(name: "limit", schema: ["type": "integer", "minimum": 1, "maximum": 20, "default": 5],
+                                   description: "How many candidates (operators)")],
+            answers: [.ok(SearchAnswer.self, "The search result")],
+            errors: [.moduleDisabled, .moduleNotFormal, .noFace, .imageFormatError, .lowQuality],
+            because: [.invalidRequest: "limit out of 1–20, a malformed multipart body"], doors: [.faceSearch]) { request, context in
             try await search(request, context)
         }
     }
@@ -73,7 +89,8 @@ struct FaceVerifyRoutes: RouteCollection {
     }
 
     /// A verify's verdict: the client learns only `match`.
-    struct VerifyAnswer: Encodable, TrustAnswer {
+    struct VerifyAnswer: Codable, TrustAnswer, DocumentedSchema {
+        static let schemaName = "FaceVerification"
         var match: Bool
         var transactionId: String
         var userId: String?
@@ -83,8 +100,14 @@ struct FaceVerifyRoutes: RouteCollection {
     }
 
     /// A search's decision, and for operators its best candidates.
-    struct SearchAnswer: Encodable, TrustAnswer {
-        struct Hit: Encodable { var userId: String; var employeeNumber: String; var score: Float }
+    struct SearchAnswer: Codable, TrustAnswer, DocumentedSchema {
+        static let schemaName = "FaceSearchResult"
+        struct Hit: Codable, DocumentedSchema {
+            static let schemaName = "FaceSearchCandidate"
+            var userId: String
+            var employeeNumber: String
+            var score: Float
+        }
         var outcome: FaceOutcome
         var match: Hit?
         var model: FaceModel

@@ -13,12 +13,17 @@ struct KioskLoginRoutes: RouteCollection {
     let kiosks: KioskProofs
 
     func boot(_ routes: APIRoutes) {
-        routes.group(\.client).add("POST", "/v1/kiosk/login", answers: [KioskLoginReply.self], doors: [.kioskLogin], upload: true) { request, context in
+        routes.group(\.device, tag: .kiosk).add("POST", "/v1/kiosk/login", "kioskLogin", """
+            Kiosk 1:N login (module kiosk): frames answering a liveness challenge, or one photo when the app's kiosk liveness is off. \
+            A refusal on the face's merits is 200 with success false and its code in error
+            """, body: .upload(form: KioskFrames.self), answers: [.ok(KioskLoginReply.self, "The login's result")],
+            errors: [.moduleDisabled, .moduleNotFormal, .kioskNotRegistered, .credentialLocked, .rateLimited], doors: [.kioskLogin]) { request, context in
             try await login(request, context)
         }
     }
 
-    struct KioskLoginReply: Encodable, TrustAnswer {
+    struct KioskLoginReply: Codable, TrustAnswer, DocumentedSchema {
+        static let schemaName = "KioskLoginResult"
         var success: Bool
         var customerUUID: String?
         var token: String?

@@ -17,46 +17,77 @@ struct KioskSessionRoutes: RouteCollection {
     let eventStreams: EventStreamSlots
 
     func boot(_ routes: APIRoutes) {
-        routes.group(\.client).add("POST", "/v1/kiosk/sessions", answers: [KioskSessionCreated.self], doors: [.kioskOnboarding],
-                                   maxBodyBytes: 4096) { _, context in
+        let gate: [ErrorCode] = [.moduleDisabled, .moduleNotFormal, .kioskNotRegistered]
+        routes.group(\.device, tag: .kiosk).add("POST", "/v1/kiosk/sessions", "createKioskSession", "Start a kiosk onboarding session (no body)",
+                                                answers: [.created(KioskSessionCreated.self, "The session and its interview token")],
+                                                errors: gate, doors: [.kioskOnboarding], maxBodyBytes: 4096) { _, context in
             let app = context.caller
             let kiosk = try await kiosks.proven(context, app: app)
             let caller = KioskSessions.Caller(app: app, device: kiosk.jkt, kioskId: kiosk.id, clientIp: context.clientAddress)
             return .json(try await kioskSessions.create(caller), status: 201)
         }
-        let interviews = routes.group(\.interview)
+        let interviews = routes.group(\.interview, tag: .kiosk)
         // The session and its result, whose token only the kiosk that opened it may read.
-        interviews.add("GET", "/v1/kiosk/sessions/{interviewId}", answers: [KioskSessionView.self], doors: [.kioskOnboarding]) { _, context in
+        interviews.add("GET", "/v1/kiosk/sessions/{interviewId}", "getKioskSession", "The session: state, steps taken, result",
+                       answers: [.ok(KioskSessionView.self, "The session")], errors: [.kioskNotRegistered], doors: [.kioskOnboarding]) { _, context in
             let session = try await kioskSessions.live(context.caller)
             _ = try await kiosks.proven(context, session: session)
             return .json(try await store.view(of: session))
         }
-        interviews.add("DELETE", "/v1/kiosk/sessions/{interviewId}", answers: [], doors: [.kioskOnboarding]) { _, context in
+        interviews.add("DELETE", "/v1/kiosk/sessions/{interviewId}", "cancelKioskSession", "Cancel the session (event userCancelledSession)",
+                       answers: [.noContent("Cancelled")], errors: [.kioskNotRegistered, .conflict], doors: [.kioskOnboarding]) { _, context in
             _ = try await kiosks.proven(context, session: try await kioskSessions.live(context.caller))
             try await kioskSessions.cancel(context.caller, clientIp: context.clientAddress)
             return HTTPResponse(status: 204)
         }
-        interviews.add("POST", "/v1/kiosk/sessions/{interviewId}/event-tickets", answers: [EventTicket.self], doors: [.kioskOnboarding],
+        interviews.add("POST", "/v1/kiosk/sessions/{interviewId}/event-tickets", "createKioskEventTicket",
+                       "A single-use ticket (60 s) that opens the event stream once, for EventSource, which cannot send X-Interview-Token",
+                       answers: [.created(EventTicket.self, "The ticket")], errors: [.kioskNotRegistered], doors: [.kioskOnboarding],
                        maxBodyBytes: 1024) { _, context in
             _ = try await kiosks.proven(context, session: try await kioskSessions.live(context.caller))
             let (ticket, expiresIn) = try await kioskSessions.eventTicket(context.caller)
             return .json(EventTicket(ticket: ticket, expiresIn: expiresIn), status: 201)
         }
-        routes.group(\.interviewOrEventTicket).add("GET", "/v1/kiosk/sessions/{interviewId}/events", answers: [],
-                                                   doors: [.kioskOnboarding]) { request, context in
+        routes.group(\.interviewOrEventTicket, tag: .kiosk).add(
+            "GET", "/v1/kiosk/sessions/{interviewId}/events", "streamKioskEvents", """
+            Step events as Server-Sent Events (event names: KioskEventName; data: KioskEventData as JSON); replays after \
+            Last-Event-ID, ends after a final event or when the session expires
+            """,
+            parameters: [
+                Parameter(name: "X-Interview-Token", location: .header, schema: ["type": "string"], description: "The session's token; or a ticket instead"),
+                Parameter(name: "Last-Event-ID", location: .header, schema: ["type": "string", "pattern": "^[0-9]+$"]),
+                Parameter(name: "lastEventId", schema: ["type": "string", "pattern": "^[0-9]+$"]),
+                Parameter(name: "ticket", schema: ["type": "string"],
+                          description: "From POST …/event-tickets, spent on opening (tokens are never accepted in a URL)"),
+            ],
+            answers: [.content("The event stream", [("text/event-stream", ["type": "string"])])], errors: [.rateLimited],
+            because: [.invalidRequest: "Last-Event-ID is not an event id",
+                      .rateLimited: "this client already has FACEGATE_EVENT_STREAMS_PER_CLIENT streams open",
+                      .serviceUnavailable: "this gateway already has FACEGATE_EVENT_STREAMS streams open"],
+            doors: [.kioskOnboarding]
+        ) { request, context in
             try await events(request, context)
         }
-        let steps = routes.group(\.kioskStep)
-        steps.add("POST", "/v1/kiosk/sessions/{interviewId}/selfie", answers: [KioskSessionView.self], doors: [.kioskOnboarding],
-                  upload: true) { request, context in
+        let steps = routes.group(\.kioskStep, tag: .kiosk)
+        let stepRefusals: [ErrorCode: String] = [.conflict: "the session waits for another step"]
+        steps.add("POST", "/v1/kiosk/sessions/{interviewId}/selfie", "submitKioskSelfie", """
+            Selfie burst (challengeId + repeated frame); with the app's kiosk liveness off one photo is enough (one frame field, or an \
+            image body). A known face completes the flow as an existing customer
+            """, body: .upload(form: KioskFrames.self),
+                  answers: [.ok(KioskSessionView.self, "The session after the step, with its events (a failed check is an event, not an error)")],
+                  errors: gate + [.conflict, .imageFormatError, .spoofDetected],
+                  because: stepRefusals.merging([.spoofDetected: "unknown, spent or replayed challenge"]) { $1 }, doors: [.kioskOnboarding]) { request, context in
             let step = context.caller
             return .json(try await kioskSessions.selfie(try await stepCaller(context), session: step.interviewId) {
                 try request.livenessFrames(challengeRequired: step.app.liveness.kiosk == .active)
             })
         }
         for (side, back) in [("id-front", false), ("id-back", true)] {
-            steps.add("POST", "/v1/kiosk/sessions/{interviewId}/" + side, answers: [KioskSessionView.self], doors: [.kioskOnboarding],
-                      upload: true) { request, context in
+            steps.add("POST", "/v1/kiosk/sessions/{interviewId}/" + side, back ? "submitKioskIdBack" : "submitKioskIdFront",
+                      back ? "Photo of the document's MRZ side; runs OCR, the face match and approval" : "Photo of the document's front (portrait)",
+                      body: .upload(form: ImageUpload.self),
+                      answers: [.ok(KioskSessionView.self, back ? "The session after the steps, with their events" : "The session after the step, with its events")],
+                      errors: gate + [.conflict, .imageFormatError], because: stepRefusals, doors: [.kioskOnboarding]) { request, context in
                 .json(try await kioskSessions.document(try await stepCaller(context), session: context.caller.interviewId, back: back) {
                     try request.image()
                 })
@@ -128,7 +159,11 @@ struct KioskSessionRoutes: RouteCollection {
                             body: .stream(stream))
     }
 
-    struct EventTicket: Encodable { var ticket: String; var expiresIn: Int }
+    struct EventTicket: Codable, DocumentedSchema {
+        static let schemaName = "KioskEventTicket"
+        var ticket: String
+        var expiresIn: Int
+    }
 
     struct EventCursor: Sendable {
         var seq: Int

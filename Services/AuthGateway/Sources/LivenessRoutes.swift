@@ -9,7 +9,9 @@ struct LivenessRoutes: RouteCollection {
     let devices: DeviceProofs
 
     func boot(_ routes: APIRoutes) {
-        routes.group(\.client).add("GET", "/v1/liveness/challenges", answers: [LivenessChallenge.self]) { request, context in
+        routes.group(\.device, tag: .liveness).add("GET", "/v1/liveness/challenges", "getLivenessChallenge", """
+            A liveness challenge: 2–3 random actions to perform in front of the camera; single use, bound to the app and device, 120 s
+            """, answers: [.ok(LivenessChallenge.self, "The challenge")]) { request, context in
             let app = context.caller
             let device = try await context.refusalRecorded(kind: "liveness.challenge.refused", appId: app.id) { _ in
                 try await challengedDevice(request, app: app)

@@ -92,3 +92,42 @@ extension HTTPRequest {
         return (challengeId, frames.map { Data($0) })
     }
 }
+
+// MARK: - Multipart forms, as the OpenAPI document describes them
+
+/// A file field of a multipart form.
+struct FilePart: DocumentedScalar {
+    static var scalarSchema: DocumentValue { ["type": "string", "format": "binary"] }
+    static var placeholder: FilePart { FilePart() }
+}
+
+/// One photo (`HTTPRequest.image()`).
+struct ImageUpload: Decodable, DocumentedSchema {
+    var image: FilePart
+}
+
+/// An enrollment photo, and which of its faces to enroll.
+struct EnrollmentUpload: Decodable, DocumentedSchema {
+    var image: FilePart
+    var faceBox: String?
+}
+
+/// A login photo, or a liveness burst (`HTTPRequest.livenessFrames`).
+struct FaceLoginUpload: Decodable, DocumentedSchema {
+    var image: FilePart?
+    var challengeId: String?
+    var frame: [FilePart]?
+}
+
+/// A photo and the user it claims to be.
+struct VerifyUpload: Decodable, DocumentedSchema {
+    var image: FilePart
+    var userId: UUID?
+    var employeeNumber: String?
+}
+
+/// A kiosk's frames: a liveness burst, or one photo when the app's kiosk liveness is off.
+struct KioskFrames: Decodable, DocumentedSchema {
+    var challengeId: String?
+    var frame: [FilePart]?
+}

@@ -11,22 +11,18 @@ extension FaceLoginOutcome: TrustAnswer {}
 extension KioskSessionView: TrustAnswer {}
 extension CTIDEnvelope: TrustAnswer {}
 
-/// What a route declared at registration: the types its answers encode, and its doors.
+/// What a route declared at registration: its documentation (what it takes, answers and refuses) and its doors.
 public struct RouteDeclaration: Sendable {
     public let method: String
     public let pattern: String
-    /// The declared answer types, by name.
-    public let answerTypes: [String]
-    /// The declared answer types that hand out an identity, a ticket or a verdict (`TrustAnswer`).
-    public let trustAnswers: [String]
+    let documentation: RouteDocumentation
     let doors: [Door]
 
-    init(method: String, pattern: String, answers: [any Encodable.Type], doors: [Door]) {
-        self.method = method
-        self.pattern = pattern
-        answerTypes = answers.map { String(reflecting: $0) }
-        trustAnswers = answers.filter { $0 is any TrustAnswer.Type }.map { String(reflecting: $0) }
-        self.doors = doors
+    /// The declared answer types, by name.
+    public var answerTypes: [String] { documentation.answers.compactMap(\.type).map { String(reflecting: $0) } }
+    /// The declared answer types that hand out an identity, a ticket or a verdict (`TrustAnswer`).
+    public var trustAnswers: [String] {
+        documentation.answers.compactMap(\.type).filter { $0 is any TrustAnswer.Type }.map { String(reflecting: $0) }
     }
 
     /// The route's doors in `TrustPolicy`, by name.

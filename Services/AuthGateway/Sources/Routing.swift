@@ -13,7 +13,14 @@ protocol RouteCollection: Sendable {
 /// How the routes of a group prove their caller, from the headers alone. Checked once per request: before the body of
 /// an upload route is read (a stranger's upload is refused unread), else when the handler is called.
 struct Authenticator<Caller: Sendable>: Sendable {
+    /// The proof as the OpenAPI document states it: security schemes, header parameters, refusals.
+    let documentation: CallerDocumentation
     let authenticate: @Sendable (HTTPRequest) async throws -> Caller
+
+    init(_ documentation: CallerDocumentation, authenticate: @escaping @Sendable (HTTPRequest) async throws -> Caller) {
+        self.documentation = documentation
+        self.authenticate = authenticate
+    }
 }
 
 /// What a handler gets besides the request: the caller its group proved, and the transaction log of the call.
@@ -69,22 +76,28 @@ struct APIRoutes {
     /// (photos, documents): the credential is checked from the headers, and a stranger's upload is refused unread.
     static let unauthenticatedBodyBytes = 64 << 10
 
-    /// The routes whose caller `authenticator` proves.
-    func group<Caller>(_ authenticator: KeyPath<Callers, Authenticator<Caller>>) -> RouteGroup<Caller> {
-        group(callers[keyPath: authenticator])
+    /// The routes whose caller `authenticator` proves, under `tag` in the document.
+    func group<Caller>(_ authenticator: KeyPath<Callers, Authenticator<Caller>>, tag: APITag) -> RouteGroup<Caller> {
+        group(callers[keyPath: authenticator], tag: tag)
     }
 
     /// The routes whose caller a collection's own `authenticator` proves (built on `callers`).
-    func group<Caller>(_ authenticator: Authenticator<Caller>) -> RouteGroup<Caller> {
-        RouteGroup(routes: self, authenticator: authenticator)
+    func group<Caller>(_ authenticator: Authenticator<Caller>, tag: APITag) -> RouteGroup<Caller> {
+        RouteGroup(routes: self, authenticator: authenticator, tag: tag)
     }
 
-    /// A route anyone may call. `answers`: every type the route's answers encode (none for bodiless and non-JSON answers);
+    /// A route anyone may call, declared as the OpenAPI document describes it (`OpenAPIDocument`): its `operationId` and
+    /// one-line `summary`; the `body` it takes and the `parameters` it reads; its `answers`; the `errors` it refuses
+    /// with beyond those of its caller's proof and of its kind of route, and `because` where a code needs its cause.
     /// `doors`: where the trust policy says what the route demands, for a route that can answer an identity token, a
     /// binding ticket or a factor verdict (a `TrustAnswer`).
-    func add(_ method: String, _ pattern: String, answers: [any Encodable.Type], doors: [Door] = [], maxBodyBytes: Int? = nil,
+    func add(_ method: String, _ pattern: String, _ operationId: String, _ summary: String, tag: APITag,
+             caller: CallerDocumentation = .public, body: RequestBody = .none, parameters: [Parameter] = [], answers: [Answer],
+             errors: [ErrorCode] = [], because: [ErrorCode: String] = [:], doors: [Door] = [], maxBodyBytes: Int? = nil,
              idempotent: Bool = false, authenticated: (@Sendable (HTTPRequest) async throws -> any Sendable)? = nil, _ handler: @escaping HTTPHandler) {
-        table.add(RouteDeclaration(method: method, pattern: pattern, answers: answers, doors: doors))
+        let documentation = RouteDocumentation(operationId: operationId, summary: summary, tag: tag, caller: caller, body: body,
+                                               parameters: parameters, answers: answers, errors: errors, because: because, idempotent: idempotent)
+        table.add(RouteDeclaration(method: method, pattern: pattern, documentation: documentation, doors: doors))
         let (calls, logger, idempotency, clientRate) = (calls, logger, idempotency, clientRate)
         let wire: HTTPHandler = { request in
             let admitted = request.admitted as? Admitted
@@ -170,17 +183,20 @@ struct APIRoutes {
 struct RouteGroup<Caller: Sendable> {
     let routes: APIRoutes
     let authenticator: Authenticator<Caller>
+    let tag: APITag
 
-    /// `upload`: the route takes bodies over 64 KB (photos, documents), its caller proven from the headers before the
-    /// body is read. `answers` and `doors` as `APIRoutes.add`.
-    func add(_ method: String, _ pattern: String, answers: [any Encodable.Type], doors: [Door] = [], maxBodyBytes: Int? = nil,
-             idempotent: Bool = false, upload: Bool = false,
+    /// As `APIRoutes.add`. An `upload` body (photos, documents) may be over 64 KB: its caller is proven from the headers
+    /// before the body is read.
+    func add(_ method: String, _ pattern: String, _ operationId: String, _ summary: String, body: RequestBody = .none,
+             parameters: [Parameter] = [], answers: [Answer], errors: [ErrorCode] = [], because: [ErrorCode: String] = [:],
+             doors: [Door] = [], maxBodyBytes: Int? = nil, idempotent: Bool = false,
              _ handler: @escaping @Sendable (HTTPRequest, CallContext<Caller>) async throws -> HTTPResponse) {
         let (authenticator, calls) = (authenticator, routes.calls)
         var admission: (@Sendable (HTTPRequest) async throws -> any Sendable)?
-        if upload { admission = { request in try await authenticator.authenticate(request) } }
-        routes.add(method, pattern, answers: answers, doors: doors, maxBodyBytes: maxBodyBytes, idempotent: idempotent,
-                   authenticated: admission) { request in
+        if body.isUpload { admission = { request in try await authenticator.authenticate(request) } }
+        routes.add(method, pattern, operationId, summary, tag: tag, caller: authenticator.documentation, body: body,
+                   parameters: parameters, answers: answers, errors: errors, because: because, doors: doors,
+                   maxBodyBytes: maxBodyBytes, idempotent: idempotent, authenticated: admission) { request in
             // Proven by the admission when it ran (an upload with a body), else here. (`Caller` may itself be optional, so
             // the admission's record is unwrapped first: a missing one must never pass for a proven nil.)
             let caller: Caller

@@ -77,7 +77,7 @@ public enum FaceLoginOutcome: Codable, Sendable, Equatable {
     case confirmationRequired(FaceLoginConfirmation)
 
     /// The `status` of each.
-    static let successStatus = "SUCCESS", confirmationStatus = "CONFIRM_REQUIRED"
+    public static let successStatus = "SUCCESS", confirmationStatus = "CONFIRM_REQUIRED"
 
     private enum Keys: String, CodingKey { case status }
 

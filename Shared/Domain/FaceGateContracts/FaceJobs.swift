@@ -311,7 +311,7 @@ public enum LivenessAction: String, Codable, Sendable, CaseIterable {
 }
 
 /// What a matcher concluded. Raw values are the wire codes.
-public enum FaceOutcome: String, Codable, Sendable {
+public enum FaceOutcome: String, Codable, Sendable, CaseIterable {
     case match = "MATCH"
     case noFace = "NO_FACE"
     case noMatchFace = "NO_MATCH_FACE"

@@ -42,7 +42,7 @@ public struct Logger: Sendable {
         fields["label"] = label
         fields["msg"] = message
         let line = fields.keys.sorted { Logger.order($0) < Logger.order($1) }
-            .map { "\(Logger.quote($0)):\(Logger.quote(fields[$0]!))" }
+            .map { "\(JSONText.quoted($0)):\(JSONText.quoted(fields[$0]!))" }
             .joined(separator: ",")
         LogSink.write("{\(line)}\n")
     }
@@ -55,22 +55,6 @@ public struct Logger: Sendable {
         case "msg": "3"
         default: "4" + key
         }
-    }
-
-    static func quote(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let s where s.value < 0x20: out += String(format: "\\u%04x", s.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }
 

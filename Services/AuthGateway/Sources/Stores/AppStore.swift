@@ -2,8 +2,8 @@ import FaceGateCore
 import Foundation
 import PostgresClient
 
-enum ModuleState: String, Codable, Sendable { case disabled, trial, formal }
-enum LivenessMode: String, Codable, Sendable { case off, active }
+enum ModuleState: String, Codable, Sendable, CaseIterable { case disabled, trial, formal }
+enum LivenessMode: String, Codable, Sendable, CaseIterable { case off, active }
 
 struct Modules: Codable, Sendable, Equatable {
     var faceLogin: ModuleState
@@ -65,11 +65,11 @@ extension ModulesPatch {
 /// How a client device is identified. `dpop`: by the RFC 7638 thumbprint of the P-256 key that signs its
 /// requests (RFC 9449); `header`: by the `X-Device-Id` the caller chooses — the original SDK's behaviour,
 /// which anyone holding a device id can claim.
-enum DeviceBinding: String, Codable, Sendable { case dpop, header }
+enum DeviceBinding: String, Codable, Sendable, CaseIterable { case dpop, header }
 
 /// What binds a new device key to a user after a face match: the employee number alone (weakest: it is
 /// printed on badges), a one-time ticket from the app server, or an already-bound device of the user.
-enum DeviceBindingPolicy: String, Codable, Sendable { case employeeNumber, appServerTicket, boundDevice }
+enum DeviceBindingPolicy: String, Codable, Sendable, CaseIterable { case employeeNumber, appServerTicket, boundDevice }
 
 struct LivenessPolicy: Codable, Sendable, Equatable {
     var faceLogin: LivenessMode

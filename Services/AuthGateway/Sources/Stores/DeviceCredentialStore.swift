@@ -14,7 +14,7 @@ struct StoredCredential: Sendable {
 }
 
 /// A device credential as operators list it.
-struct CredentialView: Encodable, Sendable {
+struct CredentialView: Codable, Sendable {
     var credentialId: String
     var userId: String
     var deviceId: String

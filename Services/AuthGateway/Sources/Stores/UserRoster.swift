@@ -12,7 +12,7 @@ struct UserView: Codable, Sendable {
 }
 
 /// A template as operators see it: the quality measured at enrollment, never the embedding.
-struct FaceView: Encodable, Sendable {
+struct FaceView: Codable, Sendable {
     var templateId: String
     var model: String
     var quality: FaceQualityReport

@@ -59,7 +59,7 @@ struct AccessKeys: Sendable {
     }
 
     /// A listed key: `operatorKeyId` or `auditorId` by its role (API.md's names), never the secret.
-    struct View: Encodable, Sendable {
+    struct View: Codable, Sendable {
         var operatorKeyId: String?
         var auditorId: String?
         var role: String

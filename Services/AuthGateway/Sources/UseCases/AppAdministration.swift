@@ -30,7 +30,7 @@ struct AppAdministration: Sendable {
     }
 
     /// Shown once: the secret and the institution key are stored only as a hash and sealed.
-    struct Created: Encodable, Sendable {
+    struct Created: Codable, Sendable {
         var appId: String
         var name: String
         var appSecret: String
@@ -79,7 +79,7 @@ struct AppAdministration: Sendable {
         }
     }
 
-    struct Rotated: Encodable, Sendable, Equatable {
+    struct Rotated: Codable, Sendable, Equatable {
         var appId: String
         var appSecret: String
         var previousSecretValidForSeconds: Int

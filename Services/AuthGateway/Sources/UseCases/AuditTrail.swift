@@ -41,13 +41,13 @@ struct AuditTrail: Sendable {
         var to: String?
     }
 
-    struct Page: Encodable, Sendable {
+    struct Page: Codable, Sendable {
         var items: [AuditItem]
         /// Opaque (`PageCursor`); absent on the last page.
         var nextCursor: String?
     }
 
-    struct SignedCheckpoint: Encodable, Sendable {
+    struct SignedCheckpoint: Codable, Sendable {
         var appId: String
         var count: Int64
         var headHash: String
@@ -142,7 +142,7 @@ struct AuditTrail: Sendable {
 }
 
 /// A transaction as auditors read it, in JSON and in CSV.
-struct AuditItem: Encodable, Sendable {
+struct AuditItem: Codable, Sendable {
     var transactionId: String
     var appId: String
     var kind: String
@@ -161,7 +161,7 @@ struct AuditItem: Encodable, Sendable {
     /// The row's other context (ids it touched, counts, masked numbers).
     var detail: [String: String]
 
-    struct Actor: Encodable, Sendable {
+    struct Actor: Codable, Sendable {
         var type: String
         var id: String?
     }

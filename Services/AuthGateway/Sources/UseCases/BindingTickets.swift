@@ -24,7 +24,7 @@ struct BindingTickets: Sendable {
         }
     }
 
-    struct Issued: Encodable, Sendable, TrustAnswer {
+    struct Issued: Codable, Sendable, TrustAnswer {
         var bindingTicket: String
         var userId: String
         var expiresIn: Int

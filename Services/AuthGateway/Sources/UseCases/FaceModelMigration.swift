@@ -16,8 +16,8 @@ struct FaceModelMigration: Sendable {
     /// How long one re-embedding call goes on before answering with `next`.
     var reembedBudget = Duration.seconds(30)
 
-    struct Status: Encodable, Sendable, Equatable {
-        struct Pending: Encodable, Sendable, Equatable {
+    struct Status: Codable, Sendable, Equatable {
+        struct Pending: Codable, Sendable, Equatable {
             var userId: String
             var employeeNumber: String
             /// The user has a kept enrollment photo: `…/re-embed` can make the new template without them.
@@ -55,8 +55,8 @@ struct FaceModelMigration: Sendable {
                       readyShare: users == 0 ? 1 : Double(ready) / Double(users), keptPhotos: kept, notReady: pending)
     }
 
-    struct Reembedded: Encodable, Sendable {
-        struct Refused: Encodable, Sendable, Equatable { var userId: String; var templateId: String; var error: String; var message: String? }
+    struct Reembedded: Codable, Sendable {
+        struct Refused: Codable, Sendable, Equatable { var userId: String; var templateId: String; var error: String; var message: String? }
         var reembedded: Int
         var refused: [Refused]
         /// Where to continue from when the call ran out of time with photos left.
@@ -106,7 +106,7 @@ struct FaceModelMigration: Sendable {
                           next: next?.wire, status: try await status(app, to: target))
     }
 
-    struct Switched: Encodable, Sendable {
+    struct Switched: Codable, Sendable {
         var app: AppRecord.Public
         var ready: Int
         var users: Int

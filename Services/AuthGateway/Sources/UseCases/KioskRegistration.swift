@@ -22,7 +22,7 @@ struct KioskRegistration: Sendable {
     }
 
     /// A kiosk as the API shows it.
-    struct View: Encodable, Sendable, Equatable {
+    struct View: Codable, Sendable, Equatable {
         var kioskId: String
         var name: String
         var jkt: String

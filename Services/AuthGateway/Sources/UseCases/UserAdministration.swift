@@ -15,13 +15,13 @@ struct UserAdministration: Sendable {
     let attempts: AttemptGuard
     let gallery: any GalleryBroadcast
 
-    struct Created: Encodable, Sendable, Equatable {
+    struct Created: Codable, Sendable, Equatable {
         var userId: String
         var employeeNumber: String
         var name: String
     }
 
-    struct Page: Encodable, Sendable {
+    struct Page: Codable, Sendable {
         var items: [UserView]
         /// Opaque (`PageCursor`); absent on the last page.
         var nextCursor: String?
