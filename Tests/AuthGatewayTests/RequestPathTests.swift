@@ -64,7 +64,8 @@ import Testing
                               interviewTokens: kiosk.tokens, kioskSessions: kiosk.steps())
         let router = Router()
         boot(APIRoutes(router: router, table: RouteTable(), idempotency: IdempotentRequests(records: InMemoryIdempotencyRecords(clock: clock)),
-                       calls: calls, callers: callers, clientRate: RateLimiter(rate: 1000, burst: 1000), logger: logger))
+                       calls: calls, callers: callers, clientRate: RateLimiter(rate: 1000, burst: 1000), logger: logger,
+                       undeclaredRefusals: MetricsRegistry().counter("undeclared", help: "")))
         let server = HTTPServer(configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), router: router)
         try server.start()
         do {

@@ -148,6 +148,10 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
     }
 
     func stop() async {
+        // A refusal whose code its route does not declare is one the OpenAPI document does not tell clients about.
+        for line in gateway?.runtime.metrics.render().split(separator: "\n") ?? [] where line.hasPrefix("facegate_http_undeclared_refusals_total{") {
+            Issue.record("a refusal its route does not declare: \(line)")
+        }
         gateway?.group.requestStop(reason: "test finished")
         matcher?.group.requestStop(reason: "test finished")
         ctid?.group.requestStop(reason: "test finished")

@@ -72,6 +72,7 @@ INVARIANTS = {
     "recovered": "recovered after the last fault without a restart: every replica ready, every flow answered",
     "no_unplanned_exits": "no service exited on its own (only SIGKILLed replicas restarted)",
     "faults_injected": "every scheduled fault injected",
+    "declared_refusals": "every refusal's code declared by its route in the OpenAPI document (gateways since their last start)",
 }
 
 
@@ -524,6 +525,11 @@ class Run:
                    f"{len(unexpected)}: " + "; ".join(f"{u['flow']}/{u['step']} at {u['at']} s ({self.wall(u['at'])}): {u['detail']}"
                                                       for u in unexpected[:5])
                    if unexpected else "")
+
+        undeclared = [f"{replica.name}: {line}" for replica in self.stack.replicas if replica.kind == "auth-gateway"
+                      for line in (stack_module.http_text(f"http://127.0.0.1:{replica.admin_port}/metrics") or "").splitlines()
+                      if line.startswith("facegate_http_undeclared_refusals_total{")]
+        self.check("declared_refusals", not undeclared, "; ".join(undeclared[:5]))
 
         # Enrollments: PostgreSQL holds exactly what was answered 201, and every matcher holds PostgreSQL.
         templates = {}

@@ -147,6 +147,7 @@ class Stack:
             self.processes[name] = process
             with open(os.path.join(self.state, f"{name}.pid"), "w") as pid_file:
                 pid_file.write(str(process.pid))
+        self.admin_ports = admin_ports
         deadline = time.monotonic() + 120
         pending = dict(admin_ports)
         while pending and time.monotonic() < deadline:
@@ -161,6 +162,12 @@ class Stack:
             time.sleep(0.5)
         if pending:
             raise RuntimeError(f"not ready within 120 s: {', '.join(pending)}; logs in {self.state}")
+
+    def undeclared_refusals(self):
+        """The gateway's refusals whose code their route does not declare in the OpenAPI document
+        (`facegate_http_undeclared_refusals_total` lines): each one is a gap in the document."""
+        text = request("GET", f"http://127.0.0.1:{self.admin_ports['auth-gateway']}/metrics").body.decode()
+        return [line for line in text.splitlines() if line.startswith("facegate_http_undeclared_refusals_total{")]
 
     def stop(self):
         for name, process in self.processes.items():

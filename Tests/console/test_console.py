@@ -85,7 +85,10 @@ def tearDownModule():
         except Exception:
             pass
     if stack:
+        undeclared = stack.undeclared_refusals()
         stack.stop()
+        if undeclared:
+            raise AssertionError(f"refusals their routes do not declare: {undeclared}")
 
 
 def seed_data():

@@ -66,10 +66,14 @@ def setUpModule():
 
 
 def tearDownModule():
+    undeclared = []
     if stack is not None:
+        undeclared = stack.undeclared_refusals()
         stack.stop()
     if workdir is not None:
         shutil.rmtree(workdir, ignore_errors=True)
+    if undeclared:
+        raise AssertionError(f"refusals their routes do not declare: {undeclared}")
 
 
 def api(tag, operation):

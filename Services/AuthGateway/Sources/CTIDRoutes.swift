@@ -19,8 +19,10 @@ struct CTIDRoutes: RouteCollection {
             Verify an identity claim sent as a CTID envelope; the answer is an envelope whose plaintext is \
             {bizSerialNum, authResult, resultCode, message, transactionId}
             """, body: .document(CTIDEnvelope.self), parameters: [.deviceId], answers: [.ok(CTIDEnvelope.self, "The verifier's answer envelope")],
-                    errors: [.invalidEnvelope, .moduleDisabled, .moduleNotFormal],
-                    because: [.invalidEnvelope: "any envelope fault (MAC, key, padding, encoding), always the same body"],
+                    errors: [.invalidEnvelope, .moduleDisabled, .moduleNotFormal, .credentialLocked, .rateLimited],
+                    because: [.invalidEnvelope: "any envelope fault (MAC, key, padding, encoding), always the same body",
+                              .credentialLocked: "too many failed verifications of this identity",
+                              .rateLimited: "too many failed verifications from this device or address, or of this identity"],
                     doors: [.ctidVerification]) { request, context in
             try await verify(request, context)
         }

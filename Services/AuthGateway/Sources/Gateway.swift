@@ -61,6 +61,7 @@ struct GatewayComposition {
     let idempotentRequests: IdempotentRequests
     let clientRate: RateLimiter
     let logger: Logger
+    let undeclaredRefusals: Counter
     /// Sweeps, refusal summaries and audit checkpoints.
     let backgroundServices: [any Service]
 
@@ -68,6 +69,8 @@ struct GatewayComposition {
         let database = runtime.database
         let logger = runtime.logger
         self.logger = logger
+        undeclaredRefusals = runtime.metrics.counter("facegate_http_undeclared_refusals_total",
+                                                     help: "Refusals with an error code their route does not declare, by route and code")
 
         // Keys
         let signingKey = try JWTSigningKey(seed: configuration.signingKey)
@@ -219,7 +222,7 @@ struct GatewayComposition {
     /// Registers every route collection's routes.
     func boot(router: Router, table: RouteTable) {
         let routes = APIRoutes(router: router, table: table, idempotency: idempotentRequests, calls: calls, callers: callers,
-                               clientRate: clientRate, logger: logger)
+                               clientRate: clientRate, logger: logger, undeclaredRefusals: undeclaredRefusals)
         for collection in routeCollections { collection.boot(routes) }
     }
 

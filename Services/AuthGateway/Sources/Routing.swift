@@ -71,6 +71,9 @@ struct APIRoutes {
     let clientRate: RateLimiter
     /// Says why a request ended in 500 (the answer itself names no cause).
     let logger: Logger
+    /// Refusals with a code their route did not declare (`facegate_http_undeclared_refusals_total`): the document would
+    /// not have told the client. The integration tests fail on any.
+    let undeclaredRefusals: Counter
 
     /// Only a route that names how its caller is `authenticated` before the body is read takes a body over 64 KB
     /// (photos, documents): the credential is checked from the headers, and a stranger's upload is refused unread.
@@ -99,6 +102,13 @@ struct APIRoutes {
                                                parameters: parameters, answers: answers, errors: errors, because: because, idempotent: idempotent)
         table.add(RouteDeclaration(method: method, pattern: pattern, documentation: documentation, doors: doors))
         let (calls, logger, idempotency, clientRate) = (calls, logger, idempotency, clientRate)
+        let declared = Set(documentation.refusals).union(RouteDocumentation.undeclaredAnywhere)
+        let undeclaredRefusals = undeclaredRefusals
+        @Sendable func checkDeclared(_ error: APIError) {
+            guard !declared.contains(error.code) else { return }
+            undeclaredRefusals.increment(["route": method + " " + pattern, "code": error.code.rawValue])
+            logger.warning("refusal not declared by its route", ["http.route": pattern, "error.code": error.code.rawValue, "error": error.message])
+        }
         let wire: HTTPHandler = { request in
             let admitted = request.admitted as? Admitted
             let caller = admitted?.requestCaller ?? RequestCaller()
@@ -108,6 +118,7 @@ struct APIRoutes {
                     try await Tenant.request(continuing: admitted?.scope) { try await handler(request) }
                 }
             } catch let error as APIError {
+                checkDeclared(error)
                 throw error.http(transactionId: error.code.refusesCredentials ? await calls.recordRefusedCredentials(request, error, app: caller.concernedApp) : nil)
             }
         }
@@ -123,6 +134,7 @@ struct APIRoutes {
                             }
                         }
                     } catch let error as APIError {
+                        checkDeclared(error)
                         let transactionId = error.code.refusesCredentials ? await calls.recordRefusedCredentials(request, error, app: caller.concernedApp) : nil
                         return .refuse(error.http(transactionId: transactionId).response)
                     } catch let error as PostgresError where error.isServerUnavailable {

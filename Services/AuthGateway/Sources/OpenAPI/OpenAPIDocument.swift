@@ -118,23 +118,15 @@ enum OpenAPIDocument {
         return operation
     }
 
-    /// Every refusal a route can answer, by status: its caller's proof's, its own, and those its kind of route has (a
-    /// body can be malformed or too large, a creating POST can meet its Idempotency-Key again, a route that reads
-    /// PostgreSQL can find it away).
+    /// The route's refusals (`RouteDocumentation.refusals`) by status, each a shared response that names the codes and
+    /// causes beyond its own.
     private static func refusals(_ route: RouteDeclaration) -> [(Int, DocumentValue)] {
         let documentation = route.documentation
-        var codes: [ErrorCode] = []
-        func add(_ more: [ErrorCode]) { for code in more where !codes.contains(code) { codes.append(code) } }
-        if case .none = documentation.body, documentation.parameters.isEmpty {} else { add([.invalidRequest]) }
-        add(documentation.caller.errors)
-        add(documentation.errors)
         var because = documentation.caller.because.merging(documentation.because) { $1 }
-        if case .none = documentation.body {} else { add([.payloadTooLarge]) }
-        if documentation.idempotent { add([.conflict, .idempotencyInProgress]) }
-        if !documentation.caller.security.isEmpty { add([.serviceUnavailable]) }
         if documentation.idempotent {
             because[.conflict] = [because[.conflict], "another request under this Idempotency-Key"].compactMap { $0 }.joined(separator: ", or ")
         }
+        let codes = documentation.refusals
         var byStatus: [Int: [ErrorCode]] = [:]
         for code in codes where code.httpStatus != 500 { byStatus[code.httpStatus, default: []].append(code) }
         if case .upload = documentation.body { byStatus[415] = [] }

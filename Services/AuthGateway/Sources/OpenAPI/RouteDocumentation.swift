@@ -126,4 +126,23 @@ struct RouteDocumentation: @unchecked Sendable {
     /// A refusal's cause, where its code alone does not say it.
     let because: [ErrorCode: String]
     let idempotent: Bool
+
+    /// Every code the route may refuse with, in the order the document lists them: its caller's proof's, its own, and
+    /// those every route of its kind has (a body can be malformed or too large, a creating POST can meet its
+    /// Idempotency-Key again, a route behind a credential reads PostgreSQL, which can be away).
+    var refusals: [ErrorCode] {
+        var codes: [ErrorCode] = []
+        func add(_ more: [ErrorCode]) { for code in more where !codes.contains(code) { codes.append(code) } }
+        if case .none = body, parameters.isEmpty {} else { add([.invalidRequest]) }
+        add(caller.errors)
+        add(errors)
+        if case .none = body {} else { add([.payloadTooLarge]) }
+        if idempotent { add([.conflict, .idempotencyInProgress]) }
+        if !caller.security.isEmpty { add([.serviceUnavailable]) }
+        return codes
+    }
+
+    /// What any route may answer besides its declared refusals (the document's default response): an internal error, a
+    /// worker or the database away.
+    static let undeclaredAnywhere: Set<ErrorCode> = [.internalError, .serviceUnavailable, .timeout]
 }
