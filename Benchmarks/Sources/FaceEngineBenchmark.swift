@@ -191,7 +191,7 @@ private func poolThroughput(_ pool: FaceEnginePool, images: [[UInt8]]) async thr
     return Double(jobs) / (milliseconds(since: start) / 1000)
 }
 
-private func intersectionOverUnion(_ a: FaceBox, _ b: FaceBox) -> Double {
+func intersectionOverUnion(_ a: FaceBox, _ b: FaceBox) -> Double {
     let width = max(0, min(a.right, b.right) - max(a.left, b.left) + 1)
     let height = max(0, min(a.bottom, b.bottom) - max(a.top, b.top) + 1)
     let intersection = Double(width * height)

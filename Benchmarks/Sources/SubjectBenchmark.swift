@@ -4,7 +4,7 @@ import FaceGateCore
 import Foundation
 import MatcherWorker
 
-/// `facegate-bench subjects LABELLED --bystanders DIR [--record]`
+/// `facegate-bench subjects LABELLED --bystanders DIR [--first-scan N] [--record]`
 ///
 /// How the subject-face rules (`SubjectSelection`) fare on photos with bystanders, built from public photos: each labelled
 /// identity's first photo is its subject, a bystander's face comes from a different person of `DIR` (one portrait each).
@@ -14,12 +14,16 @@ import MatcherWorker
 /// every bystander. Then strict logins: each other photo composited with a bystander at 0.6 and at 0.9 of its width, with
 /// how many were refused and how many logged the bystander in.
 func runSubjectBenchmark(arguments: [String]) async throws {
-    let usage = "usage: facegate-bench subjects LABELLED --bystanders DIR [--record] [--explain]"
+    let usage = "usage: facegate-bench subjects LABELLED --bystanders DIR [--first-scan N] [--record] [--explain]"
     guard let labelled = arguments.first, let index = arguments.firstIndex(of: "--bystanders"), index + 1 < arguments.count else {
         throw BenchError(usage)
     }
     var configuration = FaceEngineConfiguration(modelDirectory: try Bench.environment("FACEGATE_MODEL_DIR"))
     configuration.model = .sface2021dec
+    // `--first-scan N`: a first detection scan on a copy N px long (`FaceEngineConfiguration.detectionFirstSide`; off by default).
+    if let option = arguments.firstIndex(of: "--first-scan"), option + 1 < arguments.count {
+        configuration.detectionFirstSide = Int(arguments[option + 1])
+    }
     let engine = try FaceEngine(configuration: configuration)
     let model = FaceModel.sface2021dec
     let threshold = model.defaultThreshold

@@ -295,6 +295,9 @@ fe_status createSFace(const std::string &directory, const fe_engine_config *conf
     if (config->detection_max_side < 0 || (config->detection_max_side > 0 && config->detection_max_side < 80))
         return fail(error, FE_ERR_INVALID_ARGUMENT, "detection_max_side must be 0 (default) or at least 80");
     if (config->detection_max_side != 0) settings.detectionMaxSide = config->detection_max_side;
+    if (config->detection_first_side < -1 || (config->detection_first_side > 0 && config->detection_first_side < 160))
+        return fail(error, FE_ERR_INVALID_ARGUMENT, "detection_first_side must be 0 (default), -1 (off) or at least 160");
+    if (config->detection_first_side != 0) settings.detectionFirstSide = std::max(0, config->detection_first_side);
     const float threshold = config->detection_score_threshold;
     if (!(threshold == 0 || (threshold > 0 && threshold < 1)))
         return fail(error, FE_ERR_INVALID_ARGUMENT, "detection_score_threshold must be 0 (default) or between 0 and 1");

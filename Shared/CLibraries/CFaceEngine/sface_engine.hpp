@@ -17,6 +17,8 @@ class LazyPredictor;
 struct SFaceSettings {
     uint64_t maxPixels = FE_DEFAULT_MAX_PIXELS;
     long detectionMaxSide = FE_DEFAULT_DETECTION_MAX_SIDE;
+    // Photos larger than this are scanned first on a copy this size (0: one scan at detectionMaxSide).
+    long detectionFirstSide = FE_SFACE_DEFAULT_DETECTION_FIRST_SIDE;
     float scoreThreshold = FE_SFACE_DEFAULT_SCORE_THRESHOLD;
     bool flipAugmentation = FE_SFACE_DEFAULT_FLIP_AUGMENTATION != 0;
     // Images whose longest side is below this are enlarged to it before detection (capped by

@@ -22,6 +22,7 @@ public final class FaceEngine {
         case .sface2021dec: Int32(FE_MODEL_SFACE_2021DEC.rawValue)
         }
         settings.flip_augmentation = configuration.flipAugmentation ? 1 : -1
+        settings.detection_first_side = configuration.detectionFirstSide.map { Int32(clamping: $0) } ?? -1
         var error = fe_error()
         guard let handle = fe_engine_create(configuration.modelDirectory, &settings, &error) else {
             throw FaceEngineError(error)

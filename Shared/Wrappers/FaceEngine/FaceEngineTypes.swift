@@ -26,6 +26,11 @@ public struct FaceEngineConfiguration: Sendable {
     /// The HOG detector scans a copy reduced to this longest side (at least 80, the detector's window);
     /// faces narrower than about 80 / scale pixels are missed. Boxes are mapped back to the full image.
     public var detectionMaxSide: Int = 1024
+    /// SFace only: a photo whose longest side exceeds this is first scanned on a copy this size, and scanned again at
+    /// `detectionMaxSide` only when that finds no face 64 pixels wide in the copy; nil (the default): one scan at
+    /// `detectionMaxSide`. Measured at 640: a quarter less detection time on photos over 640 px, and a loss of accuracy
+    /// (`facegate-bench detection-size`, Benchmarks/RESULTS.md), so it stays off in the services.
+    public var detectionFirstSide: Int?
     /// When nothing is found in an image whose longest side is at most `detectionMaxSide / 2`,
     /// scan it once more at twice its size (finds faces down to ~40 px).
     public var upsampleSmallImages: Bool = true

@@ -97,6 +97,13 @@ typedef enum fe_model {
    the recognizer twice per face (about +40 ms per face on one core). */
 #define FE_SFACE_DEFAULT_FLIP_AUGMENTATION 1
 
+/* SFace engine, detection_first_side: a photo whose longest side exceeds it is first scanned on a copy reduced to
+   it; the full scan (detection_max_side) runs only when that finds no face at least 64 pixels wide in the copy.
+   Off by default: measured at 640 it saved a quarter of the detection time on 161 photos over 640 px, but YuNet's
+   boxes and landmarks on the smaller copy cost accuracy on labelled composites at 1200×800 (Benchmarks/RESULTS.md,
+   "SFace detection size"). */
+#define FE_SFACE_DEFAULT_DETECTION_FIRST_SIDE 0
+
 /* A zero-filled config means: dlib model, every default. */
 typedef struct fe_engine_config {
     uint64_t max_pixels;             /* 0: FE_DEFAULT_MAX_PIXELS */
@@ -111,6 +118,8 @@ typedef struct fe_engine_config {
     int32_t flip_augmentation;       /* SFace engine: descriptor = normalised mean of the face's and its mirror
                                         image's features. 0: the default (FE_SFACE_DEFAULT_FLIP_AUGMENTATION),
                                         1: on, -1: off. Enrolment and probes must use the same setting. */
+    int32_t detection_first_side;    /* SFace engine: 0: FE_SFACE_DEFAULT_DETECTION_FIRST_SIDE (off); -1: off, one
+                                        scan at detection_max_side; otherwise at least 160 */
 } fe_engine_config;
 
 /* OpenBLAS threads for the whole process. A pool of engines already keeps every core busy; BLAS
