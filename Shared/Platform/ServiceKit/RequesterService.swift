@@ -64,18 +64,14 @@ public final class RequesterService: Service {
         let messages = runtime.messages
         let responder = runtime.topics.responder(of: topic) ?? ""
         let replyType = job.replyType
-        let replies: [KafkaMessage]
         do {
-            replies = try await requester.request(correlationId: correlationId, deadline: .now + timeout, expectedReplies: expectedReplies,
-                                                  vet: { reply in
-                                                      guard let opened = try? messages.authenticate(reply, from: responder)
-                                                          .flatMap({ _ in messages.open(reply) }).get(),
-                                                          (try? MessageEnvelope<Job.Reply>.decode(opened, expectingType: replyType)) != nil
-                                                      else { return nil }
-                                                      var kept = reply
-                                                      kept.value = opened
-                                                      return kept
-                                                  }) { replyTo in
+            return try await requester.request(correlationId: correlationId, deadline: .now + timeout, expectedReplies: expectedReplies,
+                                               vet: { reply -> Job.Reply? in
+                                                   guard let opened = try? messages.authenticate(reply, from: responder)
+                                                       .flatMap({ _ in messages.open(reply) }).get()
+                                                   else { return nil }
+                                                   return try? MessageEnvelope<Job.Reply>.decode(opened, expectingType: replyType).payload
+                                               }) { replyTo in
                 let envelope = MessageEnvelope(type: job.messageType, id: messageId ?? UUID().wire, correlationId: correlationId, appId: appId.wire, deadline: wallDeadline,
                                                replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: job)
                 return KafkaRecord(topic: topic, key: Array((key ?? correlationId).utf8), value: try envelope.encoded(),
@@ -85,7 +81,6 @@ public final class RequesterService: Service {
             runtime.deadlineMisses.increment(["topic": topic, "side": "requester"])
             throw error
         }
-        return try replies.map { try MessageEnvelope<Job.Reply>.decode($0.value).payload }
     }
 
     /// A face job on `face.jobs.v1`: the matchers' answers, one per shard.

@@ -40,7 +40,7 @@ public final class KafkaRequester: Sendable {
         var phase = Phase.created
         var address: ReplyAddress?
         var consumer: KafkaConsumer?
-        var waiters: [String: ReplyWaiter] = [:]
+        var waiters: [String: any PendingRequest] = [:]
         var renewal: Task<Void, Never>?
         var readerExited: DispatchSemaphore?
     }
@@ -110,6 +110,14 @@ public final class KafkaRequester: Sendable {
         return address
     }
 
+    /// As `request(correlationId:deadline:expectedReplies:vet:_:)`, keeping every reply as it came.
+    public func request(
+        correlationId: String, deadline: ContinuousClock.Instant, expectedReplies: Int = 1,
+        _ makeRecord: (ReplyAddress) throws -> KafkaRecord
+    ) async throws -> [KafkaMessage] {
+        try await request(correlationId: correlationId, deadline: deadline, expectedReplies: expectedReplies, vet: { $0 }, makeRecord)
+    }
+
     /// Replies that arrived for no waiting request (late, duplicate, or not ours).
     public var droppedReplyCount: Int { dropped.load(ordering: .relaxed) }
 
@@ -117,12 +125,12 @@ public final class KafkaRequester: Sendable {
     /// `correlationId`. Throws a `KafkaError` with `isTimeout` once `deadline` passes, `KafkaError.closed`
     /// on shutdown, the send's error if the record cannot be delivered, `CancellationError` on cancellation.
     /// `vet` checks each reply before it counts (e.g. its signature) and returns what to keep of it (e.g. its
-    /// opened value); a reply it answers nil to is dropped like a stranger's.
-    public func request(
+    /// opened and decoded value); a reply it answers nil to is dropped like a stranger's.
+    public func request<Kept: Sendable>(
         correlationId: String, deadline: ContinuousClock.Instant, expectedReplies: Int = 1,
-        vet: (@Sendable (KafkaMessage) -> KafkaMessage?)? = nil,
+        vet: @escaping @Sendable (KafkaMessage) -> Kept?,
         _ makeRecord: (ReplyAddress) throws -> KafkaRecord
-    ) async throws -> [KafkaMessage] {
+    ) async throws -> [Kept] {
         guard expectedReplies >= 1 else { throw KafkaError.invalidArgument("expectedReplies must be at least 1") }
         if ContinuousClock.now >= deadline { throw KafkaError.requestDeadlinePassed }
         let waiter = ReplyWaiter(expected: expectedReplies, vet: vet)
@@ -172,7 +180,7 @@ public final class KafkaRequester: Sendable {
             return (previous, previous.phase == .running)
         }
         guard let (previous, wasRunning) = taken else { return }
-        for waiter in previous.waiters.values { waiter.finish(.failure(KafkaError.closed)) }
+        for waiter in previous.waiters.values { waiter.finish(failure: KafkaError.closed) }
         guard wasRunning else { return }  // a start() in progress cleans up after itself
         previous.renewal?.cancel()
         await previous.renewal?.value
@@ -234,8 +242,7 @@ public final class KafkaRequester: Sendable {
     private func deliver(_ message: KafkaMessage) {
         guard let correlationId = message.keyString,
             let waiter = state.withLock({ $0.waiters[correlationId] }),
-            let kept = waiter.vet.map({ $0(message) }) ?? message,
-            waiter.offer(kept)
+            waiter.offer(message)
         else {
             dropped.add(1, ordering: .relaxed)
             return
@@ -288,25 +295,33 @@ extension KafkaError {
     }
 }
 
-/// Collects the replies of one request; completes exactly once (all replies, deadline, failure, cancel).
-final class ReplyWaiter: Sendable {
+/// A request waiting for its replies, whatever it keeps of each.
+protocol PendingRequest: AnyObject, Sendable {
+    /// Vets and adds a reply; false when it does not count (refused by the vet) or comes late.
+    func offer(_ message: KafkaMessage) -> Bool
+    func finish(failure: any Error)
+}
+
+/// Collects the replies of one request, each as its vet keeps it; completes exactly once (all replies, deadline,
+/// failure, cancel).
+final class ReplyWaiter<Kept: Sendable>: PendingRequest {
     private enum State {
-        case collecting([KafkaMessage], CheckedContinuation<[KafkaMessage], any Error>?)
-        case finished(Result<[KafkaMessage], any Error>?)  // nil once handed to the continuation
+        case collecting([Kept], CheckedContinuation<[Kept], any Error>?)
+        case finished(Result<[Kept], any Error>?)  // nil once handed to the continuation
     }
 
     let expected: Int
-    let vet: (@Sendable (KafkaMessage) -> KafkaMessage?)?
+    let vet: @Sendable (KafkaMessage) -> Kept?
     private let state = Mutex<State>(.collecting([], nil))
 
-    init(expected: Int, vet: (@Sendable (KafkaMessage) -> KafkaMessage?)? = nil) {
+    init(expected: Int, vet: @escaping @Sendable (KafkaMessage) -> Kept?) {
         self.expected = expected
         self.vet = vet
     }
 
-    /// Adds a reply; false when the request already finished (the reply is late).
     func offer(_ message: KafkaMessage) -> Bool {
-        let outcome = state.withLock { state -> (accepted: Bool, resume: CheckedContinuation<[KafkaMessage], any Error>?, replies: [KafkaMessage]) in
+        guard let message = vet(message) else { return false }
+        let outcome = state.withLock { state -> (accepted: Bool, resume: CheckedContinuation<[Kept], any Error>?, replies: [Kept]) in
             guard case .collecting(var replies, let continuation) = state else { return (false, nil, []) }
             replies.append(message)
             guard replies.count >= expected else {
@@ -324,8 +339,10 @@ final class ReplyWaiter: Sendable {
         return outcome.accepted
     }
 
-    func finish(_ result: Result<[KafkaMessage], any Error>) {
-        let continuation = state.withLock { state -> CheckedContinuation<[KafkaMessage], any Error>? in
+    func finish(failure: any Error) { finish(.failure(failure)) }
+
+    func finish(_ result: Result<[Kept], any Error>) {
+        let continuation = state.withLock { state -> CheckedContinuation<[Kept], any Error>? in
             guard case .collecting(_, let continuation) = state else { return nil }
             state = continuation == nil ? .finished(result) : .finished(nil)
             return continuation
@@ -333,10 +350,10 @@ final class ReplyWaiter: Sendable {
         continuation?.resume(with: result)
     }
 
-    func wait() async throws -> [KafkaMessage] {
+    func wait() async throws -> [Kept] {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let ready = state.withLock { state -> Result<[KafkaMessage], any Error>? in
+                let ready = state.withLock { state -> Result<[Kept], any Error>? in
                     switch state {
                     case .collecting(let replies, _):
                         state = .collecting(replies, continuation)
