@@ -118,6 +118,10 @@ let package = Package(
         .testTarget(
             name: "DocumentOCRTests", dependencies: ["DocumentOCR", "FaceGateCore", "FaceGateTestSupport", "FaceEngine"],
             path: "Tests/DocumentOCRTests"),
+        // The ctid-verifier's job handler over in-memory twins: no PostgreSQL, no broker.
+        .testTarget(
+            name: "CTIDVerifierTests", dependencies: ["CTIDVerifier", "FaceGateCore", "ServiceKit", "Crypto", "FaceGateTestSupport"],
+            path: "Tests/CTIDVerifierTests"),
         // The gateway's use cases over in-memory stores, and the contract every store implementation keeps.
         .testTarget(
             name: "AuthGatewayTests", dependencies: ["AuthGateway", "FaceGateCore", "HTTPServer", "PostgresClient", "ServiceKit", "Crypto", "JWT", "FaceGateTestSupport"],

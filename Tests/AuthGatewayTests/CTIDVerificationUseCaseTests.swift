@@ -1,5 +1,6 @@
 @testable import AuthGateway
 import FaceGateCore
+import FaceGateTestSupport
 import Foundation
 import Testing
 

@@ -798,34 +798,6 @@ final class InMemoryIdempotencyRecords: IdempotencyRecords {
 /// A fake store's answer to a second row with the same primary key, as PostgreSQL refuses it.
 struct DuplicateKey: Error { var key: String }
 
-/// CTID serials on the test's clock: each issued once and spent once, by its app.
-final class InMemoryCTIDSerials: CTIDSerialStore {
-    struct Issued: Sendable { var serial: String; var appId: UUID; var mode: CTIDAuthMode; var randNum: String; var ttl: Int; var expiresAt: Date }
-    private let state = Mutex<(issued: [Issued], spent: Set<String>)>(([], []))
-    let clock: FakeClock
-    var issued: [Issued] { state.withLock { $0.issued } }
-
-    init(clock: FakeClock = FakeClock()) { self.clock = clock }
-
-    func issue(_ serial: String, appId: UUID, authMode: CTIDAuthMode, randNum: String, ttlSeconds: Int) async throws {
-        let expiresAt = clock.now.addingTimeInterval(TimeInterval(ttlSeconds))
-        try state.withLock { state in
-            guard !state.issued.contains(where: { $0.serial == serial }) else { throw DuplicateKey(key: serial) }
-            state.issued.append(Issued(serial: serial, appId: appId, mode: authMode, randNum: randNum, ttl: ttlSeconds, expiresAt: expiresAt))
-        }
-    }
-
-    func spend(_ serial: String, appId: UUID) async throws -> SpentSerial? {
-        let now = clock.now
-        return state.withLock { state in
-            guard let found = state.issued.first(where: { $0.serial == serial && $0.appId == appId }), state.spent.insert(serial).inserted else {
-                return nil
-            }
-            return SpentSerial(authMode: found.mode.rawValue, randNum: found.randNum, live: found.expiresAt > now)
-        }
-    }
-}
-
 /// Kiosk event tickets on the test's clock: each spent once, by its session, before it expires.
 final class InMemoryKioskEventTickets: KioskEventTicketStore {
     private struct Ticket { var session: UUID; var expiresAt: Date; var spent = false }

@@ -62,7 +62,7 @@ struct StoreWorld: Sendable {
                               challenges: InMemoryLivenessChallenges(clock: clock), credentials: credentials,
                               idempotency: InMemoryIdempotencyRecords(clock: clock), spentIds: InMemorySpentTokenIds(),
                               roster: roster, audit: audit, appendAudit: { audit.add($0) }, directory: directory,
-                              addDirectoryUser: { directory.add(appId: appId, employeeNumber: $0, name: $1, hasFace: $2) }, migration: roster, eventTickets: InMemoryKioskEventTickets(clock: clock), serials: InMemoryCTIDSerials(clock: clock), verifierSerials: nil,
+                              addDirectoryUser: { directory.add(appId: appId, employeeNumber: $0, name: $1, hasFace: $2) }, migration: roster, eventTickets: InMemoryKioskEventTickets(clock: clock), serials: InMemoryCTIDSerials(now: { clock.now }), verifierSerials: nil,
                               storeTemplate: { roster.addTemplate($0, user: $1, appId: appId, model: $2, keptPhoto: $3) }, now: { clock.now },
                               advance: { clock.advance(seconds: $0) },
                               addUser: {

@@ -149,8 +149,8 @@ import Testing
             let job = FaceJob(appId: UUID(uuidString: app.id)!,
                               .enroll(FaceJob.Enrollment(image: try TestEnvironment.image("obama.jpg"), userId: UUID(uuidString: user)!)))
             let id = "enroll-\(UUID().uuidString.lowercased())"
-            let first = try await requester.faceJob(job, messageId: id)
-            let again = try await requester.faceJob(job, messageId: id)
+            let first = try await requester.faceJob(job, messageId: id, expectedReplies: 1)
+            let again = try await requester.faceJob(job, messageId: id, expectedReplies: 1)
             await requester.shutdown()
             #expect(first.first?.outcome == .enrolled)
             #expect(again.first?.templateId == first.first?.templateId)

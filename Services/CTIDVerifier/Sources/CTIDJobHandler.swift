@@ -11,42 +11,51 @@ import Synchronization
 final class CTIDJobHandler: Sendable {
     private let records: any VerifierRecords
     private let serials: any CTIDSerialStore
-    private let producer: KafkaProducer
     private let registry: any IdentityRegistry
-    private let faces: RequesterService
-    private let transactions: TransactionLog
+    private let faces: any FaceJobRequester
+    private let transactions: any TransactionRecorder
     private let privateKey: [UInt8]
     private let logger: Logger
     private let keys = Mutex<[UUID: [UInt8]]>([:])
     /// Distances this far above the app's threshold are "suspected" rather than "different".
     static let suspectedBand: Float = 0.1
 
-    init(runtime: ServiceRuntime, producer: KafkaProducer, registry: any IdentityRegistry, faces: RequesterService, privateKey: [UInt8],
-         auditKeys: AuditKeys) {
-        records = PostgresVerifierRecords(database: runtime.database)
-        serials = PostgresCTIDSerials(database: runtime.database)
-        self.producer = producer
+    init(records: any VerifierRecords, serials: any CTIDSerialStore, registry: any IdentityRegistry, faces: any FaceJobRequester,
+         transactions: any TransactionRecorder, privateKey: [UInt8], logger: Logger) {
+        self.records = records
+        self.serials = serials
         self.registry = registry
         self.faces = faces
+        self.transactions = transactions
         self.privateKey = privateKey
-        logger = runtime.logger
-        transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger,
-                                       keys: auditKeys)
+        self.logger = logger
+    }
+
+    /// Over PostgreSQL, the transactions also published on the audit topic.
+    convenience init(runtime: ServiceRuntime, producer: KafkaProducer, registry: any IdentityRegistry, faces: any FaceJobRequester,
+                     privateKey: [UInt8], auditKeys: AuditKeys) {
+        self.init(records: PostgresVerifierRecords(database: runtime.database), serials: PostgresCTIDSerials(database: runtime.database),
+                  registry: registry, faces: faces,
+                  transactions: TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions,
+                                               logger: runtime.logger, keys: auditKeys),
+                  privateKey: privateKey, logger: runtime.logger)
     }
 
     /// The consumer loop's handler: envelope, deadline, app scope and reply are the responder's.
-    func responder(_ runtime: ServiceRuntime) -> JobResponder<CTIDJob> {
+    func responder(_ runtime: ServiceRuntime, producer: KafkaProducer) -> JobResponder<CTIDJob> {
         JobResponder("ctid job", runtime: runtime, producer: producer, app: \.appId,
                      late: { _ in CTIDJobResult(outcome: .unavailable, message: "deadline passed before the job was taken") },
-                     work: { [self] envelope in
-                         let job = envelope.payload
-                         switch job.payload {
-                         case .verify(let sealed, let deviceId, let clientIp):
-                             return try await verify(sealed, appId: job.appId, deviceId: deviceId, clientIp: clientIp, messageId: envelope.id)
-                         case .register(let entry):
-                             return try await register(entry, appId: job.appId)
-                         }
-                     })
+                     work: { [self] envelope in try await handle(envelope.payload, messageId: envelope.id) })
+    }
+
+    /// The answer to one job; `messageId` is its envelope's, under which a verification's first answer is kept.
+    func handle(_ job: CTIDJob, messageId: String) async throws -> CTIDJobResult {
+        switch job.payload {
+        case .verify(let sealed, let deviceId, let clientIp):
+            try await verify(sealed, appId: job.appId, deviceId: deviceId, clientIp: clientIp, messageId: messageId)
+        case .register(let entry):
+            try await register(entry, appId: job.appId)
+        }
     }
 
     // MARK: - Keys
@@ -178,7 +187,7 @@ final class CTIDJobHandler: Sendable {
         let unavailable = Verdict(authResult: "0XXX", code: .unavailable, message: "face matching is unavailable right now; try again", authMode: mode.wire)
         let face: FaceJobResult
         do {
-            face = try await faces.faceJob(FaceJob(appId: appId, threshold: threshold, .verify(image: photo, against: .sealedTemplate(template))))[0]
+            face = try await faces.faceJob(FaceJob(appId: appId, threshold: threshold, .verify(image: photo, against: .sealedTemplate(template))))
         } catch {
             logger.warning("portrait check not answered", ["error": "\(error)", "app.id": appId.uuidString.lowercased()])
             return unavailable
@@ -231,7 +240,7 @@ final class CTIDJobHandler: Sendable {
         var template: Data?
         if let photo = entry.photoData {
             let face: FaceJobResult
-            do { face = try await faces.faceJob(FaceJob(appId: appId, .template(image: photo)))[0] } catch {
+            do { face = try await faces.faceJob(FaceJob(appId: appId, .template(image: photo))) } catch {
                 return CTIDJobResult(outcome: .unavailable, message: "face matching is unavailable right now; try again")
             }
             switch face.outcome {

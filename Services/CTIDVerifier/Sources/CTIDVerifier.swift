@@ -50,7 +50,7 @@ public final class CTIDVerifier: Sendable {
         jobs = try JobConsumer(name: "ctid-jobs", runtime: runtime, topic: runtime.topics.ctidJobs,
                                // Prefixed like the topics, so deployments sharing a broker never share the group.
                                groupId: runtime.topics.prefix + "ctid-verifier",
-                               producer: producer, concurrency: configuration.concurrency) { [responder = handler.responder(runtime)] message in await responder.handle(message) }
+                               producer: producer, concurrency: configuration.concurrency) { [responder = handler.responder(runtime, producer: producer)] message in await responder.handle(message) }
         runtime.readiness.add("kafka-replies") { faces.isReady }
         group = ServiceGroup(services: [runtime.adminServer(), TopicsService(runtime: runtime, waitForTopics: true), ProducerService(producer: producer), faces, jobs],
                              logger: runtime.logger, shutdownTimeout: .seconds(configuration.common.shutdownSeconds), failures: runtime.failures)

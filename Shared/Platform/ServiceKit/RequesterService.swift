@@ -84,7 +84,7 @@ public final class RequesterService: Service {
     }
 
     /// A face job on `face.jobs.v1`: the matchers' answers, one per shard.
-    public func faceJob(_ job: FaceJob, messageId: String? = nil, expectedReplies: Int = 1) async throws -> [FaceJobResult] {
+    public func faceJob(_ job: FaceJob, messageId: String?, expectedReplies: Int) async throws -> [FaceJobResult] {
         try await send(job, appId: job.appId, messageId: messageId, expectedReplies: expectedReplies)
     }
 
@@ -94,6 +94,21 @@ public final class RequesterService: Service {
         await requester.withLock { $0 }?.shutdown()
     }
 }
+
+/// Face jobs for the matchers (`RequesterService` over the broker; a scripted twin in a worker's tests).
+public protocol FaceJobRequester: Sendable {
+    /// The matchers' answers to `job`, one per shard (`expectedReplies`).
+    func faceJob(_ job: FaceJob, messageId: String?, expectedReplies: Int) async throws -> [FaceJobResult]
+}
+
+extension FaceJobRequester {
+    /// One matcher's answer, under a fresh message id.
+    public func faceJob(_ job: FaceJob) async throws -> FaceJobResult {
+        try await faceJob(job, messageId: nil, expectedReplies: 1)[0]
+    }
+}
+
+extension RequesterService: FaceJobRequester {}
 
 public struct RequesterUnavailable: Error, CustomStringConvertible {
     public var description: String { "the reply partition is not claimed yet" }

@@ -38,11 +38,16 @@ public struct AuditKeys: Sendable {
     public func key(id: String) -> [UInt8]? { byId[id] }
 }
 
+/// Where a worker writes the transactions it records (`TransactionLog`; an in-memory twin in tests).
+public protocol TransactionRecorder: Sendable {
+    func append(_ record: TransactionRecord) async throws
+}
+
 /// The append-only, per-app chained audit trail: each row's hash is an HMAC (keyed with `AuditKeys`) over the
 /// previous row's hash and the row, so whoever can write the database but not read the services' keys cannot
 /// forge a row or re-chain after an edit. PostgreSQL is the record; each committed row is also published on
 /// `audit.transactions.v1` for downstream consumers (best effort, after commit).
-public struct TransactionLog: Sendable {
+public struct TransactionLog: TransactionRecorder {
     private let database: PostgresPool
     private let producer: KafkaProducer?
     private let topic: String

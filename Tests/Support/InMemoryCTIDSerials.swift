@@ -1,0 +1,42 @@
+import FaceGateCore
+import Foundation
+import ServiceKit
+import Synchronization
+
+/// CTID serials in memory, on the test's clock: each issued once and spent once, by its app.
+public final class InMemoryCTIDSerials: CTIDSerialStore {
+    public struct Issued: Sendable {
+        public var serial: String
+        public var appId: UUID
+        public var mode: CTIDAuthMode
+        public var randNum: String
+        public var ttl: Int
+        public var expiresAt: Date
+    }
+
+    public struct DuplicateSerial: Error { public var serial: String }
+
+    private let state = Mutex<(issued: [Issued], spent: Set<String>)>(([], []))
+    private let now: @Sendable () -> Date
+    public var issued: [Issued] { state.withLock { $0.issued } }
+
+    public init(now: @escaping @Sendable () -> Date = { Date() }) { self.now = now }
+
+    public func issue(_ serial: String, appId: UUID, authMode: CTIDAuthMode, randNum: String, ttlSeconds: Int) async throws {
+        let expiresAt = now().addingTimeInterval(TimeInterval(ttlSeconds))
+        try state.withLock { state in
+            guard !state.issued.contains(where: { $0.serial == serial }) else { throw DuplicateSerial(serial: serial) }
+            state.issued.append(Issued(serial: serial, appId: appId, mode: authMode, randNum: randNum, ttl: ttlSeconds, expiresAt: expiresAt))
+        }
+    }
+
+    public func spend(_ serial: String, appId: UUID) async throws -> SpentSerial? {
+        let now = now()
+        return state.withLock { state in
+            guard let found = state.issued.first(where: { $0.serial == serial && $0.appId == appId }), state.spent.insert(serial).inserted else {
+                return nil
+            }
+            return SpentSerial(authMode: found.mode.rawValue, randNum: found.randNum, live: found.expiresAt > now)
+        }
+    }
+}
