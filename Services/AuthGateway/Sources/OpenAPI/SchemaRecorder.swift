@@ -36,7 +36,7 @@ private func enumeration(_ type: Any.Type) -> (schema: DocumentValue, first: Any
     return (["type": "string", "enum": .array(values.map { .string($0) })], first)
 }
 
-/// A value written as one JSON scalar (or as anything, for `DocumentValue` kinds of fields): its schema, and a value to
+/// A value written as one JSON scalar (a `JSONValue` field: any JSON): its schema, and a value to
 /// hand a type's decoder while its fields are read.
 protocol DocumentedScalar: Decodable {
     static var scalarSchema: DocumentValue { get }
