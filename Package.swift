@@ -122,6 +122,10 @@ let package = Package(
         .testTarget(
             name: "CTIDVerifierTests", dependencies: ["CTIDVerifier", "FaceGateCore", "ServiceKit", "Crypto", "FaceGateTestSupport"],
             path: "Tests/CTIDVerifierTests"),
+        // The kiosk-orchestrator's onboarding flow over in-memory twins: no PostgreSQL, no broker.
+        .testTarget(
+            name: "KioskOrchestratorTests", dependencies: ["KioskOrchestrator", "FaceGateCore", "ServiceKit", "JWT", "FaceGateTestSupport"],
+            path: "Tests/KioskOrchestratorTests"),
         // The gateway's use cases over in-memory stores, and the contract every store implementation keeps.
         .testTarget(
             name: "AuthGatewayTests", dependencies: ["AuthGateway", "FaceGateCore", "HTTPServer", "PostgresClient", "ServiceKit", "Crypto", "JWT", "FaceGateTestSupport"],

@@ -164,26 +164,3 @@ final class InMemoryIdentityRegistry: IdentityRegistry {
     func register(appId: UUID, number: String, identity: RegisteredIdentity) async throws { identities.withLock { $0[number] = identity } }
     func attemptKey(appId: UUID, number: String) -> String { "\(appId):\(number)" }
 }
-
-/// The matcher's answers, in order; with none left, the matcher does not answer.
-final class ScriptedFaceJobs: FaceJobRequester {
-    private let state = Mutex<(answers: [FaceJobResult], jobs: [FaceJob])>(([], []))
-    var jobs: [FaceJob] { state.withLock { $0.jobs } }
-
-    func answer(_ results: FaceJobResult...) { state.withLock { $0.answers += results } }
-
-    func faceJob(_ job: FaceJob, messageId: String?, expectedReplies: Int) async throws -> [FaceJobResult] {
-        try state.withLock { state in
-            state.jobs.append(job)
-            guard !state.answers.isEmpty else { throw CancellationError() }
-            return [state.answers.removeFirst()]
-        }
-    }
-}
-
-final class RecordedTransactions: TransactionRecorder {
-    private let state = Mutex<[TransactionRecord]>([])
-    var records: [TransactionRecord] { state.withLock { $0 } }
-
-    func append(_ record: TransactionRecord) async throws { state.withLock { $0.append(record) } }
-}

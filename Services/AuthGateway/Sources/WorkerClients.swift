@@ -6,7 +6,7 @@ import ServiceKit
 /// The workers as the use cases see them: each a request over Kafka answered within the request deadline (a broker
 /// down or a worker silent is `SERVICE_UNAVAILABLE`, never a hang), or a broadcast.
 
-/// Face jobs to the matchers, each photo embedded once however the gallery is sharded (`RequesterService.faceJob(_:shards:)`).
+/// Face jobs to the matchers, each photo embedded once however the gallery is sharded (`FaceJobRequester.faceJob(_:shards:)`).
 struct MatcherClient: FaceMatching {
     let requester: RequesterService
     /// `FACEGATE_MATCHER_SHARDS`: how many slices the gallery is cut into.

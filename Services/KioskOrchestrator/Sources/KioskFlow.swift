@@ -11,25 +11,50 @@ import ServiceKit
 /// after a crash picks up at the first stage not yet committed; a step the session has already passed
 /// answers the session as it is (a repeat is harmless), a step it has not reached is refused.
 final class KioskFlow: Sendable {
-    private let configuration: KioskConfiguration
-    private let store: KioskSessionStore
+    /// What the flow reads of the orchestrator's configuration.
+    struct Settings: Sendable {
+        var sealingKey: [UInt8]
+        var previousSealingKeys: [[UInt8]] = []
+        /// The Ed25519 seed of the kiosk's own token key.
+        var signingKey: [UInt8]
+        var issuer: String
+        var identityTokenTTL: TimeInterval
+        var sessionTTLSeconds: Int
+        /// Failed tries of one step before the session fails.
+        var maxAttempts: Int
+        var matcherShards: Int
+        var commandGraceSeconds: Int
+
+        init(sealingKey: [UInt8], signingKey: [UInt8], issuer: String, identityTokenTTL: TimeInterval, sessionTTLSeconds: Int,
+             maxAttempts: Int, matcherShards: Int = 1, commandGraceSeconds: Int = 60) {
+            (self.sealingKey, self.signingKey, self.issuer, self.identityTokenTTL) = (sealingKey, signingKey, issuer, identityTokenTTL)
+            (self.sessionTTLSeconds, self.maxAttempts, self.matcherShards, self.commandGraceSeconds) =
+                (sessionTTLSeconds, maxAttempts, matcherShards, commandGraceSeconds)
+        }
+
+        init(_ configuration: KioskConfiguration) {
+            self.init(sealingKey: configuration.sealingKey, signingKey: configuration.signingKey, issuer: configuration.issuer,
+                      identityTokenTTL: configuration.identityTokenTTL, sessionTTLSeconds: configuration.sessionTTLSeconds,
+                      maxAttempts: configuration.maxAttempts, matcherShards: configuration.matcherShards,
+                      commandGraceSeconds: configuration.commandGraceSeconds)
+            previousSealingKeys = configuration.previousSealingKeys
+        }
+    }
+
+    private let configuration: Settings
+    private let store: any KioskSessionKeeper
     private let records: any KioskRecords
-    private let producer: KafkaProducer
-    private let faces: RequesterService
+    private let faces: any FaceJobRequester
     private let documents: any DocumentReader
     private let sealer: Sealer
     /// Signs with the kiosk's own key (`kid` prefixed `kiosk-`), which vouches for kiosk logins only.
     private let identityTokens: IdentityTokenIssuer
-    private let transactions: TransactionLog
-    private let eventsTopic: String
-    private let logger: Logger
 
-    init(configuration: KioskConfiguration, runtime: ServiceRuntime, producer: KafkaProducer, faces: RequesterService,
+    init(configuration: Settings, store: any KioskSessionKeeper, records: any KioskRecords, faces: any FaceJobRequester,
          documents: any DocumentReader) throws {
         self.configuration = configuration
-        store = KioskSessionStore(database: runtime.database)
-        records = PostgresKioskRecords(database: runtime.database)
-        self.producer = producer
+        self.store = store
+        self.records = records
         self.faces = faces
         self.documents = documents
         sealer = try Sealer(key: configuration.sealingKey, previous: configuration.previousSealingKeys)
@@ -37,10 +62,17 @@ final class KioskFlow: Sendable {
         identityTokens = IdentityTokenIssuer(issuer: configuration.issuer,
                                              key: JWTSigningKey(kid: KioskTokenKey.kidPrefix + JWTSigningKey.keyId(key.publicKey), privateKey: key),
                                              ttl: configuration.identityTokenTTL)
-        transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions, logger: runtime.logger,
-                                       keys: configuration.auditKeys)
-        eventsTopic = runtime.topics.kioskEvents
-        logger = runtime.logger
+    }
+
+    /// Over PostgreSQL, publishing what it commits.
+    convenience init(configuration: KioskConfiguration, runtime: ServiceRuntime, producer: KafkaProducer, faces: any FaceJobRequester,
+                     documents: any DocumentReader) throws {
+        let transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions,
+                                          logger: runtime.logger, keys: configuration.auditKeys)
+        try self.init(configuration: Settings(configuration),
+                      store: PostgresKioskSessions(store: KioskSessionStore(database: runtime.database), transactions: transactions,
+                                                   producer: producer, eventsTopic: runtime.topics.kioskEvents, logger: runtime.logger),
+                      records: PostgresKioskRecords(database: runtime.database), faces: faces, documents: documents)
     }
 
     /// The consumer loop's handler: envelope, app scope and reply are the responder's. A command has no deadline
@@ -48,7 +80,7 @@ final class KioskFlow: Sendable {
     /// `KIOSK_COMMAND_GRACE_SECONDS` past its deadline; older, it is refused as expired, so a command replayed to a
     /// restarted or another orchestrator does nothing. A reply the broker did not take is not retried: the session already
     /// moved on, and the client sees it through GET or the event stream.
-    func responder(_ runtime: ServiceRuntime) -> JobResponder<KioskCommand> {
+    func responder(_ runtime: ServiceRuntime, producer: KafkaProducer) -> JobResponder<KioskCommand> {
         JobResponder("kiosk command", runtime: runtime, producer: producer, app: \.appId, late: nil,
                      expiresAfter: .seconds(configuration.commandGraceSeconds), retryUnsentReply: false,
                      logFields: { ["kiosk.session": $0.sessionId.wire, "kiosk.step": $0.step.rawValue] },
@@ -135,7 +167,7 @@ final class KioskFlow: Sendable {
                                kioskId: command.kioskId,
                                ttlSeconds: configuration.sessionTTLSeconds)
         guard let session = try await store.session(command.sessionId) else { throw KioskStoreError.corrupt("session not created") }
-        return KioskCommandReply(session: try await store.view(of: session))
+        return KioskCommandReply(session: try await store.view(of: session, events: nil))
     }
 
     /// Liveness (when the app asks for it) and 1:N search in one matcher job: a known face completes
@@ -335,26 +367,15 @@ final class KioskFlow: Sendable {
         try await commit(&session, &run, to: state, events: events, data: data, transaction: transaction)
     }
 
-    /// Commits the session's next state, its events and the optional transaction atomically, provided
-    /// nobody moved the session meanwhile; then publishes them (best effort).
+    /// Commits the session's next state, its events and the optional transaction atomically, provided nobody moved the
+    /// session meanwhile (the store publishes them after).
     func commit(_ session: inout KioskSession, _ run: inout Run, to state: KioskState, events: [(KioskEventName, KioskEventData)],
                 data: KioskSessionData, transaction: TransactionRecord? = nil, customerId: UUID? = nil) async throws {
-        let id = session.id
-        guard let stored = try await store.move(id, from: session.state, to: state, data: data, events: events, customerId: customerId,
-                                                transaction: transaction, log: transactions) else { throw KioskFlowError.moved }
+        guard let stored = try await store.move(session.id, appId: session.appId, from: session.state, to: state, data: data, events: events,
+                                                customerId: customerId, transaction: transaction) else { throw KioskFlowError.moved }
         session.state = state
         session.data = data
         run.events += stored
-        if let transaction { transactions.publish(transaction) }
-        for event in stored {
-            do {
-                var value = try FaceGateJSON.encode(event.withoutPersonalData)
-                value = Array(#"{"interviewId":"\#(id.wire)","appId":"\#(session.appId.wire)","#.utf8) + value.dropFirst()
-                _ = try await producer.send(KafkaRecord(topic: eventsTopic, key: Array(id.wire.utf8), value: value, headers: [TraceContext.header]))
-            } catch {
-                logger.warning("kiosk event not published", ["kiosk.session": id.wire, "error": "\(error)"])
-            }
-        }
     }
 
     func faceJob(_ job: FaceJob) async throws -> FaceJobResult {

@@ -66,7 +66,7 @@ public final class KioskOrchestrator: Sendable {
         let flow = try KioskFlow(configuration: configuration, runtime: runtime, producer: producer, faces: faces, documents: documents)
         commands = try JobConsumer(name: "kiosk-commands", runtime: runtime, topic: runtime.topics.kioskCommands,
                                    groupId: runtime.topics.prefix + "kiosk-orchestrator",
-                                   producer: producer, concurrency: configuration.concurrency) { [responder = flow.responder(runtime)] message in await responder.handle(message) }
+                                   producer: producer, concurrency: configuration.concurrency) { [responder = flow.responder(runtime, producer: producer)] message in await responder.handle(message) }
         runtime.readiness.add("kafka-replies") { faces.isReady }
         let sweeper = PeriodicService(name: "kiosk-expiry", every: configuration.sweepInterval, logger: runtime.logger) {
             _ = try await flow.expireSessions()
