@@ -122,6 +122,10 @@ let package = Package(
         .testTarget(
             name: "CTIDVerifierTests", dependencies: ["CTIDVerifier", "FaceGateCore", "ServiceKit", "Crypto", "FaceGateTestSupport"],
             path: "Tests/CTIDVerifierTests"),
+        // The matcher's job handler with the real engines and photos, over in-memory twins: no PostgreSQL, no broker.
+        .testTarget(
+            name: "MatcherWorkerTests", dependencies: ["MatcherWorker", "FaceEngine", "FaceGateCore", "ServiceKit", "Crypto", "FaceGateTestSupport"],
+            path: "Tests/MatcherWorkerTests"),
         // The kiosk-orchestrator's onboarding flow over in-memory twins: no PostgreSQL, no broker.
         .testTarget(
             name: "KioskOrchestratorTests", dependencies: ["KioskOrchestrator", "FaceGateCore", "ServiceKit", "JWT", "FaceGateTestSupport"],

@@ -9,61 +9,69 @@ import ServiceKit
 /// model, search or persist, reply on the requester's partition. Enrollment is idempotent by message id.
 final class FaceJobHandler: Sendable {
     private let engines: [FaceModel: FaceEnginePool]
-    private let appModels: AppFaceModels
+    private let appModels: any AppModelLookup
     private let store: GalleryStore
-    private let templates: TemplateStore
+    private let templates: any TemplateRecords
     /// Batches identify scans; nil scans each query alone.
     private let searches: GallerySearchQueue?
-    private let producer: KafkaProducer
+    /// Tells the other matchers of a template this one stored.
+    private let changes: any GalleryChangeBroadcast
     private let sealer: Sealer
     private let configuration: MatcherConfiguration
-    private let changesTopic: String
     private let logger: Logger
     private let stageSeconds: Histogram
     private let outcomes: Counter
     private let embeddings: Counter
 
-    init(engines: [FaceModel: FaceEnginePool], store: GalleryStore, searches: GallerySearchQueue?, database: PostgresPool,
-         producer: KafkaProducer, sealer: Sealer, configuration: MatcherConfiguration, changesTopic: String, runtime: ServiceRuntime) {
+    init(engines: [FaceModel: FaceEnginePool], store: GalleryStore, searches: GallerySearchQueue?, appModels: any AppModelLookup,
+         templates: any TemplateRecords, changes: any GalleryChangeBroadcast, sealer: Sealer, configuration: MatcherConfiguration,
+         runtime: ServiceRuntime) {
         self.engines = engines
-        self.appModels = AppFaceModels(database: database)
+        self.appModels = appModels
         self.store = store
-        self.templates = TemplateStore(database: database, sealer: sealer)
+        self.templates = templates
         self.searches = searches
-        self.producer = producer
+        self.changes = changes
         self.sealer = sealer
         self.configuration = configuration
-        self.changesTopic = changesTopic
         self.logger = runtime.logger
         stageSeconds = runtime.metrics.histogram("facegate_matcher_stage_seconds", help: "Face pipeline time per stage")
         outcomes = runtime.metrics.counter("facegate_matcher_outcomes_total", help: "Face job outcomes by kind and outcome")
         embeddings = runtime.metrics.counter("facegate_matcher_embeddings_total", help: "Faces embedded (a login's photo once, a burst's frames each)")
     }
 
+    /// Over PostgreSQL, broadcasting stored templates on `changesTopic`.
+    convenience init(engines: [FaceModel: FaceEnginePool], store: GalleryStore, searches: GallerySearchQueue?, database: PostgresPool,
+                     producer: KafkaProducer, sealer: Sealer, configuration: MatcherConfiguration, changesTopic: String, runtime: ServiceRuntime) {
+        self.init(engines: engines, store: store, searches: searches, appModels: AppFaceModels(database: database),
+                  templates: TemplateStore(database: database, sealer: sealer), changes: KafkaGalleryBroadcast(producer: producer, topic: changesTopic),
+                  sealer: sealer, configuration: configuration, runtime: runtime)
+    }
+
     /// The consumer loop's handler: envelope, deadline, app scope and reply are the responder's.
-    func responder(_ runtime: ServiceRuntime) -> JobResponder<FaceJob> {
+    func responder(_ runtime: ServiceRuntime, producer: KafkaProducer) -> JobResponder<FaceJob> {
         JobResponder("face job", runtime: runtime, producer: producer, app: \.appId,
                      late: { [self] job in
                          answered(job, FaceJobResult(outcome: .timeout, message: "deadline passed before the job was taken"), started: .now)
                      },
                      takes: { [configuration] job in job.shard.map { $0 % configuration.shardCount == configuration.shardIndex } ?? true },
-                     work: { [self] envelope in try await answer(envelope) })
+                     work: { [self] envelope in try await answer(envelope.payload, messageId: envelope.id) })
     }
 
-    private func answer(_ envelope: MessageEnvelope<FaceJob>) async throws -> FaceJobResult {
-        let job = envelope.payload
+    /// The answer to one job; `messageId` is its envelope's, under which an enrollment's first answer is kept.
+    func answer(_ job: FaceJob, messageId: String) async throws -> FaceJobResult {
         let started = ContinuousClock.now
-        logger.debug("face job started", ["job.id": envelope.id, "job.kind": job.kind.rawValue])
+        logger.debug("face job started", ["job.id": messageId, "job.kind": job.kind.rawValue])
         let result: FaceJobResult
         do {
-            result = try await runInApp(job, messageId: envelope.id)
+            result = try await runInApp(job, messageId: messageId)
         } catch let stop as Stop {
             result = stop.result
         } catch let error as FaceEngineError {
             result = Self.result(for: error)
         }
         let answered = answered(job, result, started: started)
-        logger.info("face job answered", ["job.id": envelope.id, "app.id": job.appId.uuidString.lowercased(), "job.kind": job.kind.rawValue,
+        logger.info("face job answered", ["job.id": messageId, "app.id": job.appId.uuidString.lowercased(), "job.kind": job.kind.rawValue,
                                           "outcome": answered.outcome.rawValue, "duration_ms": String(format: "%.1f", answered.timings["total"] ?? 0)])
         return answered
     }
@@ -332,7 +340,7 @@ final class FaceJobHandler: Sendable {
             answer.photoKept = kept
             return answer
         }
-        switch try await templates.insert(template, limit: enrollment.templateLimit, answering: (messageId, answer)) {
+        switch try await templates.insert(template, limit: enrollment.templateLimit, onlyIfNone: false, answering: (messageId, answer)) {
         case .inserted(let seq, let photoKept):
             await publish(template, seq: seq)
             return answer(photoKept)
@@ -355,8 +363,7 @@ final class FaceJobHandler: Sendable {
         store.noteSeq(seq)
         let change = GalleryChange(operation: .upsert, appId: template.appId, userId: template.userId, templateId: template.id, changeSeq: seq)
         do {
-            _ = try await producer.send(KafkaRecord(topic: changesTopic, key: Array(template.id.wire.utf8), value: try FaceGateJSON.encode(change),
-                                                    headers: [TraceContext.header]))
+            try await changes.broadcast(change)
         } catch {
             // Other matchers pick the template up at their next reconciliation.
             logger.warning("gallery change not broadcast", ["error": "\(error)", "template.id": template.id.wire])

@@ -1,6 +1,7 @@
 import FaceEngine
 import FaceGateCore
 import Foundation
+import KafkaClient
 import PostgresClient
 import ServiceKit
 import Synchronization
@@ -139,7 +140,27 @@ final class GalleryStore: Sendable {
 
 /// Each app's face model, read from PostgreSQL and kept for a few seconds: jobs never say which model to
 /// use, so a forged or stale message cannot make the matcher compare vectors of different models.
-final class AppFaceModels: Sendable {
+/// The face model of each app (`apps.face_model`): every job runs on its app's model, never on one the message names.
+protocol AppModelLookup: Sendable {
+    func model(of appId: UUID) async throws -> FaceModel
+}
+
+/// Tells the other matchers of a stored template (`gallery.changes.v1`).
+protocol GalleryChangeBroadcast: Sendable {
+    func broadcast(_ change: GalleryChange) async throws
+}
+
+struct KafkaGalleryBroadcast: GalleryChangeBroadcast {
+    let producer: KafkaProducer
+    let topic: String
+
+    func broadcast(_ change: GalleryChange) async throws {
+        _ = try await producer.send(KafkaRecord(topic: topic, key: Array(change.templateId.wire.utf8), value: try FaceGateJSON.encode(change),
+                                                headers: [TraceContext.header]))
+    }
+}
+
+final class AppFaceModels: AppModelLookup {
     private let database: PostgresPool
     private let cache = Mutex<[UUID: (model: FaceModel, readAt: ContinuousClock.Instant)]>([:])
     static let freshFor: Duration = .seconds(5)

@@ -36,7 +36,7 @@ public final class MatcherWorker: Sendable {
         let searches = configuration.searchBatch > 1 ? GallerySearchQueue(maxBatch: configuration.searchBatch) : nil
         let handler = FaceJobHandler(engines: engines, store: store, searches: searches, database: runtime.database, producer: producer,
                                      sealer: sealer, configuration: configuration, changesTopic: runtime.topics.galleryChanges, runtime: runtime)
-        let responder = handler.responder(runtime)
+        let responder = handler.responder(runtime, producer: producer)
         // Prefixed like the topics, so deployments (and test stacks) sharing a broker never share the group.
         jobs = try JobConsumer(name: "face-jobs", runtime: runtime, topic: runtime.topics.faceJobs, groupId: configuration.consumerGroup,
                                producer: producer, concurrency: configuration.engines * 2) { message in await responder.handle(message) }

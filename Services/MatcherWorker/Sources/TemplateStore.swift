@@ -2,10 +2,26 @@ import FaceGateCore
 import Foundation
 import PostgresClient
 
+/// The matcher's template records (`TemplateStore` in PostgreSQL; an in-memory twin in the handler's tests).
+protocol TemplateRecords: Sendable {
+    func recordedAnswer(toEnrollment messageId: String) async throws -> FaceJobResult?
+    func count(appId: UUID, userId: UUID, model: FaceModel) async throws -> Int
+    func insert(_ template: TemplateStore.NewTemplate, limit: Int?, onlyIfNone: Bool,
+                answering record: (messageId: String, answer: @Sendable (_ photoKept: Bool) -> FaceJobResult)?) async throws -> TemplateStore.Stored
+    func embeddings(appId: UUID, userId: UUID, model: FaceModel) async throws -> [(templateId: UUID, embedding: [Float])]
+    func keptPhotos(appId: UUID, templateIds: [UUID]) async throws -> [TemplateStore.KeptPhoto]
+}
+
+extension TemplateRecords {
+    func insert(_ template: TemplateStore.NewTemplate, limit: Int? = nil, onlyIfNone: Bool = false) async throws -> TemplateStore.Stored {
+        try await insert(template, limit: limit, onlyIfNone: onlyIfNone, answering: nil)
+    }
+}
+
 /// What the matcher writes: the templates it enrolls and re-embeds, the enrollment photos kept with them, and its
 /// record of answered enrollments (`processed_messages`, consumer `matcher.enroll`). Every statement the matcher runs
 /// against these tables is here; the gallery it reads back is `GalleryStore`'s.
-struct TemplateStore: Sendable {
+struct TemplateStore: TemplateRecords {
     let database: PostgresPool
     let sealer: Sealer
 
@@ -55,8 +71,8 @@ struct TemplateStore: Sendable {
     /// Stores `template` in one transaction, under a lock on its user, so that two writes for one user take turns:
     /// refused when the user holds `limit` templates of the model, or (`onlyIfNone`) any. `answering` records the
     /// job's answer (`answer(photoKept)`) with it, so a redelivery gets the same answer, even one handled at the same time.
-    func insert(_ template: NewTemplate, limit: Int? = nil, onlyIfNone: Bool = false,
-                answering record: (messageId: String, answer: @Sendable (_ photoKept: Bool) -> FaceJobResult)? = nil) async throws -> Stored {
+    func insert(_ template: NewTemplate, limit: Int?, onlyIfNone: Bool,
+                answering record: (messageId: String, answer: @Sendable (_ photoKept: Bool) -> FaceJobResult)?) async throws -> Stored {
         let sealed = try sealer.sealTemplate(template.embedding, templateId: template.id)
         let photo = try template.photo.map { try sealer.sealEnrollmentPhoto(Array($0), templateId: template.id) }
         let quality = String(decoding: try FaceGateJSON.encode(template.quality), as: UTF8.self)
