@@ -122,6 +122,10 @@ let package = Package(
         .testTarget(
             name: "CTIDVerifierTests", dependencies: ["CTIDVerifier", "FaceGateCore", "ServiceKit", "Crypto", "FaceGateTestSupport"],
             path: "Tests/CTIDVerifierTests"),
+        // The platform's job consumer over an in-memory message source: no broker.
+        .testTarget(
+            name: "ServiceKitTests", dependencies: ["ServiceKit", "KafkaClient", "FaceGateCore", "Crypto"],
+            path: "Tests/ServiceKitTests"),
         // The matcher's job handler with the real engines and photos, over in-memory twins: no PostgreSQL, no broker.
         .testTarget(
             name: "MatcherWorkerTests", dependencies: ["MatcherWorker", "FaceEngine", "FaceGateCore", "ServiceKit", "Crypto", "FaceGateTestSupport"],

@@ -14,6 +14,26 @@ public enum JobDisposition: Sendable {
     case reject(String)
 }
 
+/// Where a job consumer's messages come from and its progress goes (`KafkaConsumer`; an in-memory twin in tests).
+public protocol JobSource: Sendable {
+    func subscribe(_ topics: [String]) throws
+    /// The messages as they arrive; the stream ends when the source is closed.
+    func messages() -> AsyncThrowingStream<KafkaMessage, any Error>
+    func storeOffset(_ message: KafkaMessage) throws
+    func lag() async throws -> [(partition: KafkaTopicPartition, messages: Int64)]
+    func waitForAssignment(timeout: Duration) async throws
+    func close()
+}
+
+extension KafkaConsumer: JobSource {}
+
+/// Where records are sent (`KafkaProducer`): a job consumer's dead letters.
+public protocol RecordSink: Sendable {
+    func send(_ record: KafkaRecord) async throws -> (partition: Int32, offset: Int64)
+}
+
+extension KafkaProducer: RecordSink {}
+
 /// A consumer-group member that runs a handler per message with bounded concurrency and at-least-once
 /// delivery: a partition's offset is stored only up to the oldest message whose handling finished, so
 /// a crash re-delivers, never skips. A message that keeps failing goes to `<topic>.dlq` after
@@ -21,8 +41,8 @@ public enum JobDisposition: Sendable {
 /// commits, and leaves the group.
 public final class JobConsumer: Service {
     public let name: String
-    private let consumer: KafkaConsumer
-    private let producer: KafkaProducer
+    private let consumer: any JobSource
+    private let producer: any RecordSink
     private let topic: String
     private let groupId: String
     private let concurrency: Int
@@ -42,15 +62,23 @@ public final class JobConsumer: Service {
     private let stopping = Atomic<Bool>(false)
     private let running = Atomic<Bool>(false)
 
-    public init(name: String, runtime: ServiceRuntime, topic: String, groupId: String, producer: KafkaProducer,
-                concurrency: Int, maxAttempts: Int = 3, handler: @escaping @Sendable (KafkaMessage) async -> JobDisposition) throws {
-        self.name = name
+    /// A member of `groupId` on the broker.
+    public convenience init(name: String, runtime: ServiceRuntime, topic: String, groupId: String, producer: KafkaProducer,
+                            concurrency: Int, maxAttempts: Int = 3, handler: @escaping @Sendable (KafkaMessage) async -> JobDisposition) throws {
         var configuration = runtime.kafka
         configuration.consumer.maxPollInterval = .seconds(300)
         // A member that dies is noticed within seconds, so its partitions (and unfinished jobs) move on.
         configuration.consumer.sessionTimeout = .seconds(10)
         configuration.consumer.heartbeatInterval = .seconds(1)
-        consumer = try KafkaConsumer(configuration: configuration, groupId: groupId, autoOffsetReset: .beginning)
+        self.init(name: name, runtime: runtime, topic: topic, groupId: groupId,
+                  source: try KafkaConsumer(configuration: configuration, groupId: groupId, autoOffsetReset: .beginning),
+                  producer: producer, concurrency: concurrency, maxAttempts: maxAttempts, handler: handler)
+    }
+
+    public init(name: String, runtime: ServiceRuntime, topic: String, groupId: String, source: any JobSource, producer: any RecordSink,
+                concurrency: Int, maxAttempts: Int = 3, handler: @escaping @Sendable (KafkaMessage) async -> JobDisposition) {
+        self.name = name
+        consumer = source
         self.producer = producer
         self.topic = topic
         self.groupId = groupId
