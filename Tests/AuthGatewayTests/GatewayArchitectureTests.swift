@@ -99,4 +99,21 @@ import Testing
             #expect(!text.contains("(requester:"), "\(file) builds a worker client; only GatewayComposition does")
         }
     }
+
+    /// The workers' job handlers and the platform's job consumer each have tests that start no server: built over twins
+    /// (no test stack, test database, broker client or HTTP server in their sources).
+    @Test func everyWorkersHandlerHasTestsThatStartNoServer() throws {
+        let tests = Self.sources.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Tests")
+        let handlers = ["MatcherWorkerTests": "FaceJobHandler(", "CTIDVerifierTests": "CTIDJobHandler(", "KioskOrchestratorTests": "KioskFlow(",
+                        "ServiceKitTests": "JobConsumer("]
+        for (target, construction) in handlers.sorted(by: { $0.key < $1.key }) {
+            let folder = tests.appendingPathComponent(target)
+            let texts = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".swift") }
+                .map { try String(contentsOf: folder.appendingPathComponent($0), encoding: .utf8) }
+            #expect(texts.contains { $0.contains(construction) && $0.contains("@Test") }, "\(target) does not test \(construction)")
+            for server in ["TestStack", "TestDatabase", "KafkaConsumer(", "KafkaProducer(", "HTTPServer(", "PostgresPool("] {
+                #expect(!texts.contains { $0.contains(server) }, "\(target) starts a server (\(server))")
+            }
+        }
+    }
 }
