@@ -22,23 +22,8 @@ final class KioskFlow: Sendable {
         var sessionTTLSeconds: Int
         /// Failed tries of one step before the session fails.
         var maxAttempts: Int
-        var matcherShards: Int
-        var commandGraceSeconds: Int
-
-        init(sealingKey: [UInt8], signingKey: [UInt8], issuer: String, identityTokenTTL: TimeInterval, sessionTTLSeconds: Int,
-             maxAttempts: Int, matcherShards: Int = 1, commandGraceSeconds: Int = 60) {
-            (self.sealingKey, self.signingKey, self.issuer, self.identityTokenTTL) = (sealingKey, signingKey, issuer, identityTokenTTL)
-            (self.sessionTTLSeconds, self.maxAttempts, self.matcherShards, self.commandGraceSeconds) =
-                (sessionTTLSeconds, maxAttempts, matcherShards, commandGraceSeconds)
-        }
-
-        init(_ configuration: KioskConfiguration) {
-            self.init(sealingKey: configuration.sealingKey, signingKey: configuration.signingKey, issuer: configuration.issuer,
-                      identityTokenTTL: configuration.identityTokenTTL, sessionTTLSeconds: configuration.sessionTTLSeconds,
-                      maxAttempts: configuration.maxAttempts, matcherShards: configuration.matcherShards,
-                      commandGraceSeconds: configuration.commandGraceSeconds)
-            previousSealingKeys = configuration.previousSealingKeys
-        }
+        var matcherShards = 1
+        var commandGraceSeconds = 60
     }
 
     private let configuration: Settings
@@ -69,7 +54,12 @@ final class KioskFlow: Sendable {
                      documents: any DocumentReader) throws {
         let transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions,
                                           logger: runtime.logger, keys: configuration.auditKeys)
-        try self.init(configuration: Settings(configuration),
+        let settings = Settings(sealingKey: configuration.sealingKey, previousSealingKeys: configuration.previousSealingKeys,
+                                signingKey: configuration.signingKey, issuer: configuration.issuer,
+                                identityTokenTTL: configuration.identityTokenTTL, sessionTTLSeconds: configuration.sessionTTLSeconds,
+                                maxAttempts: configuration.maxAttempts, matcherShards: configuration.matcherShards,
+                                commandGraceSeconds: configuration.commandGraceSeconds)
+        try self.init(configuration: settings,
                       store: PostgresKioskSessions(store: KioskSessionStore(database: runtime.database), transactions: transactions,
                                                    producer: producer, eventsTopic: runtime.topics.kioskEvents, logger: runtime.logger),
                       records: PostgresKioskRecords(database: runtime.database), faces: faces, documents: documents)
