@@ -124,7 +124,7 @@ let package = Package(
             path: "Tests/CTIDVerifierTests"),
         // The platform's job consumer over an in-memory message source: no broker.
         .testTarget(
-            name: "ServiceKitTests", dependencies: ["ServiceKit", "KafkaClient", "FaceGateCore", "Crypto"],
+            name: "ServiceKitTests", dependencies: ["ServiceKit", "KafkaClient", "FaceGateCore", "Crypto", "FaceGateTestSupport"],
             path: "Tests/ServiceKitTests"),
         // The matcher's job handler with the real engines and photos, over in-memory twins: no PostgreSQL, no broker.
         .testTarget(

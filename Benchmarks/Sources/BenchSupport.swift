@@ -49,6 +49,17 @@ enum Bench {
         print(section)
     }
 
+    /// The leading `--name value` pairs of a benchmark's arguments, by name.
+    static func options(_ arguments: [String]) -> [String: String] {
+        var options: [String: String] = [:]
+        var index = 0
+        while index + 1 < arguments.count, arguments[index].hasPrefix("--") {
+            options[String(arguments[index].dropFirst(2))] = arguments[index + 1]
+            index += 2
+        }
+        return options
+    }
+
     static func environment(_ name: String) throws -> String {
         guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
             throw BenchError("\(name) is not set: run benchmarks with `make bench`")

@@ -12,12 +12,7 @@ import Foundation
 /// 0.99 between two descriptors of one photo is a squared distance of 0.02, against a default threshold of 1.0.
 func runDetectionSizeBenchmark(arguments: [String]) async throws {
     let environment = ProcessInfo.processInfo.environment
-    var options: [String: String] = [:]
-    var index = 0
-    while index + 1 < arguments.count, arguments[index].hasPrefix("--") {
-        options[String(arguments[index].dropFirst(2))] = arguments[index + 1]
-        index += 2
-    }
+    let options = Bench.options(arguments)
     let imageDirectory = options["images"] ?? environment["FACEGATE_TEST_IMAGES"] ?? ".run/testdata"
     let calibrationDirectory = options["calibration"] ?? ".run/calibration"
     let modelDirectory = options["models"] ?? environment["FACEGATE_MODEL_DIR"] ?? ".run/models"

@@ -15,12 +15,7 @@ import Glibc
 /// Figures go to stdout and replace the "FaceEngine" section of Benchmarks/RESULTS.md.
 func runFaceEngineBenchmark(arguments: [String]) async throws {
     let environment = ProcessInfo.processInfo.environment
-    var options: [String: String] = [:]
-    var index = 0
-    while index + 1 < arguments.count, arguments[index].hasPrefix("--") {
-        options[String(arguments[index].dropFirst(2))] = arguments[index + 1]
-        index += 2
-    }
+    let options = Bench.options(arguments)
     let imageDirectory = options["images"] ?? environment["FACEGATE_TEST_IMAGES"] ?? ".run/testdata"
     let modelDirectory = options["models"] ?? environment["FACEGATE_MODEL_DIR"] ?? ".run/models"
     let peerPython = options["peer-python"] ?? environment["FACEGATE_PEER_PYTHON"] ?? ".run/peer-venv/bin/python"

@@ -19,12 +19,7 @@ import Foundation
 /// Figures go to stdout and replace the "FaceEngine SFace" section of Benchmarks/RESULTS.md.
 func runSFaceEngineBenchmark(arguments: [String]) async throws {
     let environment = ProcessInfo.processInfo.environment
-    var options: [String: String] = [:]
-    var index = 0
-    while index + 1 < arguments.count, arguments[index].hasPrefix("--") {
-        options[String(arguments[index].dropFirst(2))] = arguments[index + 1]
-        index += 2
-    }
+    let options = Bench.options(arguments)
     let imageDirectory = options["images"] ?? environment["FACEGATE_TEST_IMAGES"] ?? ".run/testdata"
     let calibrationDirectory = options["calibration"] ?? ".run/calibration"
     let modelDirectory = options["models"] ?? environment["FACEGATE_MODEL_DIR"] ?? ".run/models"

@@ -14,12 +14,7 @@ import ServiceKit
 ///    the statement, COMMIT), against the same statement with the app named once for the session.
 /// Medians and 99th percentiles of sequential runs (one core). Appends the figures to Benchmarks/RESULTS.md.
 func runWallsBenchmark(arguments: [String]) async throws {
-    var options: [String: String] = [:]
-    var index = 0
-    while index + 1 < arguments.count, arguments[index].hasPrefix("--") {
-        options[String(arguments[index].dropFirst(2))] = arguments[index + 1]
-        index += 2
-    }
+    let options = Bench.options(arguments)
     let rounds = Int(options["rounds"] ?? "") ?? 2000
     let photoPath = options["photo"] ?? ".run/testdata/obama.jpg"
     let photo = try Data(contentsOf: URL(fileURLWithPath: photoPath))

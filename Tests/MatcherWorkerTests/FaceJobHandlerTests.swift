@@ -21,16 +21,11 @@ import Testing
     let handler: FaceJobHandler
 
     init() throws {
-        let environment = ProcessInfo.processInfo.environment
-        let keys = ServiceKeys.generate(for: ServiceKeys.platformServices)
-        let configuration = try MatcherConfiguration(environment: Environment([
-            // Never reached: the handler's stores are the twins below.
-            "FACEGATE_DATABASE_URL": "postgres://nobody@127.0.0.1:1/none", "FACEGATE_KAFKA_BROKERS": "127.0.0.1:1",
-            "FACEGATE_MODEL_DIR": try #require(environment["FACEGATE_MODEL_DIR"], "FACEGATE_MODEL_DIR is not set"),
-            "FACEGATE_SEALING_KEY": Data(SecureRandom.bytes(32)).base64EncodedString(),
-            "FACEGATE_SERVICE_KEY": try #require(keys.seeds["matcher-worker"]), "FACEGATE_SERVICE_PUBLIC_KEYS": keys.publicKeys,
-            "FACEGATE_LOG_LEVEL": "error", "MATCHER_MODELS": "sface-2021dec", "MATCHER_ENGINES": "1",
-        ]))
+        let models = try #require(ProcessInfo.processInfo.environment["FACEGATE_MODEL_DIR"], "FACEGATE_MODEL_DIR is not set")
+        let configuration = try MatcherConfiguration(environment: Environment(OfflineServiceEnvironment().values(for: "matcher-worker", [
+            "FACEGATE_MODEL_DIR": models, "FACEGATE_SEALING_KEY": Data(SecureRandom.bytes(32)).base64EncodedString(),
+            "MATCHER_MODELS": "sface-2021dec", "MATCHER_ENGINES": "1",
+        ])))
         runtime = try ServiceRuntime(configuration: configuration.common)
         var engine = FaceEngineConfiguration(modelDirectory: configuration.modelDirectory)
         engine.model = .sface2021dec

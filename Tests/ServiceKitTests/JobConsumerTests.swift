@@ -1,5 +1,6 @@
 import Crypto
 import FaceGateCore
+import FaceGateTestSupport
 import Foundation
 import KafkaClient
 import ServiceKit
@@ -11,22 +12,18 @@ import Testing
 /// loop stores and dead-letters is recorded. Against the broker: KafkaClientTests and IntegrationTests'
 /// MessageAuthenticationTests, MatcherFailoverTests and the chaos run.
 @Suite struct JobConsumerTests {
-    let keys = ServiceKeys.generate(for: ServiceKeys.platformServices)
     let runtime: ServiceRuntime
     let gateway: MessageAuthenticator
     let source = MessageQueue()
     let sink = RecordedSends()
 
     init() throws {
-        let matcherSeed = try #require(keys.seeds["matcher-worker"])
-        runtime = try ServiceRuntime(configuration: try CommonConfiguration(serviceName: "matcher-worker", defaultAdminPort: 0, environment: Environment([
-            // Never reached: the consumer's source and sink are the twins below.
-            "FACEGATE_DATABASE_URL": "postgres://nobody@127.0.0.1:1/none", "FACEGATE_KAFKA_BROKERS": "127.0.0.1:1",
-            "FACEGATE_SERVICE_KEY": matcherSeed, "FACEGATE_SERVICE_PUBLIC_KEYS": keys.publicKeys, "FACEGATE_LOG_LEVEL": "error",
-        ])))
-        let encodedSeed = try #require(keys.seeds["auth-gateway"])
+        let environment = OfflineServiceEnvironment()
+        runtime = try ServiceRuntime(configuration: try CommonConfiguration(serviceName: "matcher-worker", defaultAdminPort: 0,
+                                                                           environment: Environment(environment.values(for: "matcher-worker"))))
+        let encodedSeed = try #require(environment.keys.seeds["auth-gateway"])
         let seed = try #require(Data(base64Encoded: encodedSeed))
-        gateway = MessageAuthenticator(keys: try ServiceKeys(service: "auth-gateway", seed: Array(seed), publicKeys: keys.publicKeys),
+        gateway = MessageAuthenticator(keys: try ServiceKeys(service: "auth-gateway", seed: Array(seed), publicKeys: environment.keys.publicKeys),
                                        topics: runtime.topics, metrics: MetricsRegistry())
     }
 

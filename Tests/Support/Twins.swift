@@ -32,3 +32,19 @@ public final class RecordedTransactions: TransactionRecorder {
 
     public func append(_ record: TransactionRecord) async throws { state.withLock { $0.append(record) } }
 }
+
+/// The environment of a service built in a test that starts no server: real message keys for every platform service
+/// (`keys`), and a database and broker that are never reached.
+public struct OfflineServiceEnvironment: Sendable {
+    public let keys = ServiceKeys.generate(for: ServiceKeys.platformServices)
+
+    public init() {}
+
+    /// `service`'s variables, with `extra` on top.
+    public func values(for service: String, _ extra: [String: String] = [:]) -> [String: String] {
+        [
+            "FACEGATE_DATABASE_URL": "postgres://nobody@127.0.0.1:1/none", "FACEGATE_KAFKA_BROKERS": "127.0.0.1:1",
+            "FACEGATE_SERVICE_KEY": keys.seeds[service] ?? "", "FACEGATE_SERVICE_PUBLIC_KEYS": keys.publicKeys, "FACEGATE_LOG_LEVEL": "error",
+        ].merging(extra) { $1 }
+    }
+}
