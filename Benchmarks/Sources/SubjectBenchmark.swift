@@ -180,7 +180,7 @@ private func composite(_ pieces: [(photo: String, face: FaceBox, width: Int, x: 
         let side = piece.face.width * 2
         let (left, top) = (piece.face.left + piece.face.width / 2 - side / 2, piece.face.top + piece.face.height / 2 - side / 2)
         let scaled = piece.width * 2
-        try convert([piece.photo, "-auto-orient", "-colorspace", "sRGB", "-type", "TrueColorAlpha", "-background", "#8a8f96",
+        try runConvert([piece.photo, "-auto-orient", "-colorspace", "sRGB", "-type", "TrueColorAlpha", "-background", "#8a8f96",
                      "-gravity", "NorthWest", "-extent", "\(side)x\(side)\(left < 0 ? "" : "+")\(left)\(top < 0 ? "" : "+")\(top)",
                      "-resize", "\(scaled)x\(scaled)!", "-alpha", "set", "-virtual-pixel", "transparent", "-channel", "A",
                      "-blur", "0x\(max(2, scaled / 16))", "-level", "50%,100%", "+channel", crop])
@@ -188,11 +188,12 @@ private func composite(_ pieces: [(photo: String, face: FaceBox, width: Int, x: 
         arguments += [crop, "-geometry", "\(x < 0 ? "" : "+")\(x)\(y < 0 ? "" : "+")\(y)", "-composite"]
     }
     let out = directory.appendingPathComponent("composite.jpg").path
-    try convert(arguments + ["-quality", "92", out])
+    try runConvert(arguments + ["-quality", "92", out])
     return try bytes(out)
 }
 
-private func convert(_ arguments: [String]) throws {
+/// Runs ImageMagick's `convert`.
+func runConvert(_ arguments: [String]) throws {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/convert")
     process.arguments = arguments

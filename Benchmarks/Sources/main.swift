@@ -26,7 +26,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("accuracy", "open-set rank-1, FNIR/FPIR, TPIR at FPIR 0.01/0.001 per model on identity/image folders (not part of all)", runAccuracyTool),
     ("subjects", "subject-face selection on composites of public photos with bystanders: refusals, wrong picks, TPIR (not part of all)",
      runSubjectBenchmark),
-    ("enrollment-options", "TPIR at FPIR 0.01 of one or two enrollment photos, plain or flip-averaged, against the plain model with paired intervals (not part of all)",
+    ("enrollment-options", "TPIR at FPIR 0.01 and 0.001 of one or two enrollment photos (two templates or fused), plain or flip-averaged, against the plain model with paired intervals, on searches as taken and degraded (not part of all)",
      runEnrollmentOptionsBenchmark),
 ]
 
