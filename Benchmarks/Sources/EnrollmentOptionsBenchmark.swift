@@ -43,8 +43,8 @@ func runEnrollmentOptionsBenchmark(arguments: [String]) async throws {
     }
     /// Both search sets of one photo: as taken and degraded (nil where no face was found).
     func searches(_ path: String) throws -> (asTaken: [Float]?, degraded: [Float]?) {
-        let asTaken = try descriptor(plain, try read(path))?.embedding
-        return (asTaken, try descriptor(plain, try degraded(path))?.embedding)
+        let asTaken = try descriptor(plain, read(path))?.embedding
+        return (asTaken, try descriptor(plain, degraded(path))?.embedding)
     }
 
     // Identities: two enrollment photos (plain and flip-averaged descriptors, with their capture quality) and the rest
