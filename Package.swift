@@ -1,10 +1,10 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layout: Shared/ in four layers — CLibraries/ (module maps over system libraries, and our C/C++), Wrappers/ (one Swift
+// Layout: Shared/ in five layers — CLibraries/ (module maps over system libraries, and our C/C++), Wrappers/ (one Swift
 // library over each, importing its C module `internal`ly, so no C type reaches a service), Platform/ (ServiceKit: what
-// every service runs on) and Domain/ (the wire contracts and the domain over them). Services/ holds one folder per
-// executable (a testable library plus a thin main).
+// every service runs on), Domain/ (the wire contracts and the domain over them) and Persistence/ (one module per data
+// set). Services/ holds one folder per executable (a testable library plus a thin main).
 let optimizedC: [CSetting] = [.unsafeFlags(["-O3"])]
 let optimizedCXX: [CXXSetting] = [.unsafeFlags(["-O3"])]
 
@@ -53,6 +53,16 @@ let package = Package(
             name: "ServiceKit",
             dependencies: ["KafkaClient", "PostgresClient", "HTTPServer", "FaceGateCore", "Crypto"],
             path: "Shared/Platform/ServiceKit"),
+        // Persistence: one module per data set, holding its tables' repository protocols, the PostgreSQL implementation
+        // and an in-memory twin. No other module writes these tables (`PersistenceOwnershipTests`).
+        .target(
+            name: "AuditRecords", dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "KafkaClient", "PostgresClient"],
+            path: "Shared/Persistence/AuditRecords"),
+        .target(
+            name: "KioskSessionRecords", dependencies: ["AuditRecords", "ServiceKit", "FaceGateCore", "PostgresClient"],
+            path: "Shared/Persistence/KioskSessionRecords"),
+        .target(
+            name: "CTIDRecords", dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "PostgresClient"], path: "Shared/Persistence/CTIDRecords"),
         // Wire contracts, Foundation only: HTTP bodies, error and event codes, job and reply messages, topics,
         // token claims, face models and the match rule. Shared by the services and FaceGateClient.
         .target(name: "FaceGateContracts", path: "Shared/Domain/FaceGateContracts"),
@@ -62,7 +72,7 @@ let package = Package(
         // Services: a library with the behaviour, a thin executable around it.
         .target(
             name: "AuthGateway",
-            dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "JWT", "HTTPServer", "KafkaClient", "PostgresClient"],
+            dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "JWT", "HTTPServer", "KafkaClient", "PostgresClient", "AuditRecords", "KioskSessionRecords", "CTIDRecords"],
             path: "Services/AuthGateway/Sources"),
         .executableTarget(name: "auth-gateway", dependencies: ["AuthGateway", "ServiceKit"], path: "Services/AuthGateway/Main"),
         .target(
@@ -72,17 +82,17 @@ let package = Package(
         .executableTarget(name: "matcher-worker", dependencies: ["MatcherWorker", "ServiceKit"], path: "Services/MatcherWorker/Main"),
         .target(
             name: "CTIDVerifier",
-            dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "KafkaClient", "PostgresClient"],
+            dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "KafkaClient", "PostgresClient", "AuditRecords", "CTIDRecords"],
             path: "Services/CTIDVerifier/Sources"),
         .executableTarget(name: "ctid-verifier", dependencies: ["CTIDVerifier", "ServiceKit"], path: "Services/CTIDVerifier/Main"),
         .target(
             name: "KioskOrchestrator",
-            dependencies: ["ServiceKit", "FaceGateCore", "DocumentOCR", "Crypto", "JWT", "KafkaClient", "PostgresClient"],
+            dependencies: ["ServiceKit", "FaceGateCore", "DocumentOCR", "Crypto", "JWT", "KafkaClient", "PostgresClient", "AuditRecords", "KioskSessionRecords"],
             path: "Services/KioskOrchestrator/Sources"),
         .executableTarget(name: "kiosk-orchestrator", dependencies: ["KioskOrchestrator", "ServiceKit"], path: "Services/KioskOrchestrator/Main"),
         .target(
             name: "FaceGateCLI",
-            dependencies: ["ServiceKit", "FaceGateCore", "FaceGateContracts", "FaceGateClient", "Crypto", "PostgresClient", "KafkaClient"],
+            dependencies: ["ServiceKit", "FaceGateCore", "FaceGateContracts", "FaceGateClient", "Crypto", "PostgresClient", "KafkaClient", "CTIDRecords"],
             path: "Services/FaceGateCLI/Sources"),
         .executableTarget(name: "facegate", dependencies: ["FaceGateCLI"], path: "Services/FaceGateCLI/Main"),
 
@@ -120,7 +130,7 @@ let package = Package(
             path: "Tests/DocumentOCRTests"),
         // The ctid-verifier's job handler over in-memory twins: no PostgreSQL, no broker.
         .testTarget(
-            name: "CTIDVerifierTests", dependencies: ["CTIDVerifier", "FaceGateCore", "ServiceKit", "Crypto", "FaceGateTestSupport"],
+            name: "CTIDVerifierTests", dependencies: ["CTIDVerifier", "FaceGateCore", "ServiceKit", "Crypto", "FaceGateTestSupport", "AuditRecords", "CTIDRecords"],
             path: "Tests/CTIDVerifierTests"),
         // The platform's job consumer over an in-memory message source: no broker.
         .testTarget(
@@ -132,17 +142,17 @@ let package = Package(
             path: "Tests/MatcherWorkerTests"),
         // The kiosk-orchestrator's onboarding flow over in-memory twins: no PostgreSQL, no broker.
         .testTarget(
-            name: "KioskOrchestratorTests", dependencies: ["KioskOrchestrator", "FaceGateCore", "ServiceKit", "JWT", "FaceGateTestSupport"],
+            name: "KioskOrchestratorTests", dependencies: ["KioskOrchestrator", "FaceGateCore", "ServiceKit", "JWT", "FaceGateTestSupport", "KioskSessionRecords"],
             path: "Tests/KioskOrchestratorTests"),
         // The gateway's use cases over in-memory stores, and the contract every store implementation keeps.
         .testTarget(
-            name: "AuthGatewayTests", dependencies: ["AuthGateway", "FaceGateCore", "HTTPServer", "PostgresClient", "ServiceKit", "Crypto", "JWT", "FaceGateTestSupport"],
+            name: "AuthGatewayTests", dependencies: ["AuthGateway", "FaceGateCore", "HTTPServer", "PostgresClient", "ServiceKit", "Crypto", "JWT", "FaceGateTestSupport", "AuditRecords", "KioskSessionRecords", "CTIDRecords"],
             path: "Tests/AuthGatewayTests"),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["AuthGateway", "MatcherWorker", "CTIDVerifier", "KioskOrchestrator", "ServiceKit",
                            "FaceGateCore", "KafkaClient", "PostgresClient", "HTTPServer", "Crypto", "JWT", "FaceEngine",
-                           "DocumentOCR", "FaceGateClient", "FaceGateCLI", "FaceGateTestSupport"],
+                           "DocumentOCR", "FaceGateClient", "FaceGateCLI", "FaceGateTestSupport", "AuditRecords", "CTIDRecords"],
             path: "Tests/IntegrationTests"),
     ],
     swiftLanguageModes: [.v6],

@@ -1,4 +1,5 @@
 @testable import AuthGateway
+import CTIDRecords
 import FaceGateCore
 import FaceGateTestSupport
 import Foundation

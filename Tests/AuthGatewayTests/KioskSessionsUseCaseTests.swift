@@ -2,6 +2,7 @@
 import Crypto
 import FaceGateCore
 import Foundation
+import KioskSessionRecords
 import ServiceKit
 import Synchronization
 import Testing

@@ -1,3 +1,4 @@
+import AuditRecords
 @testable import AuthGateway
 import Crypto
 import FaceGateCore

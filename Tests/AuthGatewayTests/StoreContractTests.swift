@@ -1,4 +1,6 @@
+import AuditRecords
 @testable import AuthGateway
+import CTIDRecords
 import Crypto
 import FaceGateCore
 import FaceGateTestSupport

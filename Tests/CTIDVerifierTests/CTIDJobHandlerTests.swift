@@ -1,3 +1,5 @@
+import AuditRecords
+import CTIDRecords
 @testable import CTIDVerifier
 import Crypto
 import FaceGateCore
@@ -154,13 +156,4 @@ final class InMemoryVerifierRecords: VerifierRecords {
     func app(_ id: UUID) async throws -> VerifierApp? { apps.withLock { $0[id] } }
     func answer(to messageId: String) async throws -> [UInt8]? { answers.withLock { $0[messageId] } }
     func keep(_ answer: [UInt8], for messageId: String) async throws { answers.withLock { if $0[messageId] == nil { $0[messageId] = answer } } }
-}
-
-/// One app's registry, keyed by the plain number (the PostgreSQL registry keys rows by an HMAC of it).
-final class InMemoryIdentityRegistry: IdentityRegistry {
-    let identities = Mutex<[String: RegisteredIdentity]>([:])
-
-    func lookup(appId: UUID, number: String) async throws -> RegisteredIdentity? { identities.withLock { $0[number] } }
-    func register(appId: UUID, number: String, identity: RegisteredIdentity) async throws { identities.withLock { $0[number] = identity } }
-    func attemptKey(appId: UUID, number: String) -> String { "\(appId):\(number)" }
 }

@@ -1,3 +1,4 @@
+import CTIDRecords
 import CTIDVerifier
 import Crypto
 import FaceGateCLI

@@ -4,6 +4,7 @@ import FaceGateTestSupport
 import Foundation
 import JWT
 @testable import KioskOrchestrator
+import KioskSessionRecords
 import ServiceKit
 import Synchronization
 import Testing

@@ -23,16 +23,6 @@ public final class ScriptedFaceJobs: FaceJobRequester {
     }
 }
 
-/// The transactions a worker recorded, in order.
-public final class RecordedTransactions: TransactionRecorder {
-    private let state = Mutex<[TransactionRecord]>([])
-    public var records: [TransactionRecord] { state.withLock { $0 } }
-
-    public init() {}
-
-    public func append(_ record: TransactionRecord) async throws { state.withLock { $0.append(record) } }
-}
-
 /// The environment of a service built in a test that starts no server: real message keys for every platform service
 /// (`keys`), and a database and broker that are never reached.
 public struct OfflineServiceEnvironment: Sendable {

@@ -2,6 +2,7 @@ import FaceGateCore
 import Foundation
 import HTTPServer
 import JWT
+import KioskSessionRecords
 import ServiceKit
 
 /// The device a client request comes from.

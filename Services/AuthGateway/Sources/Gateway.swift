@@ -1,9 +1,12 @@
+import AuditRecords
+import CTIDRecords
 import Crypto
 import FaceGateCore
 import Foundation
 import HTTPServer
 import JWT
 import KafkaClient
+import KioskSessionRecords
 import PostgresClient
 import ServiceKit
 import Synchronization
@@ -100,6 +103,7 @@ struct GatewayComposition {
         let roster = PostgresUserRoster(database: database)
         let kioskRegistry = PostgresKioskRegistry(database: database)
         let kioskSessionStore = KioskSessionStore(database: database)
+        let ctidSerials = PostgresCTIDSerials(database: database)
         idempotentRequests = IdempotentRequests(records: PostgresIdempotencyRecords(database: database))
 
         // Workers
@@ -158,7 +162,7 @@ struct GatewayComposition {
                                    devices: devices),
             AuditRoutes(auditTrail: auditTrail, apps: apps),
             DiscoveryRoutes(jwks: try JWTKeySet(published + kiosk).jwksJSON(), publicURL: configuration.publicURL),
-            CTIDRoutes(ctidVerification: CTIDVerification(admission: apps, attempts: attempts, serials: PostgresCTIDSerials(database: database),
+            CTIDRoutes(ctidVerification: CTIDVerification(admission: apps, attempts: attempts, serials: ctidSerials,
                                                           verifier: CTIDClient(requester: requester, logger: logger),
                                                           serialTTLSeconds: configuration.ctidSerialTTLSeconds)),
             KioskSessionRoutes(kioskSessions: kioskSessions, store: kioskSessionStore, kiosks: kiosks,
@@ -192,9 +196,10 @@ struct GatewayComposition {
 
         let idempotentRequests = idempotentRequests
         var background: [any Service] = [
-            // Deletes what can no longer be used: expired single-use records (`ExpiredRecords`) and idempotency records.
+            // Deletes what can no longer be used: expired single-use records (`ExpiredRecords`), CTID serials and idempotency records.
             PeriodicService(name: "expired-records", every: configuration.sweepInterval, logger: logger) {
                 try await ExpiredRecords(database: database).sweep()
+                try await ctidSerials.sweepExpired()
                 try await idempotentRequests.sweep()
             },
         ]

@@ -1,3 +1,4 @@
+import AuditRecords
 import Crypto
 import Foundation
 import ServiceKit

@@ -2,6 +2,7 @@ import Crypto
 import FaceGateCore
 import Foundation
 import HTTPServer
+import KioskSessionRecords
 import ServiceKit
 import Synchronization
 

@@ -1,6 +1,7 @@
 import FaceGateCore
 import Foundation
 import KafkaClient
+import KioskSessionRecords
 import ServiceKit
 
 /// The workers as the use cases see them: each a request over Kafka answered within the request deadline (a broker

@@ -1,3 +1,5 @@
+import AuditRecords
+import CTIDRecords
 import Crypto
 import FaceGateCore
 import Foundation

@@ -1,3 +1,5 @@
+import AuditRecords
+import CTIDRecords
 import FaceGateCore
 import Foundation
 import KafkaClient

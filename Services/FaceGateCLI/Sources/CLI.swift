@@ -1,3 +1,4 @@
+import CTIDRecords
 import Crypto
 import FaceGateClient
 import FaceGateContracts

@@ -1,8 +1,10 @@
+import AuditRecords
 import Crypto
 import FaceGateCore
 import Foundation
 import JWT
 import KafkaClient
+import KioskSessionRecords
 import ServiceKit
 
 /// The onboarding state machine. Each command does the work of one client step, then commits the

@@ -1,5 +1,6 @@
 import FaceGateCore
 import Foundation
+import KioskSessionRecords
 import PostgresClient
 
 /// An app's rules for its kiosk (`apps`, which the orchestrator may only read).

@@ -1,6 +1,8 @@
+import AuditRecords
 import FaceGateCore
 import Foundation
 import KafkaClient
+import KioskSessionRecords
 import ServiceKit
 
 /// Where the orchestrator keeps its sessions: each move commits the session's next state, its events and the decision's

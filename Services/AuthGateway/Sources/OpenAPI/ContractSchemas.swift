@@ -1,3 +1,4 @@
+import AuditRecords
 import FaceGateCore
 import Foundation
 import ServiceKit

@@ -1,5 +1,6 @@
 import FaceGateCore
 import Foundation
+import KioskSessionRecords
 import PostgresClient
 
 /// A user as operators see it.
@@ -83,7 +84,7 @@ struct PostgresUserRoster: UserRoster {
                 RETURNING template_id, change_seq
                 """)
             let deleted = try await connection.query("DELETE FROM users WHERE id = \(user) AND app_id = \(appId)")
-            _ = try await connection.query("DELETE FROM kiosk_sessions WHERE app_id = \(appId) AND customer_id = \(user)")
+            try await KioskSessionStore.eraseSessions(ofCustomer: user, appId: appId, in: connection)
             guard deleted.affectedRows == 1 else { return nil }
             return try tombstones.rows.map {
                 GalleryChange(operation: .delete, appId: appId, userId: user, templateId: try $0.decode("template_id"), changeSeq: try $0.decode("change_seq"))

@@ -1,5 +1,6 @@
 import FaceGateCore
 import Foundation
+import KioskSessionRecords
 
 /// The unfinished kiosk sessions a kiosk opened (`KioskSessionStore`), to end them when it is revoked.
 protocol KioskOpenSessions: Sendable {

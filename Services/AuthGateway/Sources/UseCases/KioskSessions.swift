@@ -1,6 +1,7 @@
 import Crypto
 import FaceGateCore
 import Foundation
+import KioskSessionRecords
 import ServiceKit
 
 /// Sends a command to the kiosk-orchestrator, which owns the sessions, and answers its view of the session after it.

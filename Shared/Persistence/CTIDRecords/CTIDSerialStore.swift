@@ -1,6 +1,7 @@
 import FaceGateCore
 import Foundation
 import PostgresClient
+import ServiceKit
 
 /// A CTID serial as its spending found it.
 public struct SpentSerial: Sendable, Equatable {
@@ -45,5 +46,12 @@ public struct PostgresCTIDSerials: CTIDSerialStore {
             RETURNING auth_mode, rand_num, expires_at > now() AS live
             """).first else { return nil }
         return SpentSerial(authMode: try row.decode("auth_mode"), randNum: try row.decode("rand_num"), live: try row.decode("live"))
+    }
+
+    /// Deletes every app's serials an hour after they expired, spent or not (the gateway's retention sweep).
+    public func sweepExpired() async throws {
+        try await Tenant.acrossApps {
+            _ = try await database.query("DELETE FROM ctid_serials WHERE expires_at < now() - interval '1 hour'")
+        }
     }
 }

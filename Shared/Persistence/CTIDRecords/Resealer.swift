@@ -1,6 +1,7 @@
 import FaceGateCore
 import Foundation
 import PostgresClient
+import ServiceKit
 
 /// Moves what is sealed at rest under a previous sealing key to the current one (`facegate reseal`), a batch at a
 /// time, while the services run: face templates, kept enrollment photos, and the CTID registry's names and portrait templates. A row is

@@ -1,6 +1,8 @@
+import AuditRecords
 import FaceGateCore
 import Foundation
 import PostgresClient
+import ServiceKit
 
 /// What a kiosk session keeps between steps (`kiosk_sessions.data`). Biometric material is sealed with
 /// the platform key and erased when the session ends; the document photos themselves are never stored.
@@ -133,6 +135,11 @@ public struct KioskSessionStore: Sendable {
             SELECT id FROM kiosk_sessions
             WHERE app_id = \(appId) AND kiosk_id = \(kioskId) AND state NOT IN ('completed', 'failed', 'cancelled', 'expired')
             """).map { try $0.decode("id", as: UUID.self) }
+    }
+
+    /// Deletes the customer's sessions, with their events, inside the caller's transaction (the user's erasure).
+    public static func eraseSessions(ofCustomer customer: UUID, appId: UUID, in connection: PostgresConnection) async throws {
+        _ = try await connection.query("DELETE FROM kiosk_sessions WHERE app_id = \(appId) AND customer_id = \(customer)")
     }
 
     /// Deletes the sessions of every app that ended more than `seconds` ago, with their events; answers how many.

@@ -3,7 +3,7 @@ import Foundation
 import ServiceKit
 import Synchronization
 
-/// CTID serials in memory, on the test's clock: each issued once and spent once, by its app.
+/// The in-memory twin of `PostgresCTIDSerials`: CTID serials in memory, on the test's clock: each issued once and spent once, by its app.
 public final class InMemoryCTIDSerials: CTIDSerialStore {
     public struct Issued: Sendable {
         public var serial: String
@@ -39,4 +39,16 @@ public final class InMemoryCTIDSerials: CTIDSerialStore {
             return SpentSerial(authMode: found.mode.rawValue, randNum: found.randNum, live: found.expiresAt > now)
         }
     }
+}
+
+/// The in-memory twin of `PostgresIdentityRegistry`: one app's registry, keyed by the plain number (the PostgreSQL
+/// registry keys rows by an HMAC of it).
+public final class InMemoryIdentityRegistry: IdentityRegistry {
+    public let identities = Mutex<[String: RegisteredIdentity]>([:])
+
+    public init() {}
+
+    public func lookup(appId: UUID, number: String) async throws -> RegisteredIdentity? { identities.withLock { $0[number] } }
+    public func register(appId: UUID, number: String, identity: RegisteredIdentity) async throws { identities.withLock { $0[number] = identity } }
+    public func attemptKey(appId: UUID, number: String) -> String { "\(appId):\(number)" }
 }

@@ -3,6 +3,7 @@ import FaceGateCore
 import Foundation
 import KafkaClient
 import PostgresClient
+import ServiceKit
 
 /// The audit chain's HMAC keys, which the database never holds: `FACEGATE_AUDIT_KEY` (base64 of 32 bytes) keys
 /// new rows; `FACEGATE_PREVIOUS_AUDIT_KEYS` (comma list) still verify the rows they keyed. Each row names its
