@@ -74,6 +74,59 @@ private struct DeliberateFailure: Error {}
         }
     }
 
+    /// A statement under a scope is one transaction sent as one pipeline (BEGIN, SET LOCAL, the statement, COMMIT): its
+    /// write commits, a value larger than libpq's send buffer goes through, and a failing statement throws the
+    /// server's error and leaves nothing open on the pooled connection for its next borrower.
+    @Test func aScopedStatementCommitsOrFailsAsOneTransaction() async throws {
+        try await withTestDatabase(poolSize: 1) { database in
+            let pool = database.pool
+            _ = try await pool.query("CREATE TABLE notes (id int4 PRIMARY KEY, tenant text, body bytea)")
+            let photo = [UInt8](repeating: 7, count: 1 << 20)
+            try await PostgresScope.$current.withValue(PostgresScope(["app.tenant": "first"])) {
+                let inserted = try await pool.query(
+                    "INSERT INTO notes VALUES (\(1), current_setting('app.tenant'), \(photo)) RETURNING length(body) AS n")
+                #expect(try inserted.first?.decode("n", as: Int.self) == photo.count)
+                let error = await #expect(throws: PostgresError.self) {
+                    try await pool.query("INSERT INTO notes VALUES (\(1), 'again', NULL)")
+                }
+                #expect(error?.sqlState == "23505")
+                #expect(error?.isConnectionFailure == false)
+                #expect(try await pool.query("SELECT tenant FROM notes").map { try $0.decode("tenant", as: String.self) } == ["first"])
+            }
+            // SAVEPOINT outside a transaction block is refused (25P01): the next borrower is in none.
+            let outside = await #expect(throws: PostgresError.self) { try await pool.query("SAVEPOINT probe") }
+            #expect(outside?.sqlState == "25P01", "no transaction was left open")
+            let tenant = try await pool.query("SELECT current_setting('app.tenant', true) AS tenant").first
+            #expect(try tenant?.decode("tenant", as: String?.self) ?? "" == "")
+        }
+    }
+
+    @Test func cancellingAScopedStatementCancelsIt() async throws {
+        try await withTestDatabase(poolSize: 1, configure: { $0.statementTimeoutMilliseconds = 0 }) { database in
+            let pool = database.pool
+            let sleeper = Task {
+                try await PostgresScope.$current.withValue(PostgresScope(["app.tenant": "first"])) { try await pool.query("SELECT pg_sleep(60)") }
+            }
+            let admin = PostgresPool(configuration: try TestServer.adminConfiguration())
+            let deadline = ContinuousClock.now + .seconds(20)
+            while ContinuousClock.now < deadline {
+                let running = try await admin.query(
+                    "SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(60)' AND datname = \(database.configuration.database)")
+                if try running.first!.decode("n", as: Int.self) == 1 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            await admin.close()
+            sleeper.cancel()
+            let result = await sleeper.result
+            guard case .failure(let error as PostgresError) = result else {
+                Issue.record("expected a cancelled statement, got \(result)")
+                return
+            }
+            #expect(error.sqlState == "57014")
+            #expect(try await pool.query("SELECT 2::int4 AS two").first?.decode("two", as: Int.self) == 2)
+        }
+    }
+
     @Test func withConnectionRollsBackWhatTheBorrowerLeftOpen() async throws {
         try await withTestDatabase(poolSize: 1) { database in
             let pool = database.pool

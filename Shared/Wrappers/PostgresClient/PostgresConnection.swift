@@ -45,6 +45,24 @@ public final class PostgresConnection: Sendable {
         }
     }
 
+    /// Runs one parameterised statement in a transaction of its own with `settings` SET LOCAL, in one round trip.
+    func queryInTransaction(
+        begin: PostgresQuery, settings: [(name: String, value: String)], _ query: PostgresQuery, file: String, line: Int
+    ) async throws(PostgresError) -> PostgresRows {
+        let session = self.session
+        let ticket = session.newTicket()
+        let result = await withTaskCancellationHandler {
+            await onQueue { $0.executeInTransaction(begin: begin.sql, settings: settings, query, ticket: ticket) }
+        } onCancel: {
+            session.requestCancel(ticket)
+        }
+        do {
+            return try result.get()
+        } catch {
+            throw error.located(file: file, line: line)
+        }
+    }
+
     /// Runs one parameterised statement and hands its rows to `body` as they arrive, a batch at a
     /// time, without holding the whole result in memory. The next batch is fetched while `body`
     /// works on the current one. If `body` throws, the statement is cancelled and the error rethrown.

@@ -42,6 +42,9 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
     public var serverLocation: String?
     /// The SQL text that failed, without parameter values.
     public var query: String?
+    /// The statement never reached the server (the connection failed before it was sent), so running it again cannot
+    /// run it twice.
+    var wasNotSent = false
     /// Call site in this program.
     public var file: String
     public var line: Int

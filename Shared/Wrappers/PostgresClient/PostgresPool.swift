@@ -52,13 +52,7 @@ public final class PostgresPool: Sendable {
         _ query: PostgresQuery, file: String = #fileID, line: Int = #line
     ) async throws(PostgresError) -> PostgresRows {
         if let settings = PostgresScope.current?.settings, !settings.isEmpty {
-            do {
-                return try await withTransaction(file: file, line: line) { try await $0.query(query, file: file, line: line) }
-            } catch let error as PostgresError {
-                throw error
-            } catch {
-                throw PostgresError(kind: .connection, message: "\(error)", file: file, line: line)
-            }
+            return try await scoped(query, settings: settings, file: file, line: line)
         }
         let connection = try await acquire()
         let result: Result<PostgresRows, PostgresError>
@@ -69,6 +63,32 @@ public final class PostgresPool: Sendable {
         }
         await release(connection)
         return try result.get()
+    }
+
+    /// One statement in a transaction of its own under the scope's settings: BEGIN, SET LOCAL, the statement and COMMIT
+    /// in one round trip. Serialization failures, deadlocks and connections that failed before it was sent run it
+    /// again, as `withTransaction` does.
+    private func scoped(
+        _ query: PostgresQuery, settings: [(name: String, value: String)], file: String, line: Int
+    ) async throws(PostgresError) -> PostgresRows {
+        var attempt = 1
+        while true {
+            let connection = try await acquire()
+            let result: Result<PostgresRows, PostgresError>
+            do {
+                result = .success(try await connection.queryInTransaction(
+                    begin: PostgresIsolation.readCommitted.beginStatement, settings: settings, query, file: file, line: line))
+            } catch {
+                result = .failure(error)
+            }
+            await release(connection)
+            guard case .failure(let failure) = result, attempt < 5,
+                  failure.isSerializationFailure || failure.isDeadlock || (failure.isConnectionFailure && failure.wasNotSent) else {
+                return try result.get()
+            }
+            attempt += 1
+            try? await Task.sleep(for: .milliseconds(Int.random(in: 1...(5 << min(attempt, 6)))))
+        }
     }
 
     /// Streams the rows of a large result to `body` without holding them all in memory.
