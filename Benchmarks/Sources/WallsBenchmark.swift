@@ -11,7 +11,7 @@ import ServiceKit
 /// 1. a face job carrying a photo, produced (signed) and consumed (signature checked): on `face.jobs.v1`, where the
 ///    value is also sealed to the matcher and opened, against the same envelope on a topic that is only signed;
 /// 2. a primary-key SELECT on `users` through the pool: inside an app's row-level-security scope (BEGIN, SET LOCAL,
-///    the statement, COMMIT), against the same statement with the app named once for the session.
+///    the statement, COMMIT, one pipelined round trip), against the same statement with the app named once for the session.
 /// Medians and 99th percentiles of sequential runs (one core). Appends the figures to Benchmarks/RESULTS.md.
 func runWallsBenchmark(arguments: [String]) async throws {
     let options = Bench.options(arguments)
@@ -114,6 +114,6 @@ func runWallsBenchmark(arguments: [String]) async throws {
         \(row("sign + verify a face job with a \(photo.count / 1024) KB photo (only signed)", signed, against: signed))
         \(row("seal + sign + verify + open it (face.jobs.v1, one matcher key; \(sealedBytes / 1024) KB sealed)", sealed, against: signed))
         \(row("primary-key SELECT on users, the app named for the session (policy applied, no transaction)", plain, against: plain))
-        \(row("the same as the services run it: BEGIN, SET LOCAL, SELECT, COMMIT", scoped, against: plain))
+        \(row("the same as the services run it: BEGIN, SET LOCAL, SELECT, COMMIT in one pipelined round trip", scoped, against: plain))
         """)
 }
