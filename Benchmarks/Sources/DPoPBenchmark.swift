@@ -96,9 +96,9 @@ struct BenchStack {
 
     /// `binaries`: another release's services (default `FACEGATE_RELEASE_DIR` or .build/release); `databaseURL`: another
     /// database, already migrated by that release (this one migrates its own); `port`: the public port, the admin ports
-    /// following `adminPort`; `extra`: more environment.
+    /// following `adminPort`; `extra`: more environment; `workers`: also the ctid-verifier and the kiosk-orchestrator.
     static func start(matcherEngines: Int = 1, binaries: String? = nil, databaseURL: String? = nil, port: Int = 18080, adminPort: Int = 19100,
-                      extra: [String: String] = [:]) async throws -> BenchStack {
+                      extra: [String: String] = [:], workers: Bool = false) async throws -> BenchStack {
         let binaries = binaries ?? ProcessInfo.processInfo.environment["FACEGATE_RELEASE_DIR"] ?? ".build/release"
         if databaseURL == nil {
             let pool = PostgresPool(configuration: try PostgresConfiguration(url: try Bench.environment("FACEGATE_DATABASE_URL")))
@@ -113,11 +113,18 @@ struct BenchStack {
         if let databaseURL { env["FACEGATE_DATABASE_URL"] = databaseURL }
         let gateway = try ServiceProcess(binaries + "/auth-gateway", name: "gateway-\(port)", environment: env)
         env["FACEGATE_ADMIN_PORT"] = String(adminPort + 1)
-        let matcher = try ServiceProcess(binaries + "/matcher-worker", name: "matcher-\(port)", environment: env)
-        let stack = BenchStack(base: "http://127.0.0.1:\(port)", adminKey: adminKey, processes: [gateway, matcher])
+        var processes = [gateway, try ServiceProcess(binaries + "/matcher-worker", name: "matcher-\(port)", environment: env)]
+        let others: [(binary: String, name: String)] = workers ? [("ctid-verifier", "ctid"), ("kiosk-orchestrator", "kiosk")] : []
+        for (offset, worker) in others.enumerated() {
+            env["FACEGATE_ADMIN_PORT"] = String(adminPort + 2 + offset)
+            processes.append(try ServiceProcess(binaries + "/" + worker.binary, name: "\(worker.name)-\(port)", environment: env))
+        }
+        let stack = BenchStack(base: "http://127.0.0.1:\(port)", adminKey: adminKey, processes: processes)
         do {
             try await HTTP.waitUntilOK("http://127.0.0.1:\(adminPort)/readyz", timeout: .seconds(60))
-            try await HTTP.waitUntilOK("http://127.0.0.1:\(adminPort + 1)/readyz", timeout: .seconds(120))
+            for offset in 1..<processes.count {
+                try await HTTP.waitUntilOK("http://127.0.0.1:\(adminPort + offset)/readyz", timeout: .seconds(120))
+            }
         } catch {
             stack.stop()
             throw error

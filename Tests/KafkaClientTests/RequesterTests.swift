@@ -87,10 +87,10 @@ private final class EchoWorker: Sendable {
             worker = try EchoWorker(configuration: configuration, jobsTopic: jobsTopic, producer: producer)
         }
 
-        func requester(_ owner: String, renewEvery: Duration = .seconds(10)) -> KafkaRequester {
+        func requester(_ owner: String, renewEvery: Duration = .seconds(10), pauseWhenIdle: Duration? = .seconds(2)) -> KafkaRequester {
             KafkaRequester(
                 configuration: configuration, replyTopic: replyTopic, lease: lease, owner: owner, producer: producer,
-                leaseRenewInterval: renewEvery)
+                leaseRenewInterval: renewEvery, pauseWhenIdle: pauseWhenIdle)
         }
 
         func ask(
@@ -145,6 +145,38 @@ private final class EchoWorker: Sendable {
         await second.shutdown()
         #expect(await setup.lease.owner(topic: setup.replyTopic, partition: 0) == nil)
         #expect(await setup.lease.owner(topic: setup.replyTopic, partition: 1) == nil)
+    }
+
+    /// An idle requester stops fetching its reply partition; the next request resumes it before the job is sent, so
+    /// its reply is read, and one that waits keeps the partition fetched.
+    @Test(.timeLimit(.minutes(1)))
+    func anIdleReplyPartitionIsPausedUntilTheNextRequest() async throws {
+        let setup = try await Setup()
+        defer { setup.tearDown() }
+        let requester = setup.requester("instance-a", pauseWhenIdle: .milliseconds(300))
+        let always = setup.requester("instance-b", pauseWhenIdle: nil)
+        try await requester.start()
+        try await always.start()
+        func waitUntilPaused() async throws -> Bool {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !requester.isIdlePaused, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            return requester.isIdlePaused
+        }
+        #expect(try await waitUntilPaused(), "paused with nothing asked")
+        for round in 0..<3 {
+            let replies = try await setup.ask(requester, "echo:\(round)")
+            #expect(replies.map(\.value.text) == ["echo:\(round)#0"])
+            #expect(!requester.isIdlePaused)
+            #expect(try await waitUntilPaused(), "paused again after round \(round)")
+        }
+        // A request outlasting the idle period keeps the partition fetched, and its reply arrives.
+        let late = try await setup.ask(requester, "late:2500")
+        #expect(late.map(\.value.text) == ["late:2500#0"])
+        _ = try await setup.ask(always, "echo:x")
+        try await Task.sleep(for: .milliseconds(1500))
+        #expect(!always.isIdlePaused, "without pauseWhenIdle the partition is always fetched")
+        await requester.shutdown()
+        await always.shutdown()
     }
 
     @Test(.timeLimit(.minutes(1)))

@@ -106,6 +106,9 @@ public struct CommonConfiguration: Sendable {
     /// How long the broker may hold a fetch that has no data (librdkafka `fetch.wait.max.ms`): Apache Kafka
     /// answers it as soon as data arrives, so a long wait costs no latency and saves the idle polling.
     public var kafkaFetchWaitMilliseconds: Int
+    /// A requester that has waited for no reply this long stops fetching its reply partition until its next request
+    /// (`FACEGATE_KAFKA_REPLY_PAUSE_MS`, default 2000; 0: always fetch), so an idle service costs the broker no fetches.
+    public var kafkaReplyPauseMilliseconds: Int
     /// Idempotent producers (`FACEGATE_KAFKA_IDEMPOTENCE`, default on): no duplicate or reordered record when a
     /// send is retried. Off, records are produced one request at a time per partition, so retries still keep
     /// their order, and a rare duplicate is left to the consumers, which are idempotent anyway. The local broker
@@ -140,6 +143,7 @@ public struct CommonConfiguration: Sendable {
         statementTimeoutMilliseconds = try env.int("FACEGATE_DATABASE_STATEMENT_TIMEOUT_MS", default: defaultStatementTimeoutMilliseconds,
                                                    range: 100...86_400_000)
         kafkaFetchWaitMilliseconds = try env.int("FACEGATE_KAFKA_FETCH_WAIT_MS", default: 500, range: 1...5000)
+        kafkaReplyPauseMilliseconds = try env.int("FACEGATE_KAFKA_REPLY_PAUSE_MS", default: 2000, range: 0...600_000)
         kafkaIdempotence = try env.bool("FACEGATE_KAFKA_IDEMPOTENCE", default: true)
         guard let seed = Data(base64Encoded: try env.required("FACEGATE_SERVICE_KEY")) else {
             throw ConfigurationError(variable: "FACEGATE_SERVICE_KEY", problem: "must be base64 of a 32-byte Ed25519 seed")

@@ -25,6 +25,11 @@ public final class RequesterService: Service {
 
     public var isReady: Bool { requester.withLock { $0 != nil } }
 
+    private var pauseWhenIdle: Duration? {
+        let milliseconds = runtime.configuration.kafkaReplyPauseMilliseconds
+        return milliseconds > 0 ? .milliseconds(milliseconds) : nil
+    }
+
     public func start() async throws {
         let task = Task { [self] in
             var attempt = 0
@@ -34,7 +39,8 @@ public final class RequesterService: Service {
                     try await runtime.ensureTopics()
                     let candidate = KafkaRequester(configuration: runtime.kafka, replyTopic: runtime.topics.replies(service: service),
                                                    lease: PostgresPartitionLease(database: runtime.database),
-                                                   owner: runtime.configuration.instanceId, producer: producer)
+                                                   owner: runtime.configuration.instanceId, producer: producer,
+                                                   pauseWhenIdle: pauseWhenIdle)
                     try await candidate.start()
                     requester.withLock { $0 = candidate }
                     runtime.logger.info("reply partition claimed", ["kafka.partition": String(candidate.replyAddress.partition)])

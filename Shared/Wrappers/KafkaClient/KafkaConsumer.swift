@@ -86,6 +86,36 @@ public final class KafkaConsumer: Sendable {
         client.context.refreshAssignment(client.handle)
     }
 
+    /// Stops fetching `partition` while keeping it assigned (a paused partition costs the broker no fetches) and
+    /// answers where reading stopped: the next offset the application would have read, or `start` when it has read
+    /// nothing of the partition since it was assigned from there. A later `assign` unpauses.
+    public func pause(_ partition: KafkaTopicPartition, readingFrom start: KafkaOffset) throws(KafkaError) -> KafkaOffset {
+        try ensureOpen()
+        let list = RDKafkaTopicPartitionList(capacity: 1)
+        list.add(topic: partition.topic, partition: partition.partition, offset: Int64(RD_KAFKA_OFFSET_INVALID))
+        var err = rd_kafka_position(client.handle, list.pointer)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err) }
+        let position = list.pointer.pointee.elems[0].offset
+        err = rd_kafka_pause_partitions(client.handle, list.pointer)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err) }
+        return position >= 0 ? .exact(position) : start
+    }
+
+    /// Fetches a paused partition again from `offset` (what `pause` answered), at once: a plain resume waits for the
+    /// fetcher's next turn, measured at about a second against the local broker.
+    public func resume(_ partition: KafkaTopicPartition, from offset: KafkaOffset) throws(KafkaError) {
+        try ensureOpen()
+        let list = RDKafkaTopicPartitionList(capacity: 1)
+        list.add(topic: partition.topic, partition: partition.partition, offset: offset.rawOffset)
+        let err = rd_kafka_resume_partitions(client.handle, list.pointer)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err) }
+        // Asynchronous (no wait): the seek restarts the fetch from `offset` on the broker thread's next pass.
+        if let failure = rd_kafka_seek_partitions(client.handle, list.pointer, 0) {
+            defer { rd_kafka_error_destroy(failure) }
+            throw KafkaError(rd_kafka_error_code(failure))
+        }
+    }
+
     /// The next message, or nil when none arrived within the timeout. Blocks the calling thread:
     /// call it from a dedicated thread. Throws `KafkaError.closed` after `close()`, and on fatal errors;
     /// transient consumer errors (broker down, unknown topic) go to the log and librdkafka retries.

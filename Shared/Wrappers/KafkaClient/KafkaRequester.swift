@@ -43,6 +43,13 @@ public final class KafkaRequester: Sendable {
         var waiters: [String: any PendingRequest] = [:]
         var renewal: Task<Void, Never>?
         var readerExited: DispatchSemaphore?
+        /// Where the reply reader was assigned to start (the partition's end when it attached).
+        var readFrom = KafkaOffset.end
+        /// While nothing has waited for a reply for `pauseWhenIdle`, the reply partition is not fetched; this is where
+        /// reading resumes.
+        var pausedAt: KafkaOffset?
+        /// Since when no request has waited; nil while one does.
+        var idleSince: ContinuousClock.Instant?
     }
 
     private let configuration: KafkaConfiguration
@@ -51,12 +58,15 @@ public final class KafkaRequester: Sendable {
     private let owner: String
     private let producer: KafkaProducer
     private let leaseRenewInterval: Duration
+    private let pauseWhenIdle: Duration?
     private let state = Mutex(State())
     private let dropped = Atomic<Int>(0)
 
+    /// `pauseWhenIdle`: once no request has waited for that long, the reply partition is paused (no fetches, so an
+    /// idle requester costs the broker nothing) until the next request; nil fetches it always.
     public init(
         configuration: KafkaConfiguration, replyTopic: String, lease: any ReplyPartitionLease, owner: String,
-        producer: KafkaProducer, leaseRenewInterval: Duration = .seconds(10)
+        producer: KafkaProducer, leaseRenewInterval: Duration = .seconds(10), pauseWhenIdle: Duration? = .seconds(2)
     ) {
         self.configuration = configuration
         self.replyTopic = replyTopic
@@ -64,7 +74,11 @@ public final class KafkaRequester: Sendable {
         self.owner = owner
         self.producer = producer
         self.leaseRenewInterval = leaseRenewInterval
+        self.pauseWhenIdle = pauseWhenIdle
     }
+
+    /// The reply partition is paused for want of requests (`pauseWhenIdle`).
+    public var isIdlePaused: Bool { state.withLock { $0.pausedAt != nil } }
 
     /// Claims a reply partition, starts reading it from its current end, and keeps the lease renewed
     /// (claiming a partition again if the lease is lost).
@@ -80,7 +94,7 @@ public final class KafkaRequester: Sendable {
             claimed = ReplyAddress(topic: replyTopic, partition: partition)
             let reader = try KafkaConsumer(configuration: configuration, groupId: nil, autoOffsetReset: .end)
             consumer = reader
-            try await Self.attach(reader, to: ReplyAddress(topic: replyTopic, partition: partition))
+            let start = try await Self.attach(reader, to: ReplyAddress(topic: replyTopic, partition: partition))
             let exited = DispatchSemaphore(value: 0)
             try state.withLock { state throws(KafkaError) in
                 guard state.phase == .starting else { throw KafkaError.closed }  // shut down meanwhile
@@ -88,6 +102,7 @@ public final class KafkaRequester: Sendable {
                 state.address = claimed
                 state.consumer = reader
                 state.readerExited = exited
+                state.readFrom = start
             }
             let thread = Thread { [self] in readReplies(from: reader, exited: exited) }
             thread.name = "kafka-reply-reader"
@@ -142,6 +157,12 @@ public final class KafkaRequester: Sendable {
                 throw KafkaError.invalidArgument("correlation id already in flight")
             }
             state.waiters[correlationId] = waiter
+            state.idleSince = nil
+            // Under the lock, so a pause decided by the reader cannot overtake this resume.
+            if let offset = state.pausedAt, let consumer = state.consumer {
+                try consumer.resume(KafkaTopicPartition(topic: address.topic, partition: address.partition), from: offset)
+                state.pausedAt = nil
+            }
             return address
         }
         defer {
@@ -206,12 +227,14 @@ public final class KafkaRequester: Sendable {
 
     /// Reads `address` from its current high watermark: every reply produced after this returns is seen.
     /// (Assigning at the logical end would resolve the offset later, missing a reply produced meanwhile.)
-    private static func attach(_ consumer: KafkaConsumer, to address: ReplyAddress) async throws(KafkaError) {
+    /// Answers the offset it starts from.
+    private static func attach(_ consumer: KafkaConsumer, to address: ReplyAddress) async throws(KafkaError) -> KafkaOffset {
         let partition = KafkaTopicPartition(topic: address.topic, partition: address.partition)
         let end = try await runOnDedicatedThread(name: "kafka-watermarks") { () throws(KafkaError) in
             try consumer.watermarkOffsets(for: partition).high
         }
         try consumer.assign([(partition, .exact(end))])
+        return .exact(end)
     }
 
     private func readReplies(from consumer: KafkaConsumer, exited: DispatchSemaphore) {
@@ -226,8 +249,13 @@ public final class KafkaRequester: Sendable {
                     let partition = KafkaTopicPartition(topic: address.topic, partition: address.partition)
                     if consumer.positionIsBeyondLog(partition) {
                         report(level: 4, "reply partition \(address.topic) [\(address.partition)] starts again (the broker lost its log); reading it from the start")
-                        try consumer.assign([(partition, .beginning)])
+                        try state.withLock { state throws(KafkaError) in
+                            try consumer.assign([(partition, .beginning)])
+                            state.readFrom = .beginning
+                            state.pausedAt = nil
+                        }
                     }
+                    try pauseIfIdle(consumer, partition)
                 }
                 guard let message = try consumer.poll(timeoutMilliseconds: 100) else { continue }
                 deliver(message)
@@ -236,6 +264,20 @@ public final class KafkaRequester: Sendable {
                 report(level: 3, "reply reader: \(error)")
                 Thread.sleep(forTimeInterval: 0.1)
             }
+        }
+    }
+
+    /// Pauses the reply partition once no request has waited for `pauseWhenIdle`.
+    private func pauseIfIdle(_ consumer: KafkaConsumer, _ partition: KafkaTopicPartition) throws(KafkaError) {
+        guard let pauseWhenIdle else { return }
+        try state.withLock { state throws(KafkaError) in
+            guard state.pausedAt == nil, state.waiters.isEmpty else { return }
+            guard let since = state.idleSince else {
+                state.idleSince = .now
+                return
+            }
+            guard ContinuousClock.now - since >= pauseWhenIdle else { return }
+            state.pausedAt = try consumer.pause(partition, readingFrom: state.readFrom)
         }
     }
 
