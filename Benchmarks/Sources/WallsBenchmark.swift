@@ -12,6 +12,7 @@ import ServiceKit
 ///    value is also sealed to the matcher and opened, against the same envelope on a topic that is only signed;
 /// 2. a primary-key SELECT on `users` through the pool: inside an app's row-level-security scope (BEGIN, SET LOCAL,
 ///    the statement, COMMIT, one pipelined round trip), against the same statement with the app named once for the session.
+/// 3. the job's envelope encoded and decoded as a frame against all-JSON with the photo as base64.
 /// Medians and 99th percentiles of sequential runs (one core). Appends the figures to Benchmarks/RESULTS.md.
 func runWallsBenchmark(arguments: [String]) async throws {
     let options = Bench.options(arguments)
@@ -50,6 +51,22 @@ func runWallsBenchmark(arguments: [String]) async throws {
         sealedBytes = bytes
     }
     sealed.sort(); signed.sort()
+
+    // 1b. The envelope itself: encoded and decoded as a frame (the photo as bytes) against all-JSON (the photo as base64).
+    var framed: [Double] = [], json: [Double] = []
+    var jsonBytes = 0
+    for round in 0..<(rounds + 50) {
+        var started = ContinuousClock.now
+        guard try MessageEnvelope<FaceJob>.decode(try job.encoded()).payload.image?.count == photo.count else { throw BenchError("frame lost the photo") }
+        let f = (ContinuousClock.now - started).seconds * 1e6
+        started = ContinuousClock.now
+        let legacy = try FaceGateJSON.encode(job)
+        guard try MessageEnvelope<FaceJob>.decode(legacy).payload.image?.count == photo.count else { throw BenchError("JSON lost the photo") }
+        let j = (ContinuousClock.now - started).seconds * 1e6
+        if round >= 50 { framed.append(f); json.append(j) }
+        jsonBytes = legacy.count
+    }
+    framed.sort(); json.sort()
 
     // 2. Row-level security: as the schema owner (a non-superuser, held by the FORCEd policies) on a migrated
     // database. The baseline names the app for the whole session (the policy filters the same way, no transaction);
@@ -113,6 +130,8 @@ func runWallsBenchmark(arguments: [String]) async throws {
         | --- | --- | --- | --- |
         \(row("sign + verify a face job with a \(photo.count / 1024) KB photo (only signed)", signed, against: signed))
         \(row("seal + sign + verify + open it (face.jobs.v1, one matcher key; \(sealedBytes / 1024) KB sealed)", sealed, against: signed))
+        \(row("encode + decode that job's envelope as all-JSON, the photo as base64 (\(jsonBytes / 1024) KB; before)", json, against: json))
+        \(row("the same as a frame, the photo as bytes beside the JSON (\(value.count / 1024) KB; the services now)", framed, against: json))
         \(row("primary-key SELECT on users, the app named for the session (policy applied, no transaction)", plain, against: plain))
         \(row("the same as the services run it: BEGIN, SET LOCAL, SELECT, COMMIT in one pipelined round trip", scoped, against: plain))
         """)

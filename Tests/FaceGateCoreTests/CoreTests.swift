@@ -20,12 +20,62 @@ import Testing
         #expect(throws: EnvelopeError.self) { try MessageEnvelope<FaceJob>.decode(Array("{not json".utf8)) }
         let envelope = MessageEnvelope(type: "face.detect", correlationId: "c", appId: nil, deadline: Date(), replyTo: nil,
                                        payload: FaceJob(appId: UUID(), .detect(image: Data([1]))))
-        var text = String(decoding: try envelope.encoded(), as: UTF8.self)
+        let framed = try envelope.encoded()
         #expect(throws: EnvelopeError.unexpectedType("face.detect")) {
-            try MessageEnvelope<FaceJob>.decode(Array(text.utf8), expectingType: "face.identify")
+            try MessageEnvelope<FaceJob>.decode(framed, expectingType: "face.identify")
         }
-        text = text.replacingOccurrences(of: "\"version\":1", with: "\"version\":2")
-        #expect(throws: EnvelopeError.unsupportedVersion(2)) { try MessageEnvelope<FaceJob>.decode(Array(text.utf8)) }
+        // The same frame with its JSON saying version 2 (the same length, so the frame still holds together).
+        let (from, to) = (Array("\"version\":1".utf8), Array("\"version\":2".utf8))
+        var versioned = framed
+        let at = try #require((0...(framed.count - from.count)).first { Array(framed[$0..<$0 + from.count]) == from })
+        versioned.replaceSubrange(at..<at + from.count, with: to)
+        #expect(throws: EnvelopeError.unsupportedVersion(2)) { try MessageEnvelope<FaceJob>.decode(versioned) }
+    }
+
+    /// Photos, liveness frames and sealed templates travel as bytes beside the JSON: a 180 KB photo adds 180 KB, not
+    /// 240 KB of base64. A message without binary fields stays plain JSON, and one written with base64 still reads.
+    @Test func binaryFieldsTravelAsBytesBesideTheJSON() throws {
+        let photo = Data((0..<180_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let frames = [Data([1, 2, 3]), Data(), photo.prefix(1000)]
+        for job in [FaceJob(appId: UUID(), .identify(image: photo, topK: 5)),
+                    FaceJob(appId: UUID(), .liveness(FaceJob.Burst(frames: Array(frames), actions: [.blink])))] {
+            let envelope = MessageEnvelope(type: job.kind.messageType, correlationId: "c", appId: nil, deadline: Date().addingTimeInterval(5),
+                                           replyTo: nil, payload: job)
+            let encoded = try envelope.encoded()
+            #expect(encoded.starts(with: Array("FGB1".utf8)))
+            let binary = job.image.map(\.count) ?? frames.map(\.count).reduce(0, +)
+            #expect(encoded.count < binary + 1_000, "\(encoded.count) bytes for \(binary) bytes of binary fields")
+            let decoded = try MessageEnvelope<FaceJob>.decode(encoded)
+            #expect(decoded.payload.payload == job.payload)
+            let legacy = try FaceGateJSON.encode(envelope)
+            #expect(legacy.first == UInt8(ascii: "{") && legacy.count > binary * 4 / 3)
+            #expect(try MessageEnvelope<FaceJob>.decode(legacy).payload.payload == job.payload)
+        }
+        struct Note: Codable, Sendable { var text: String }
+        let plain = try MessageEnvelope(type: "note", correlationId: "c", appId: nil, deadline: Date(), replyTo: nil, payload: Note(text: "hi")).encoded()
+        #expect(plain.first == UInt8(ascii: "{"))
+        #expect(try MessageEnvelope<Note>.decode(plain).payload.text == "hi")
+    }
+
+    @Test func brokenFramesAreMalformedEnvelopes() throws {
+        let envelope = MessageEnvelope(type: "face.detect", correlationId: "c", appId: nil, deadline: Date(), replyTo: nil,
+                                       payload: FaceJob(appId: UUID(), .detect(image: Data(repeating: 9, count: 64))))
+        let framed = try envelope.encoded()
+        func header(_ values: [UInt32]) -> [UInt8] { Array("FGB1".utf8) + values.flatMap { withUnsafeBytes(of: $0.bigEndian, Array.init) } }
+        // The frame's own JSON, whose image is attachment 0.
+        let length = framed[8..<12].reduce(0) { $0 << 8 | Int($1) }
+        let json = Array(framed[12..<12 + length])
+        let broken: [(String, [UInt8])] = [
+            ("cut inside the photo", Array(framed.dropLast(10))),
+            ("cut inside a length", Array(framed.prefix(6))),
+            ("bytes after the last part", framed + [0]),
+            ("absurd attachment count", header([1_000_000, 2]) + Array("{}".utf8)),
+            ("an index with no attachment", header([0, UInt32(json.count)]) + json),
+            ("the JSON cut short", header([1, UInt32(json.count - 1)]) + json.dropLast() + header([0]).dropFirst(4)),
+        ]
+        for (name, bytes) in broken {
+            #expect(throws: EnvelopeError.self, "\(name)") { try MessageEnvelope<FaceJob>.decode(bytes) }
+        }
     }
 
     @Test func timestampsAreRFC3339UTCWithMilliseconds() {

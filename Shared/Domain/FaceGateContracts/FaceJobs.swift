@@ -90,7 +90,7 @@ public struct FaceJob: Codable, Sendable {
     }
 
     public enum Payload: Sendable, Equatable {
-        /// 1:N search of the probe (JPEG/PNG bytes, base64 in JSON) in the app's gallery.
+        /// 1:N search of the probe (JPEG/PNG bytes, an attachment of the message's `EnvelopeFrame`) in the app's gallery.
         case identify(image: Data, topK: Int)
         case verify(image: Data, against: Reference)
         case enroll(Enrollment)
