@@ -3,7 +3,8 @@ import Testing
 
 /// Who owns which table, read from the sources and the schema: a table owned by a persistence module
 /// (`Shared/Persistence/`) is named in SQL by that module only, the module writes no other table, the platform layer
-/// holds no domain table, and a service's database role may write an owned table only when the service links its owner.
+/// holds no domain table and is alone in naming its own, and a service's database role may write an owned table only
+/// when the service links its owner.
 @Suite struct PersistenceOwnershipTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
@@ -13,8 +14,8 @@ import Testing
         "KioskSessionRecords": ["kiosk_sessions", "kiosk_events"],
         "CTIDRecords": ["ctid_serials", "ctid_registry"],
     ]
-    /// The platform's own tables, which ServiceKit may name.
-    static let platformTables: Set = ["reply_partition_leases"]
+    /// The platform's own tables, which only ServiceKit names.
+    static let platformTables: Set = ["reply_partition_leases", "processed_messages"]
     /// Each service's database role and the library target that runs as it.
     static let roles = ["facegate_gateway": "AuthGateway", "facegate_matcher": "MatcherWorker",
                         "facegate_ctid": "CTIDVerifier", "facegate_kiosk": "KioskOrchestrator"]
@@ -56,9 +57,14 @@ import Testing
 
     @Test func noOtherCodeNamesAnOwnedTable() throws {
         let owned = Self.owners.values.reduce(into: Set<String>()) { $0.formUnion($1) }
-        for file in Self.swiftFiles(under: "Services") + Self.swiftFiles(under: "Shared").filter({ !$0.hasPrefix("Shared/Persistence/") }) {
-            let named = Self.namedTables(in: try Self.read(file)).intersection(owned)
-            #expect(named.isEmpty || file.hasSuffix("FaceGateCore/Schema.swift"), "\(file) names \(named.sorted()) in SQL")
+        for file in Self.swiftFiles(under: "Services") + Self.swiftFiles(under: "Shared") where !file.hasSuffix("FaceGateCore/Schema.swift") {
+            let named = Self.namedTables(in: try Self.read(file))
+            if !file.hasPrefix("Shared/Persistence/") {
+                #expect(named.isDisjoint(with: owned), "\(file) names \(named.intersection(owned).sorted()) in SQL")
+            }
+            if !file.hasPrefix("Shared/Platform/ServiceKit/") {
+                #expect(named.isDisjoint(with: Self.platformTables), "\(file) names the platform's \(named.intersection(Self.platformTables).sorted())")
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 import FaceGateCore
 import Foundation
 import PostgresClient
+import ServiceKit
 
 /// An app as the ctid-verifier reads it (`apps`, which it may only read).
 struct VerifierApp: Sendable {
@@ -9,7 +10,7 @@ struct VerifierApp: Sendable {
     var matchThreshold: Float
 }
 
-/// The ctid-verifier's reads of apps and its record of answered verifications (`processed_messages`, consumer
+/// The ctid-verifier's reads of apps and its record of answered verifications (`ProcessedMessages`, consumer
 /// `ctid.verify`): a redelivered job gets the first answer, since its serial is already spent. Serials are
 /// `CTIDSerialStore`'s, identities `IdentityRegistry`'s.
 protocol VerifierRecords: Sendable {
@@ -28,16 +29,13 @@ struct PostgresVerifierRecords: VerifierRecords {
         return VerifierApp(sealedKey: try row.decode("ctid_key_sealed"), matchThreshold: try row.decode("match_threshold"))
     }
 
+    private static let verifications = ProcessedMessages(consumer: "ctid.verify")
+
     func answer(to messageId: String) async throws -> [UInt8]? {
-        try await database.query("""
-            SELECT result FROM processed_messages WHERE consumer = 'ctid.verify' AND message_id = \(messageId)
-            """).first?.decode("result", as: [UInt8]?.self)
+        try await Self.verifications.answer(to: messageId, on: database)
     }
 
     func keep(_ answer: [UInt8], for messageId: String) async throws {
-        _ = try await database.query("""
-            INSERT INTO processed_messages (consumer, message_id, result) VALUES ('ctid.verify', \(messageId), \(answer))
-            ON CONFLICT DO NOTHING
-            """)
+        try await Self.verifications.keep(answer, for: messageId, on: database)
     }
 }

@@ -1,6 +1,7 @@
 import FaceGateCore
 import Foundation
 import PostgresClient
+import ServiceKit
 
 /// The matcher's template records (`TemplateStore` in PostgreSQL; an in-memory twin in the handler's tests).
 protocol TemplateRecords: Sendable {
@@ -19,7 +20,7 @@ extension TemplateRecords {
 }
 
 /// What the matcher writes: the templates it enrolls and re-embeds, the enrollment photos kept with them, and its
-/// record of answered enrollments (`processed_messages`, consumer `matcher.enroll`). Every statement the matcher runs
+/// record of answered enrollments (`ProcessedMessages`, consumer `matcher.enroll`). Every statement the matcher runs
 /// against these tables is here; the gallery it reads back is `GalleryStore`'s.
 struct TemplateStore: TemplateRecords {
     let database: PostgresPool
@@ -56,10 +57,11 @@ struct TemplateStore: TemplateRecords {
         try await Self.recordedAnswer(toEnrollment: messageId, on: database)
     }
 
+    /// The matcher's answered enrollments.
+    private static let enrollments = ProcessedMessages(consumer: "matcher.enroll")
+
     private static func recordedAnswer(toEnrollment messageId: String, on database: some PostgresQueryable) async throws -> FaceJobResult? {
-        guard let row = try await database.query("""
-            SELECT result FROM processed_messages WHERE consumer = 'matcher.enroll' AND message_id = \(messageId)
-            """).first, let bytes = try row.decode("result", as: [UInt8]?.self) else { return nil }
+        guard let bytes = try await enrollments.answer(to: messageId, on: database) else { return nil }
         return try FaceGateJSON.decode(FaceJobResult.self, from: bytes)
     }
 
@@ -103,10 +105,7 @@ struct TemplateStore: TemplateRecords {
                     """).affectedRows == 1
             }
             if let record {
-                _ = try await connection.query("""
-                    INSERT INTO processed_messages (consumer, message_id, result)
-                    VALUES ('matcher.enroll', \(record.messageId), \(try FaceGateJSON.encode(record.answer(photoKept))))
-                    """)
+                try await Self.enrollments.keep(try FaceGateJSON.encode(record.answer(photoKept)), for: record.messageId, on: connection)
             }
             return .inserted(changeSeq: try row.decode("change_seq", as: Int64.self), photoKept: photoKept)
         }
