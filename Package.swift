@@ -62,7 +62,8 @@ let package = Package(
             name: "KioskSessionRecords", dependencies: ["AuditRecords", "ServiceKit", "FaceGateCore", "PostgresClient"],
             path: "Shared/Persistence/KioskSessionRecords"),
         .target(
-            name: "CTIDRecords", dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "PostgresClient"], path: "Shared/Persistence/CTIDRecords"),
+            name: "CTIDRecords", dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "PostgresClient"],
+            path: "Shared/Persistence/CTIDRecords"),
         // Wire contracts, Foundation only: HTTP bodies, error and event codes, job and reply messages, topics,
         // token claims, face models and the match rule. Shared by the services and FaceGateClient.
         .target(name: "FaceGateContracts", path: "Shared/Domain/FaceGateContracts"),
@@ -72,7 +73,8 @@ let package = Package(
         // Services: a library with the behaviour, a thin executable around it.
         .target(
             name: "AuthGateway",
-            dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "JWT", "HTTPServer", "KafkaClient", "PostgresClient", "AuditRecords", "KioskSessionRecords", "CTIDRecords"],
+            dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "JWT", "HTTPServer", "KafkaClient", "PostgresClient",
+                           "AuditRecords", "KioskSessionRecords", "CTIDRecords"],
             path: "Services/AuthGateway/Sources"),
         .executableTarget(name: "auth-gateway", dependencies: ["AuthGateway", "ServiceKit"], path: "Services/AuthGateway/Main"),
         .target(
@@ -87,12 +89,14 @@ let package = Package(
         .executableTarget(name: "ctid-verifier", dependencies: ["CTIDVerifier", "ServiceKit"], path: "Services/CTIDVerifier/Main"),
         .target(
             name: "KioskOrchestrator",
-            dependencies: ["ServiceKit", "FaceGateCore", "DocumentOCR", "Crypto", "JWT", "KafkaClient", "PostgresClient", "AuditRecords", "KioskSessionRecords"],
+            dependencies: ["ServiceKit", "FaceGateCore", "DocumentOCR", "Crypto", "JWT", "KafkaClient", "PostgresClient",
+                           "AuditRecords", "KioskSessionRecords"],
             path: "Services/KioskOrchestrator/Sources"),
         .executableTarget(name: "kiosk-orchestrator", dependencies: ["KioskOrchestrator", "ServiceKit"], path: "Services/KioskOrchestrator/Main"),
         .target(
             name: "FaceGateCLI",
-            dependencies: ["ServiceKit", "FaceGateCore", "FaceGateContracts", "FaceGateClient", "Crypto", "PostgresClient", "KafkaClient", "CTIDRecords"],
+            dependencies: ["ServiceKit", "FaceGateCore", "FaceGateContracts", "FaceGateClient", "Crypto", "PostgresClient", "KafkaClient",
+                           "CTIDRecords"],
             path: "Services/FaceGateCLI/Sources"),
         .executableTarget(name: "facegate", dependencies: ["FaceGateCLI"], path: "Services/FaceGateCLI/Main"),
 
@@ -130,7 +134,8 @@ let package = Package(
             path: "Tests/DocumentOCRTests"),
         // The ctid-verifier's job handler over in-memory twins: no PostgreSQL, no broker.
         .testTarget(
-            name: "CTIDVerifierTests", dependencies: ["CTIDVerifier", "FaceGateCore", "ServiceKit", "Crypto", "FaceGateTestSupport", "AuditRecords", "CTIDRecords"],
+            name: "CTIDVerifierTests",
+            dependencies: ["CTIDVerifier", "FaceGateCore", "ServiceKit", "Crypto", "FaceGateTestSupport", "AuditRecords", "CTIDRecords"],
             path: "Tests/CTIDVerifierTests"),
         // The platform's job consumer over an in-memory message source: no broker.
         .testTarget(
@@ -142,11 +147,14 @@ let package = Package(
             path: "Tests/MatcherWorkerTests"),
         // The kiosk-orchestrator's onboarding flow over in-memory twins: no PostgreSQL, no broker.
         .testTarget(
-            name: "KioskOrchestratorTests", dependencies: ["KioskOrchestrator", "FaceGateCore", "ServiceKit", "JWT", "FaceGateTestSupport", "KioskSessionRecords"],
+            name: "KioskOrchestratorTests",
+            dependencies: ["KioskOrchestrator", "FaceGateCore", "ServiceKit", "JWT", "FaceGateTestSupport", "KioskSessionRecords"],
             path: "Tests/KioskOrchestratorTests"),
         // The gateway's use cases over in-memory stores, and the contract every store implementation keeps.
         .testTarget(
-            name: "AuthGatewayTests", dependencies: ["AuthGateway", "FaceGateCore", "HTTPServer", "PostgresClient", "ServiceKit", "Crypto", "JWT", "FaceGateTestSupport", "AuditRecords", "KioskSessionRecords", "CTIDRecords"],
+            name: "AuthGatewayTests",
+            dependencies: ["AuthGateway", "FaceGateCore", "HTTPServer", "PostgresClient", "ServiceKit", "Crypto", "JWT", "FaceGateTestSupport",
+                           "AuditRecords", "KioskSessionRecords", "CTIDRecords"],
             path: "Tests/AuthGatewayTests"),
         .testTarget(
             name: "IntegrationTests",

@@ -1,9 +1,8 @@
 import FaceGateCore
 import Foundation
-import ServiceKit
 import Synchronization
 
-/// The in-memory twin of `PostgresCTIDSerials`: CTID serials in memory, on the test's clock: each issued once and spent once, by its app.
+/// The in-memory twin of `PostgresCTIDSerials`, on the test's clock: each serial issued once and spent once, by its app.
 public final class InMemoryCTIDSerials: CTIDSerialStore {
     public struct Issued: Sendable {
         public var serial: String
