@@ -63,13 +63,13 @@ struct BenchRandom {
 }
 
 /// Row number in the first 8 bytes (little-endian), so results map back to file rows.
-private func templateId(row: Int) -> UUID {
+func templateId(row: Int) -> UUID {
     var id: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0x47, 0, 0, 0, 0, 0, 0, 0)
     withUnsafeMutableBytes(of: &id) { $0.storeBytes(of: UInt64(row).littleEndian, as: UInt64.self) }
     return UUID(uuid: id)
 }
 
-private func row(of id: UUID) -> Int {
+func row(of id: UUID) -> Int {
     withUnsafeBytes(of: id.uuid) { Int(UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self))) }
 }
 

@@ -10,12 +10,7 @@ func runIdleBenchmark(arguments: [String]) async throws {
     let seconds = Double(arguments.first ?? "") ?? 20
     let images = try Bench.environment("FACEGATE_TEST_IMAGES")
     let probe = try Data(contentsOf: URL(fileURLWithPath: images + "/obama2.jpg"))
-    func pidFile(_ name: String) -> Int32? {
-        (try? String(contentsOfFile: ".run/test/\(name).pid", encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-    }
-    var shared: [(name: String, cpu: () -> Double)] = []
-    if let broker = pidFile("broker") { shared.append(("broker", { ProcessCPU.milliseconds(broker, children: true) })) }
-    if let postgres = pidFile("postgres") { shared.append(("PostgreSQL", { ProcessCPU.tree(postgres) })) }
+    let shared = ProcessCPU.testStackServers()
 
     var rows: [String] = []
     var columns: [String] = []

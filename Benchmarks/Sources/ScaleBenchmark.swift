@@ -79,13 +79,6 @@ func runScaleBenchmark(arguments: [String]) async throws {
     try Data("[\(probes.map { "[\($0.person * spacing)]" }.joined(separator: ","))]".utf8).write(to: truthFile)
     let mapped = try Data(contentsOf: galleryFile, options: .alwaysMapped)
 
-    func templateId(_ row: Int) -> UUID {
-        var id: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0x47, 0, 0, 0, 0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &id) { $0.storeBytes(of: UInt64(row).littleEndian, as: UInt64.self) }
-        return UUID(uuid: id)
-    }
-    func row(of id: UUID) -> Int { withUnsafeBytes(of: id.uuid) { Int(UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self))) } }
-
     let bandwidth = GalleryDiagnostics.measureReadBandwidth(bytes: 1 << 30, threads: 2)
     var lines: [String] = []
     var fp32Top: [Int] = []
@@ -98,7 +91,7 @@ func runScaleBenchmark(arguments: [String]) async throws {
         mapped.withUnsafeBytes { raw in
             let floats = raw.bindMemory(to: Float.self)
             for row in 0..<total {
-                let id = templateId(row)
+                let id = templateId(row: row)
                 _ = shards[shardIndex(templateId: id, shardCount: shardCount)]
                     .upsert(templateId: id, userId: id, embedding: Array(floats[row * dimension..<(row + 1) * dimension]))
             }

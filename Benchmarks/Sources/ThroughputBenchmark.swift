@@ -11,15 +11,8 @@ func runThroughputBenchmark(arguments: [String]) async throws {
     let probe = try Data(contentsOf: URL(fileURLWithPath: images + "/obama2.jpg"))
     let environment = ProcessInfo.processInfo.environment
 
-    // The processes whose CPU a login costs: the stack's own, the broker and PostgreSQL (the server with its backends,
-    // those that ended counted by the server's children's time) by the pid files the test stack wrote, the load generator.
-    func pidFile(_ name: String) -> Int32? {
-        (try? String(contentsOfFile: ".run/test/\(name).pid", encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-    }
-    var shared: [(name: String, cpu: () -> Double)] = []
-    if let broker = pidFile("broker") { shared.append(("broker", { ProcessCPU.milliseconds(broker, children: true) })) }
-    if let postgres = pidFile("postgres") { shared.append(("PostgreSQL", { ProcessCPU.tree(postgres) })) }
-    shared.append(("load generator", { ProcessCPU.milliseconds(getpid()) }))
+    // The processes whose CPU a login costs: the stack's own, the broker and PostgreSQL, the load generator.
+    let shared = ProcessCPU.testStackServers() + [("load generator", { ProcessCPU.milliseconds(getpid()) })]
 
     /// One release's stack, its two apps with every phone bound, and the processes to measure.
     struct Release {
@@ -83,6 +76,18 @@ func runThroughputBenchmark(arguments: [String]) async throws {
 
 /// CPU time (user + system) of processes, in ms, from /proc/PID/stat.
 enum ProcessCPU {
+    /// The test stack's broker and PostgreSQL (the server with its backends, those that ended counted by the server's
+    /// children's time), found by the pid files `scripts/stack.sh` wrote.
+    static func testStackServers() -> [(name: String, cpu: () -> Double)] {
+        func pidFile(_ name: String) -> Int32? {
+            (try? String(contentsOfFile: ".run/test/\(name).pid", encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        var servers: [(name: String, cpu: () -> Double)] = []
+        if let broker = pidFile("broker") { servers.append(("broker", { milliseconds(broker, children: true) })) }
+        if let postgres = pidFile("postgres") { servers.append(("PostgreSQL", { tree(postgres) })) }
+        return servers
+    }
+
     static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
 
     /// The fields after the command name: state, ppid, … (utime, stime, cutime, cstime at 11–14).
