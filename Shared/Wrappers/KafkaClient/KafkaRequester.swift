@@ -242,11 +242,12 @@ public final class KafkaRequester: Sendable {
         var lastCheck = ContinuousClock.now
         while let address = state.withLock({ $0.phase == .running ? $0.address : nil }) {
             do {
+                let partition = KafkaTopicPartition(topic: address.topic, partition: address.partition)
+                try pauseIfIdle(consumer, partition)
                 // A broker that restarted empty numbers the partition's new log from 0: read it from its start
                 // rather than wait for it to pass the old position (every reply until then would be lost).
                 if ContinuousClock.now - lastCheck > .seconds(1) {
                     lastCheck = .now
-                    let partition = KafkaTopicPartition(topic: address.topic, partition: address.partition)
                     if consumer.positionIsBeyondLog(partition) {
                         report(level: 4, "reply partition \(address.topic) [\(address.partition)] starts again (the broker lost its log); reading it from the start")
                         try state.withLock { state throws(KafkaError) in
@@ -255,7 +256,6 @@ public final class KafkaRequester: Sendable {
                             state.pausedAt = nil
                         }
                     }
-                    try pauseIfIdle(consumer, partition)
                 }
                 guard let message = try consumer.poll(timeoutMilliseconds: 100) else { continue }
                 deliver(message)
