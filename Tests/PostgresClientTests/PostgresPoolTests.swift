@@ -102,29 +102,7 @@ private struct DeliberateFailure: Error {}
     }
 
     @Test func cancellingAScopedStatementCancelsIt() async throws {
-        try await withTestDatabase(poolSize: 1, configure: { $0.statementTimeoutMilliseconds = 0 }) { database in
-            let pool = database.pool
-            let sleeper = Task {
-                try await PostgresScope.$current.withValue(PostgresScope(["app.tenant": "first"])) { try await pool.query("SELECT pg_sleep(60)") }
-            }
-            let admin = PostgresPool(configuration: try TestServer.adminConfiguration())
-            let deadline = ContinuousClock.now + .seconds(20)
-            while ContinuousClock.now < deadline {
-                let running = try await admin.query(
-                    "SELECT count(*) AS n FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(60)' AND datname = \(database.configuration.database)")
-                if try running.first!.decode("n", as: Int.self) == 1 { break }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            await admin.close()
-            sleeper.cancel()
-            let result = await sleeper.result
-            guard case .failure(let error as PostgresError) = result else {
-                Issue.record("expected a cancelled statement, got \(result)")
-                return
-            }
-            #expect(error.sqlState == "57014")
-            #expect(try await pool.query("SELECT 2::int4 AS two").first?.decode("two", as: Int.self) == 2)
-        }
+        try await Self.cancellingASleepCancelsIt(scope: PostgresScope(["app.tenant": "first"]))
     }
 
     @Test func withConnectionRollsBackWhatTheBorrowerLeftOpen() async throws {
@@ -263,9 +241,15 @@ private struct DeliberateFailure: Error {}
     }
 
     @Test func cancellingTheTaskCancelsTheStatement() async throws {
+        try await Self.cancellingASleepCancelsIt(scope: nil)
+    }
+
+    /// A task sleeping in a statement (under `scope`, if any) is cancelled once the server runs it: the statement ends
+    /// with 57014 and the connection serves the next one.
+    private static func cancellingASleepCancelsIt(scope: PostgresScope?) async throws {
         try await withTestDatabase(poolSize: 1, configure: { $0.statementTimeoutMilliseconds = 0 }) { database in
             let pool = database.pool
-            let sleeper = Task { try await pool.query("SELECT pg_sleep(60)") }
+            let sleeper = Task { try await PostgresScope.$current.withValue(scope) { try await pool.query("SELECT pg_sleep(60)") } }
             // Cancel once the statement is running on the server.
             let deadline = ContinuousClock.now + .seconds(20)
             let admin = PostgresPool(configuration: try TestServer.adminConfiguration())

@@ -31,28 +31,24 @@ public final class PostgresConnection: Sendable {
     public func query(
         _ query: PostgresQuery, file: String = #fileID, line: Int = #line
     ) async throws(PostgresError) -> PostgresRows {
-        let session = self.session
-        let ticket = session.newTicket()
-        let result = await withTaskCancellationHandler {
-            await onQueue { $0.execute(query, ticket: ticket) }
-        } onCancel: {
-            session.requestCancel(ticket)
-        }
-        do {
-            return try result.get()
-        } catch {
-            throw error.located(file: file, line: line)
-        }
+        try await cancellable(file: file, line: line) { $0.execute(query, ticket: $1) }
     }
 
     /// Runs one parameterised statement in a transaction of its own with `settings` SET LOCAL, in one round trip.
     func queryInTransaction(
         begin: PostgresQuery, settings: [(name: String, value: String)], _ query: PostgresQuery, file: String, line: Int
     ) async throws(PostgresError) -> PostgresRows {
+        try await cancellable(file: file, line: line) { $0.executeInTransaction(begin: begin.sql, settings: settings, query, ticket: $1) }
+    }
+
+    /// Runs `work` on the connection's queue under a fresh ticket; cancelling the task cancels the statement on it.
+    private func cancellable(
+        file: String, line: Int, _ work: @escaping @Sendable (LibpqSession, UInt64) -> Result<PostgresRows, PostgresError>
+    ) async throws(PostgresError) -> PostgresRows {
         let session = self.session
         let ticket = session.newTicket()
         let result = await withTaskCancellationHandler {
-            await onQueue { $0.executeInTransaction(begin: begin.sql, settings: settings, query, ticket: ticket) }
+            await onQueue { work($0, ticket) }
         } onCancel: {
             session.requestCancel(ticket)
         }
