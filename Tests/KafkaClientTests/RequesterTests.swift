@@ -183,7 +183,8 @@ private final class EchoWorker: Sendable {
     func aPassedDeadlineThrowsATimeoutAndTheLateReplyIsDropped() async throws {
         let setup = try await Setup()
         defer { setup.tearDown() }
-        let requester = setup.requester("instance-late")
+        // Fetched always: paused when idle, the late reply would wait for the next request, which here reuses its id.
+        let requester = setup.requester("instance-late", pauseWhenIdle: nil)
         try await requester.start()
 
         let error = await #expect(throws: KafkaError.self) {
