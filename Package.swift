@@ -51,10 +51,13 @@ let package = Package(
         .target(name: "DocumentOCR", dependencies: ["CTesseract", "FaceGateCore"], path: "Shared/Wrappers/DocumentOCR"),
         .target(
             name: "ServiceKit",
-            dependencies: ["KafkaClient", "PostgresClient", "HTTPServer", "FaceGateCore", "Crypto"],
+            dependencies: ["KafkaClient", "PostgresClient", "HTTPServer", "FaceGateCore", "Crypto", "FaceGateSchema", "PlatformRecords"],
             path: "Shared/Platform/ServiceKit"),
-        // Persistence: one module per data set, holding its tables' repository protocols, the PostgreSQL implementation
-        // and an in-memory twin. No other module writes these tables (`PersistenceOwnershipTests`).
+        // Persistence: the only SQL in the tree. The schema's migration ledger, the platform's own tables (below
+        // ServiceKit, which runs on them), then one module per data set, holding its tables' repository protocols and
+        // their PostgreSQL implementation. No other module writes these tables (`PersistenceOwnershipTests`).
+        .target(name: "FaceGateSchema", path: "Shared/Persistence/FaceGateSchema"),
+        .target(name: "PlatformRecords", dependencies: ["PostgresClient", "KafkaClient"], path: "Shared/Persistence/PlatformRecords"),
         .target(
             name: "AuditRecords", dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "KafkaClient", "PostgresClient"],
             path: "Shared/Persistence/AuditRecords"),
@@ -64,6 +67,13 @@ let package = Package(
         .target(
             name: "CTIDRecords", dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "PostgresClient"],
             path: "Shared/Persistence/CTIDRecords"),
+        .target(
+            name: "AppRecords", dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "PostgresClient"],
+            path: "Shared/Persistence/AppRecords"),
+        .target(
+            name: "IdentityRecords",
+            dependencies: ["AppRecords", "KioskSessionRecords", "ServiceKit", "FaceGateCore", "Crypto", "PostgresClient"],
+            path: "Shared/Persistence/IdentityRecords"),
         // Wire contracts, Foundation only: HTTP bodies, error and event codes, job and reply messages, topics,
         // token claims, face models and the match rule. Shared by the services and FaceGateClient.
         .target(name: "FaceGateContracts", path: "Shared/Domain/FaceGateContracts"),
@@ -74,12 +84,12 @@ let package = Package(
         .target(
             name: "AuthGateway",
             dependencies: ["ServiceKit", "FaceGateCore", "Crypto", "JWT", "HTTPServer", "KafkaClient", "PostgresClient",
-                           "AuditRecords", "KioskSessionRecords", "CTIDRecords"],
+                           "AuditRecords", "KioskSessionRecords", "CTIDRecords", "AppRecords", "IdentityRecords"],
             path: "Services/AuthGateway/Sources"),
         .executableTarget(name: "auth-gateway", dependencies: ["AuthGateway", "ServiceKit"], path: "Services/AuthGateway/Main"),
         .target(
             name: "MatcherWorker",
-            dependencies: ["ServiceKit", "FaceGateCore", "FaceEngine", "Crypto", "KafkaClient", "PostgresClient"],
+            dependencies: ["ServiceKit", "FaceGateCore", "FaceEngine", "Crypto", "KafkaClient", "PostgresClient", "IdentityRecords"],
             path: "Services/MatcherWorker/Sources"),
         .executableTarget(name: "matcher-worker", dependencies: ["MatcherWorker", "ServiceKit"], path: "Services/MatcherWorker/Main"),
         .target(
@@ -90,7 +100,7 @@ let package = Package(
         .target(
             name: "KioskOrchestrator",
             dependencies: ["ServiceKit", "FaceGateCore", "DocumentOCR", "Crypto", "JWT", "KafkaClient", "PostgresClient",
-                           "AuditRecords", "KioskSessionRecords"],
+                           "AuditRecords", "KioskSessionRecords", "IdentityRecords"],
             path: "Services/KioskOrchestrator/Sources"),
         .executableTarget(name: "kiosk-orchestrator", dependencies: ["KioskOrchestrator", "ServiceKit"], path: "Services/KioskOrchestrator/Main"),
         .target(
@@ -118,7 +128,7 @@ let package = Package(
         // Test fixtures made from the real photos (ID-card images with a valid MRZ, liveness frame bursts) and fresh
         // test databases.
         .target(
-            name: "FaceGateTestSupport", dependencies: ["FaceEngine", "FaceGateCore", "CWarp", "CSpawn", "PostgresClient", "ServiceKit"],
+            name: "FaceGateTestSupport", dependencies: ["FaceEngine", "FaceGateCore", "CWarp", "CSpawn", "PostgresClient", "ServiceKit", "FaceGateSchema"],
             path: "Tests/Support", exclude: ["CWarp", "CSpawn"]),
         .target(name: "CWarp", path: "Tests/Support/CWarp", cSettings: optimizedC),
         .target(name: "CSpawn", path: "Tests/Support/CSpawn"),
@@ -143,24 +153,27 @@ let package = Package(
             path: "Tests/ServiceKitTests"),
         // The matcher's job handler with the real engines and photos, over in-memory twins: no PostgreSQL, no broker.
         .testTarget(
-            name: "MatcherWorkerTests", dependencies: ["MatcherWorker", "FaceEngine", "FaceGateCore", "ServiceKit", "Crypto", "FaceGateTestSupport"],
+            name: "MatcherWorkerTests", dependencies: ["MatcherWorker", "FaceEngine", "FaceGateCore", "ServiceKit", "Crypto", "FaceGateTestSupport",
+                                                 "IdentityRecords"],
             path: "Tests/MatcherWorkerTests"),
         // The kiosk-orchestrator's onboarding flow over in-memory twins: no PostgreSQL, no broker.
         .testTarget(
             name: "KioskOrchestratorTests",
-            dependencies: ["KioskOrchestrator", "FaceGateCore", "ServiceKit", "JWT", "FaceGateTestSupport", "KioskSessionRecords"],
+            dependencies: ["KioskOrchestrator", "FaceGateCore", "ServiceKit", "JWT", "FaceGateTestSupport", "KioskSessionRecords",
+                           "IdentityRecords"],
             path: "Tests/KioskOrchestratorTests"),
         // The gateway's use cases over in-memory stores, and the contract every store implementation keeps.
         .testTarget(
             name: "AuthGatewayTests",
             dependencies: ["AuthGateway", "FaceGateCore", "HTTPServer", "PostgresClient", "ServiceKit", "Crypto", "JWT", "FaceGateTestSupport",
-                           "AuditRecords", "KioskSessionRecords", "CTIDRecords"],
+                           "AuditRecords", "KioskSessionRecords", "CTIDRecords", "AppRecords", "IdentityRecords"],
             path: "Tests/AuthGatewayTests"),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["AuthGateway", "MatcherWorker", "CTIDVerifier", "KioskOrchestrator", "ServiceKit",
                            "FaceGateCore", "KafkaClient", "PostgresClient", "HTTPServer", "Crypto", "JWT", "FaceEngine",
-                           "DocumentOCR", "FaceGateClient", "FaceGateCLI", "FaceGateTestSupport", "AuditRecords", "CTIDRecords"],
+                           "DocumentOCR", "FaceGateClient", "FaceGateCLI", "FaceGateTestSupport", "AuditRecords", "CTIDRecords",
+                           "AppRecords", "IdentityRecords", "FaceGateSchema"],
             path: "Tests/IntegrationTests"),
     ],
     swiftLanguageModes: [.v6],

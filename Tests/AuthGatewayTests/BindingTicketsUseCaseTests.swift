@@ -1,6 +1,8 @@
+import AppRecords
 @testable import AuthGateway
 import FaceGateCore
 import Foundation
+import IdentityRecords
 import Testing
 
 /// `BindingTickets` over the in-memory bindings and users: who may ask for a ticket for whom, and that the ticket it

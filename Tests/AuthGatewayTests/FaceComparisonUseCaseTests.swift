@@ -1,6 +1,8 @@
+import AppRecords
 @testable import AuthGateway
 import FaceGateCore
 import Foundation
+import IdentityRecords
 import Testing
 
 /// `FaceComparison` over in-memory stores and a scripted matcher (what the matcher would have found). End to end, on the

@@ -1,7 +1,9 @@
+import AppRecords
 @testable import AuthGateway
 import Crypto
 import FaceGateCore
 import Foundation
+import IdentityRecords
 import JWT
 import Testing
 

@@ -1,9 +1,11 @@
+import AppRecords
 import AuditRecords
 @testable import AuthGateway
 import Crypto
 import FaceGateCore
 import Foundation
 import HTTPServer
+import IdentityRecords
 import ServiceKit
 import Synchronization
 

@@ -15,6 +15,9 @@ import Testing
         var storedProperties: [(name: String, type: String)]
     }
 
+    /// The persistence modules, from the gateway's sources.
+    static let persistence = "../../../Shared/Persistence"
+
     static func read(_ path: String) throws -> String { try String(contentsOf: sources.appendingPathComponent(path), encoding: .utf8) }
 
     static func swiftFiles(_ folder: String = "") throws -> [String] {
@@ -44,7 +47,7 @@ import Testing
         var names = Set<String>()
         for file in files {
             for line in try read(file).components(separatedBy: "\n") {
-                for kind in kinds where line.hasPrefix(kind + " ") || line.hasPrefix("public " + kind + " ") {
+                for kind in kinds where ["", "public ", "package "].contains(where: { line.hasPrefix($0 + kind + " ") }) {
                     let rest = line.components(separatedBy: kind + " ").dropFirst().joined(separator: kind + " ")
                     names.insert(String(rest.prefix { $0.isLetter || $0.isNumber }))
                 }
@@ -55,11 +58,14 @@ import Testing
 
     @Test func routeCollectionsHoldOnlyTheUseCasesAndStoresTheyCall() throws {
         let useCases = try Self.declaredTypes(in: try Self.swiftFiles("UseCases"), kinds: ["struct", "final class"])
-        let stores = try Self.declaredTypes(in: try Self.swiftFiles("Stores"), kinds: ["protocol"]).map { "any " + $0 }
+        // The persistence modules' repositories: their protocols, and the few concrete stores.
+        let persistence = try FileManager.default.contentsOfDirectory(atPath: Self.sources.appendingPathComponent(Self.persistence).path)
+            .flatMap { try Self.swiftFiles(Self.persistence + "/" + $0) }
+        let stores = try Self.declaredTypes(in: persistence, kinds: ["protocol"]).map { "any " + $0 }
+            + Self.declaredTypes(in: persistence, kinds: ["struct", "final class"])
+        #expect(stores.contains("any AppStore") && stores.contains("KioskSessionStore"), "\(stores.sorted())")
         // Proofs of the device a call comes from, which sign the body and so are checked with it (`DeviceProofs`).
         let proofs: Set = ["DeviceProofs", "KioskProofs"]
-        // The kiosk sessions' rows as the orchestrator writes them, read for a session's view and its events.
-        let sharedStores: Set = ["KioskSessionStore"]
         // What the public routes serve as they are, and the event streams' connection slots.
         let served: [String: Set<String>] = ["DiscoveryRoutes": ["[UInt8]", "String?"], "ConsoleRoutes": ["ConsoleFiles"],
                                              "KioskSessionRoutes": ["EventStreamSlots"]]
@@ -67,7 +73,7 @@ import Testing
         #expect(collections.count >= 15, "\(collections.map(\.name))")
         for collection in collections {
             for (name, type) in collection.storedProperties {
-                let allowed = useCases.contains(type) || stores.contains(type) || proofs.contains(type) || sharedStores.contains(type)
+                let allowed = useCases.contains(type) || stores.contains(type) || proofs.contains(type)
                     || served[collection.name]?.contains(type) == true
                 #expect(allowed, "\(collection.name).\(name): \(type) is not a use case, a store or a device proof")
                 let uses = collection.text.components(separatedBy: name).count - 1

@@ -1,3 +1,4 @@
+import AppRecords
 @testable import AuthGateway
 import Crypto
 import FaceGateCore

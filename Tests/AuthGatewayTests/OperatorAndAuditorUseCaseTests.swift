@@ -1,3 +1,4 @@
+import AppRecords
 import AuditRecords
 @testable import AuthGateway
 import Crypto

@@ -1,3 +1,4 @@
+import AppRecords
 import AuditRecords
 @testable import AuthGateway
 import CTIDRecords
@@ -5,6 +6,7 @@ import Crypto
 import FaceGateCore
 import FaceGateTestSupport
 import Foundation
+import IdentityRecords
 import PostgresClient
 import ServiceKit
 import Testing

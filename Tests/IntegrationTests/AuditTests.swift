@@ -1,5 +1,6 @@
 import AuditRecords
 import FaceGateCore
+import FaceGateSchema
 import FaceGateTestSupport
 import Foundation
 import PostgresClient

@@ -2,6 +2,7 @@ import FaceGateClient
 import FaceGateCore
 import FaceGateTestSupport
 import Foundation
+import IdentityRecords
 import Synchronization
 import Testing
 

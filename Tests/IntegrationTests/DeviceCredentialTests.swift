@@ -1,3 +1,4 @@
+import AppRecords
 import Crypto
 import FaceGateCore
 import FaceGateTestSupport

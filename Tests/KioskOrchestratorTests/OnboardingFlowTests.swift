@@ -1,5 +1,6 @@
 import Crypto
 import FaceGateCore
+import IdentityRecords
 import FaceGateTestSupport
 import Foundation
 import JWT

@@ -1,6 +1,7 @@
 import Crypto
 import FaceEngine
 import FaceGateCore
+import IdentityRecords
 import FaceGateTestSupport
 import Foundation
 @testable import MatcherWorker

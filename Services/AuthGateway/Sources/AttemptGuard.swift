@@ -1,4 +1,5 @@
 import FaceGateCore
+import IdentityRecords
 import Foundation
 
 /// Brute-force rule (NIST SP 800-63B §5.2.2), shared by every gateway instance through PostgreSQL and
@@ -41,19 +42,7 @@ struct AttemptGuard: Sendable {
     /// How an attempt ended, for the subjects it was charged to.
     enum Outcome: Sendable { case success, failure, neutral }
 
-    struct Rule: Sendable {
-        var throttleAfter: Int
-        var throttleSeconds: Int
-        /// 0: never locked.
-        var lockAfter: Int
-        /// 0: failures count while they are consecutive (a success clears them). Otherwise a sliding window of this many
-        /// seconds (GCRA): `throttleAfter` failures at once, then one per `failureWindow / throttleAfter` seconds, and
-        /// nobody's success clears them; a steady trickle of failures below that rate never throttles.
-        var failureWindow = 0
-
-        /// The window's emission interval: seconds one failure occupies.
-        var failureInterval: Double { Double(failureWindow) / Double(max(throttleAfter, 1)) }
-    }
+    typealias Rule = AttemptRule
 
     let store: any AttemptCounterStore
     let rule: Rule

@@ -1,4 +1,5 @@
 import AuditRecords
+import AppRecords
 import FaceGateCore
 import Foundation
 import HTTPServer

@@ -1,3 +1,4 @@
+import AppRecords
 import FaceGateCore
 import Foundation
 import HTTPServer

@@ -1,4 +1,5 @@
 import Crypto
+import AppRecords
 import FaceGateCore
 import Foundation
 import HTTPServer

@@ -1,23 +1,11 @@
+import AppRecords
 import FaceGateCore
+import IdentityRecords
 import Foundation
 import HTTPServer
 import JWT
 import KioskSessionRecords
 import ServiceKit
-
-/// The device a client request comes from.
-struct ClientDevice: Sendable {
-    /// Its identity everywhere (devices, lockouts, audit rows, token claims, device credentials): the RFC 7638
-    /// thumbprint of the key that signed the request on a `dpop` app, the `X-Device-Id` header on a `header` app.
-    var id: String
-    /// True when `id` is a key the request proved it holds.
-    var isKey: Bool
-    /// `X-Device-Id` sent next to a proof: a label for people, never an identity.
-    var label: String?
-
-    /// The key thumbprint, for `cnf.jkt`.
-    var thumbprint: String? { isKey ? id : nil }
-}
 
 extension TransactionDraft {
     mutating func note(_ device: ClientDevice) {

@@ -1,7 +1,9 @@
 import AuditRecords
 import CTIDRecords
 import Crypto
+import AppRecords
 import FaceGateCore
+import IdentityRecords
 import Foundation
 import HTTPServer
 import JWT
@@ -196,9 +198,10 @@ struct GatewayComposition {
 
         let idempotentRequests = idempotentRequests
         var background: [any Service] = [
-            // Deletes what can no longer be used: expired single-use records (`ExpiredRecords`), CTID serials and idempotency records.
+            // Deletes what can no longer be used: expired single-use records (`ExpiredRecords`), spent token ids, CTID serials and idempotency records.
             PeriodicService(name: "expired-records", every: configuration.sweepInterval, logger: logger) {
                 try await ExpiredRecords(database: database).sweep()
+                try await PostgresSpentTokenIds(database: database).sweepExpired()
                 try await ctidSerials.sweepExpired()
                 try await idempotentRequests.sweep()
             },

@@ -1,4 +1,6 @@
+import AppRecords
 import FaceGateCore
+import IdentityRecords
 import Foundation
 import HTTPServer
 

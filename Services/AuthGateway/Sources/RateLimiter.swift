@@ -1,3 +1,4 @@
+import FaceGateCore
 import Foundation
 import Synchronization
 

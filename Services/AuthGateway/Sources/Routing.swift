@@ -1,4 +1,5 @@
 import FaceGateCore
+import IdentityRecords
 import Foundation
 import HTTPServer
 import PostgresClient

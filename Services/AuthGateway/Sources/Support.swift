@@ -6,20 +6,7 @@ import JWT
 import ServiceKit
 import Synchronization
 
-/// An API error with its wire code; becomes the `{"error": {...}}` envelope.
-struct APIError: Error {
-    var code: ErrorCode
-    var message: String
-    var retryAfter: Int?
-    /// Fields beside code and message in the error body (a refused photo's `reason` and `faces`).
-    var details: [String: HTTPErrorDetail] = [:]
-
-    init(_ code: ErrorCode, _ message: String, retryAfter: Int? = nil) {
-        self.code = code
-        self.message = message
-        self.retryAfter = retryAfter
-    }
-
+extension APIError {
     func http(transactionId: UUID?) -> HTTPError {
         var headers: [(String, String)] = []
         if let retryAfter { headers.append(("Retry-After", String(retryAfter))) }
@@ -29,7 +16,8 @@ struct APIError: Error {
             headers.append(("WWW-Authenticate", #"DPoP algs="ES256", error="invalid_dpop_proof""#))
         }
         return HTTPError(status: code.httpStatus, code: code.rawValue, message: message,
-                         transactionId: transactionId?.uuidString.lowercased(), headers: headers, details: details)
+                         transactionId: transactionId?.uuidString.lowercased(), headers: headers,
+                         details: details.mapValues { switch $0 { case .string(let text): .string(text); case .objects(let objects): .objects(objects) } })
     }
 }
 

@@ -1,6 +1,7 @@
 import AuditRecords
 import Crypto
 import FaceGateCore
+import IdentityRecords
 import Foundation
 import JWT
 import KafkaClient

@@ -1,5 +1,6 @@
 import FaceEngine
 import FaceGateCore
+import IdentityRecords
 import Foundation
 import KafkaClient
 import PostgresClient

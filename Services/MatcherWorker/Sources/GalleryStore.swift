@@ -1,5 +1,6 @@
 import FaceEngine
 import FaceGateCore
+import IdentityRecords
 import Foundation
 import KafkaClient
 import PostgresClient
@@ -12,7 +13,7 @@ import Synchronization
 /// deployment it holds only its shard. Templates of models this matcher does not run are skipped.
 final class GalleryStore: Sendable {
     private let registries: [FaceModel: GalleryRegistry]
-    private let database: PostgresPool
+    private let records: GalleryRecords
     private let sealer: Sealer
     private let shard: Int
     private let shards: Int
@@ -23,7 +24,7 @@ final class GalleryStore: Sendable {
 
     init(database: PostgresPool, sealer: Sealer, storage: GalleryStorage, models: [FaceModel], shardIndex: Int, shardCount: Int, logger: Logger) {
         self.registries = Dictionary(uniqueKeysWithValues: models.map { ($0, GalleryRegistry(storage: storage)) })
-        self.database = database
+        self.records = GalleryRecords(database: database)
         self.sealer = sealer
         self.shard = shardIndex
         self.shards = shardCount
@@ -42,26 +43,17 @@ final class GalleryStore: Sendable {
     /// Loads every template of this shard. Returns how many.
     @discardableResult
     func loadAll() async throws -> Int {
-        try await load(query: """
-            SELECT id, app_id, user_id, model_id, embedding_sealed, change_seq FROM face_templates
-            """)
+        try await load(since: nil)
     }
 
     /// Catches up on anything a broadcast may have missed. Sequence numbers can commit out of order,
     /// so recent rows are re-read too (upserts are idempotent).
     func reconcile() async throws {
         let since = highestSeq.load(ordering: .relaxed)
-        try await load(query: """
-            SELECT id, app_id, user_id, model_id, embedding_sealed, change_seq FROM face_templates
-            WHERE change_seq > \(since) OR created_at > now() - interval '5 minutes'
-            """)
-        try await Tenant.acrossApps {
-            try await database.forEachRow("""
-                SELECT template_id, change_seq FROM gallery_tombstones WHERE change_seq > \(since) OR deleted_at > now() - interval '5 minutes'
-                """) { row in
-                self.remove(templateId: try row.decode("template_id"))
-                self.noteSeq(try row.decode("change_seq"))
-            }
+        try await load(since: since)
+        try await records.forEachTombstone(since: since) { templateId, changeSeq in
+            self.remove(templateId: templateId)
+            self.noteSeq(changeSeq)
         }
         try await dropDeletedApps()
     }
@@ -72,7 +64,7 @@ final class GalleryStore: Sendable {
     private func dropDeletedApps() async throws {
         let held = Set(owners.withLock { $0.values.map(\.appId) })
         guard !held.isEmpty else { return }
-        let existing = Set(try await database.query("SELECT id FROM apps").map { try $0.decode("id", as: UUID.self) })
+        let existing = try await records.appIds()
         let deleted = held.subtracting(existing)
         guard !deleted.isEmpty else { return }
         owners.withLock { $0 = $0.filter { !deleted.contains($0.value.appId) } }
@@ -83,18 +75,21 @@ final class GalleryStore: Sendable {
     }
 
     @discardableResult
-    private func load(query: PostgresQuery) async throws -> Int {
+    private func load(since: Int64?) async throws -> Int {
         var loaded = 0
-        // The gallery holds every app's templates: the one read across apps a matcher makes.
-        try await Tenant.acrossApps { try await database.forEachRow(query) { row in
-            let templateId: UUID = try row.decode("id")
-            self.noteSeq(try row.decode("change_seq"))
-            guard self.owns(templateId), let model = FaceModel(rawValue: try row.decode("model_id")), self.registries[model] != nil else { return }
-            let embedding = try self.sealer.openTemplate(try row.decode("embedding_sealed"), templateId: templateId)
-            self.add(templateId: templateId, appId: try row.decode("app_id"), userId: try row.decode("user_id"), model: model, embedding: embedding)
-            loaded += 1
-        } }
+        try await records.forEachTemplate(since: since) { template, changeSeq in
+            self.noteSeq(changeSeq)
+            if try self.hold(template) { loaded += 1 }
+        }
         return loaded
+    }
+
+    /// Opens and adds a template of this shard and of a model this matcher runs; false for any other.
+    private func hold(_ template: StoredTemplate) throws -> Bool {
+        guard owns(template.id), let model = FaceModel(rawValue: template.modelId), registries[model] != nil else { return false }
+        add(templateId: template.id, appId: template.appId, userId: template.userId, model: model,
+            embedding: try sealer.openTemplate(template.sealedEmbedding, templateId: template.id))
+        return true
     }
 
     /// Applies a broadcast change. The message only says *which* template changed: its app, its user
@@ -102,16 +97,11 @@ final class GalleryStore: Sendable {
     /// there, so a message forged on the broker cannot remap a face to another user or drop one.
     func apply(_ change: GalleryChange) async throws {
         noteSeq(change.changeSeq)
-        let rows = try await Tenant.acrossApps {
-            try await database.query("SELECT app_id, user_id, model_id, embedding_sealed FROM face_templates WHERE id = \(change.templateId)")
-        }
-        guard let row = rows.first else {
+        guard let template = try await records.template(change.templateId) else {
             remove(templateId: change.templateId)  // erased (or never stored): nothing to hold
             return
         }
-        guard owns(change.templateId), let model = FaceModel(rawValue: try row.decode("model_id")), registries[model] != nil else { return }
-        let embedding = try sealer.openTemplate(try row.decode("embedding_sealed"), templateId: change.templateId)
-        add(templateId: change.templateId, appId: try row.decode("app_id"), userId: try row.decode("user_id"), model: model, embedding: embedding)
+        _ = try hold(template)
     }
 
     func add(templateId: UUID, appId: UUID, userId: UUID, model: FaceModel, embedding: [Float]) {
@@ -161,18 +151,18 @@ struct KafkaGalleryBroadcast: GalleryChangeBroadcast {
 }
 
 final class AppFaceModels: AppModelLookup {
-    private let database: PostgresPool
+    private let records: GalleryRecords
     private let cache = Mutex<[UUID: (model: FaceModel, readAt: ContinuousClock.Instant)]>([:])
     static let freshFor: Duration = .seconds(5)
 
     init(database: PostgresPool) {
-        self.database = database
+        records = GalleryRecords(database: database)
     }
 
     func model(of appId: UUID) async throws -> FaceModel {
         if let cached = cache.withLock({ $0[appId] }), ContinuousClock.now - cached.readAt < Self.freshFor { return cached.model }
         // An app deleted meanwhile has no templates left; any model answers it the same.
-        let name = try await database.query("SELECT face_model FROM apps WHERE id = \(appId)").first?.decode("face_model", as: String.self)
+        let name = try await records.faceModel(of: appId)
         let model = name.flatMap(FaceModel.init(rawValue:)) ?? .dlibResNetV1
         cache.withLock { $0[appId] = (model, .now) }
         return model

@@ -1,6 +1,7 @@
 import FaceGateCore
 import Foundation
 import KafkaClient
+import PlatformRecords
 import Synchronization
 
 /// A service's request–reply client: claims its own reply partition (retrying while the broker or

@@ -1,4 +1,5 @@
 import FaceGateCore
+import FaceGateSchema
 import Foundation
 import KafkaClient
 import PostgresClient

@@ -1,5 +1,7 @@
 import AuditRecords
+import AppRecords
 import FaceGateCore
+import IdentityRecords
 import Foundation
 import ServiceKit
 

@@ -1,5 +1,7 @@
 import AuditRecords
+import AppRecords
 import FaceGateCore
+import IdentityRecords
 import ServiceKit
 
 // What the contract types' fields cannot say about themselves: descriptions, formats (a UUID carried as a string), bounds,

@@ -1,5 +1,7 @@
 import Crypto
+import AppRecords
 import FaceGateCore
+import IdentityRecords
 import Foundation
 
 /// Active-liveness challenges for client apps (`GET /v1/liveness/challenges`), without HTTP: 2–3 distinct actions drawn

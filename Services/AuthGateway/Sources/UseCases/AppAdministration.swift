@@ -1,5 +1,7 @@
 import Crypto
+import AppRecords
 import FaceGateCore
+import IdentityRecords
 import Foundation
 
 /// An operator's work on apps (`POST/PATCH /v1/apps…`, secret rotation), without HTTP: the settings rules (threshold in

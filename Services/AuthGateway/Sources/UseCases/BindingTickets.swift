@@ -1,5 +1,7 @@
 import Crypto
+import AppRecords
 import FaceGateCore
+import IdentityRecords
 import Foundation
 
 /// One-time tickets that let one new device key be bound to one user (`POST /v1/device-bindings`), without HTTP. The

@@ -1,5 +1,6 @@
 import CTIDRecords
 import Crypto
+import AppRecords
 import FaceGateCore
 import Foundation
 import ServiceKit

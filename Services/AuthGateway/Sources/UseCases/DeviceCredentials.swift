@@ -1,5 +1,7 @@
 import Crypto
+import AppRecords
 import FaceGateCore
+import IdentityRecords
 import Foundation
 import JWT
 
@@ -25,32 +27,7 @@ struct DeviceCredentials: Sendable {
 
     static let challengeSeconds = 60
 
-    /// A key and policy that passed the checks, ready to store.
-    struct NewCredential: Sendable {
-        var publicKey: P256PublicKey
-        var policy: DeviceCredentialPolicy
-        var attestation: [UInt8]?
-
-        init(publicKey: String, policy: String, attestation: String?) throws {
-            guard let der = Data(base64Encoded: publicKey), let key = try? P256PublicKey(spkiDER: Array(der)) else {
-                throw APIError(.invalidRequest, "publicKey must be the base64 SubjectPublicKeyInfo DER of a P-256 key")
-            }
-            let policy = DeviceCredentialPolicy(rawValue: policy)
-            guard DeviceCredentialPolicy.known.contains(policy) else {
-                throw APIError(.invalidRequest, "policy must be one of \(DeviceCredentialPolicy.known.map(\.rawValue).joined(separator: ", "))")
-            }
-            var stored: [UInt8]?
-            if let attestation {
-                guard let bytes = Data(base64Encoded: attestation), bytes.count <= 16 << 10 else {
-                    throw APIError(.invalidRequest, "attestation must be base64 of at most 16 KiB")
-                }
-                stored = Array(bytes)
-            }
-            self.publicKey = key
-            self.policy = policy
-            self.attestation = stored
-        }
-    }
+    typealias NewCredential = NewDeviceCredential
 
     struct Challenge: Sendable, Equatable {
         var challenge: String

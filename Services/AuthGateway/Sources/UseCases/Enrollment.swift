@@ -1,5 +1,7 @@
 import Crypto
+import AppRecords
 import FaceGateCore
+import IdentityRecords
 import Foundation
 
 /// Enrolling a face for a user (`POST /v1/apps/{appId}/users/{userId}/faces`), without HTTP: the user must be in the app,

@@ -1,4 +1,6 @@
+import AppRecords
 import FaceGateCore
+import IdentityRecords
 import Foundation
 
 /// Face comparisons without a login, without HTTP: 1:1 "is this photo user X?" (`/v1/face-verify`, Rekognition

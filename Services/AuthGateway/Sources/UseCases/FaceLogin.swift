@@ -1,4 +1,6 @@
+import AppRecords
 import FaceGateCore
+import IdentityRecords
 import Foundation
 
 /// Sends a face job to the matchers and waits for their (merged) answer; `SERVICE_UNAVAILABLE` when none comes in time.
@@ -9,11 +11,6 @@ protocol FaceMatching: Sendable {
 
 extension FaceMatching {
     func match(_ job: FaceJob) async throws -> FaceJobResult { try await match(job, messageId: nil) }
-}
-
-/// The module gate of a client call (`AppStore.admit`).
-protocol ModuleAdmission: Sendable {
-    func admit(_ app: AppRecord, module: Module) async throws
 }
 
 /// Face login and its confirmation (`POST /v1/face-login`, `POST /v1/face-login/confirm`), without HTTP: the routes

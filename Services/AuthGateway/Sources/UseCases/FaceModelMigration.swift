@@ -1,4 +1,6 @@
+import AppRecords
 import FaceGateCore
+import IdentityRecords
 import Foundation
 
 /// Moving an app to a newer face model without asking everyone to come back (`/v1/apps/{appId}/face-model-migration…`),

@@ -1,4 +1,6 @@
+import AppRecords
 import FaceGateCore
+import IdentityRecords
 import Foundation
 
 /// The kiosk session that onboarded a customer (`kiosk_sessions`, written by the kiosk-orchestrator).

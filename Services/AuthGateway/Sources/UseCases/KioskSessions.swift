@@ -1,5 +1,7 @@
 import Crypto
+import AppRecords
 import FaceGateCore
+import IdentityRecords
 import Foundation
 import KioskSessionRecords
 import ServiceKit

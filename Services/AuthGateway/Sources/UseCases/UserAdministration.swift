@@ -1,4 +1,5 @@
 import FaceGateCore
+import IdentityRecords
 import Foundation
 
 /// Tells every matcher about a template change. Best effort: a matcher that misses it catches up at its next

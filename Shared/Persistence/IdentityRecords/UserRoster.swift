@@ -1,29 +1,45 @@
+import AppRecords
 import FaceGateCore
 import Foundation
 import KioskSessionRecords
 import PostgresClient
 
 /// A user as operators see it.
-struct UserView: Codable, Sendable {
-    var userId: String
-    var employeeNumber: String
-    var name: String
-    var faces: Int
-    var createdAt: Date
+package struct UserView: Codable, Sendable {
+    package var userId: String
+    package var employeeNumber: String
+    package var name: String
+    package var faces: Int
+    package var createdAt: Date
+
+    package init(userId: String, employeeNumber: String, name: String, faces: Int, createdAt: Date) {
+        self.userId = userId
+        self.employeeNumber = employeeNumber
+        self.name = name
+        self.faces = faces
+        self.createdAt = createdAt
+    }
 }
 
 /// A template as operators see it: the quality measured at enrollment, never the embedding.
-struct FaceView: Codable, Sendable {
-    var templateId: String
-    var model: String
-    var quality: FaceQualityReport
-    var createdAt: Date
+package struct FaceView: Codable, Sendable {
+    package var templateId: String
+    package var model: String
+    package var quality: FaceQualityReport
+    package var createdAt: Date
+
+    package init(templateId: String, model: String, quality: FaceQualityReport, createdAt: Date) {
+        self.templateId = templateId
+        self.model = model
+        self.quality = quality
+        self.createdAt = createdAt
+    }
 }
 
 /// The operator's side of `users` and `face_templates`: creating and listing users, and erasing users and templates.
 /// An erasure leaves a tombstone per template (`gallery_tombstones`) in the same transaction, the change every matcher
 /// must apply; the caller broadcasts it.
-protocol UserRoster: Sendable {
+package protocol UserRoster: Sendable {
     /// false when the employee number is taken in the app.
     func create(_ id: UUID, appId: UUID, employeeNumber: String, name: String) async throws -> Bool
     func user(_ id: UUID, appId: UUID) async throws -> UserView?
@@ -41,10 +57,14 @@ protocol UserRoster: Sendable {
     func eraseFace(_ template: UUID, of user: UUID, appId: UUID) async throws -> GalleryChange?
 }
 
-struct PostgresUserRoster: UserRoster {
-    let database: PostgresPool
+package struct PostgresUserRoster: UserRoster {
+    package let database: PostgresPool
 
-    func create(_ id: UUID, appId: UUID, employeeNumber: String, name: String) async throws -> Bool {
+    package init(database: PostgresPool) {
+        self.database = database
+    }
+
+    package func create(_ id: UUID, appId: UUID, employeeNumber: String, name: String) async throws -> Bool {
         // The query throws only PostgresError (typed throws); matching it with `catch … as … where` crashes Swift 6.3.1's compiler.
         do {
             _ = try await database.query("INSERT INTO users (id, app_id, employee_number, name) VALUES (\(id), \(appId), \(employeeNumber), \(name))")
@@ -55,14 +75,14 @@ struct PostgresUserRoster: UserRoster {
         }
     }
 
-    func user(_ id: UUID, appId: UUID) async throws -> UserView? {
+    package func user(_ id: UUID, appId: UUID) async throws -> UserView? {
         try await database.query("""
             SELECT u.id, u.employee_number, u.name, u.created_at, (SELECT count(*) FROM face_templates t WHERE t.user_id = u.id) AS faces
             FROM users u WHERE u.id = \(id) AND u.app_id = \(appId)
             """).first.map { try Self.userView($0) }
     }
 
-    func page(appId: UUID, after: PageCursor?, limit: Int) async throws -> [UserView] {
+    package func page(appId: UUID, after: PageCursor?, limit: Int) async throws -> [UserView] {
         try await database.query("""
             SELECT u.id, u.employee_number, u.name, u.created_at, (SELECT count(*) FROM face_templates t WHERE t.user_id = u.id) AS faces
             FROM users u
@@ -76,7 +96,7 @@ struct PostgresUserRoster: UserRoster {
                  faces: try row.decode("faces", as: Int.self), createdAt: try row.decode("created_at"))
     }
 
-    func erase(_ user: UUID, appId: UUID) async throws -> [GalleryChange]? {
+    package func erase(_ user: UUID, appId: UUID) async throws -> [GalleryChange]? {
         try await database.withTransaction { connection in
             let tombstones = try await connection.query("""
                 INSERT INTO gallery_tombstones (template_id, app_id, user_id)
@@ -92,15 +112,15 @@ struct PostgresUserRoster: UserRoster {
         }
     }
 
-    func enrolledUsers(appId: UUID) async throws -> Int {
+    package func enrolledUsers(appId: UUID) async throws -> Int {
         try await database.query("SELECT count(DISTINCT user_id) AS n FROM face_templates WHERE app_id = \(appId)").first?.decode("n") ?? 0
     }
 
-    func templateCount(appId: UUID, model: FaceModel) async throws -> Int {
+    package func templateCount(appId: UUID, model: FaceModel) async throws -> Int {
         try await database.query("SELECT count(*) AS n FROM face_templates WHERE app_id = \(appId) AND model_id = \(model.rawValue)").first?.decode("n") ?? 0
     }
 
-    func faces(of user: UUID, appId: UUID) async throws -> [FaceView] {
+    package func faces(of user: UUID, appId: UUID) async throws -> [FaceView] {
         try await database.query("""
             SELECT id, model_id, quality::text AS quality, created_at FROM face_templates
             WHERE user_id = \(user) AND app_id = \(appId) ORDER BY created_at, id
@@ -111,7 +131,7 @@ struct PostgresUserRoster: UserRoster {
         }
     }
 
-    func eraseFace(_ template: UUID, of user: UUID, appId: UUID) async throws -> GalleryChange? {
+    package func eraseFace(_ template: UUID, of user: UUID, appId: UUID) async throws -> GalleryChange? {
         try await database.withTransaction { connection in
             guard let row = try await connection.query("""
                 INSERT INTO gallery_tombstones (template_id, app_id, user_id)

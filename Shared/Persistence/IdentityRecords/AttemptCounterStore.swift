@@ -1,38 +1,70 @@
+import AppRecords
 import FaceGateCore
 import Foundation
 import PostgresClient
 
 /// The brute-force counters of `AttemptGuard` (table `attempt_counters`): one row per app and subject.
-protocol AttemptCounterStore: Sendable {
+package struct AttemptRule: Sendable {
+    package var throttleAfter: Int
+    package var throttleSeconds: Int
+    /// 0: never locked.
+    package var lockAfter: Int
+    /// 0: failures count while they are consecutive (a success clears them). Otherwise a sliding window of this many
+    /// seconds (GCRA): `throttleAfter` failures at once, then one per `failureWindow / throttleAfter` seconds, and
+    /// nobody's success clears them; a steady trickle of failures below that rate never throttles.
+    package var failureWindow = 0
+
+    package init(throttleAfter: Int, throttleSeconds: Int, lockAfter: Int, failureWindow: Int = 0) {
+        self.throttleAfter = throttleAfter
+        self.throttleSeconds = throttleSeconds
+        self.lockAfter = lockAfter
+        self.failureWindow = failureWindow
+    }
+
+    /// The window's emission interval: seconds one failure occupies.
+    package var failureInterval: Double { Double(failureWindow) / Double(max(throttleAfter, 1)) }
+}
+
+package protocol AttemptCounterStore: Sendable {
     /// Counts one failure against `subject` unless it is locked or inside its wait, in one step (parallel
     /// charges are each counted or refused, never lost); false when refused. Locks it once its total reaches
     /// `rule.lockAfter` (0: never; the configuration asks at least 2).
-    func charge(appId: UUID, subject: String, rule: AttemptGuard.Rule) async throws -> Bool
+    func charge(appId: UUID, subject: String, rule: AttemptRule) async throws -> Bool
     /// The subject's state under `rule`, or nil when it has no counter.
-    func state(appId: UUID, subject: String, rule: AttemptGuard.Rule) async throws -> AttemptState?
+    func state(appId: UUID, subject: String, rule: AttemptRule) async throws -> AttemptState?
     /// Takes a charge back: a success clears the consecutive count, a neutral outcome removes just this charge;
     /// either unlocks a subject whose total falls below `rule.lockAfter`.
-    func refund(appId: UUID, subject: String, success: Bool, rule: AttemptGuard.Rule) async throws
+    func refund(appId: UUID, subject: String, success: Bool, rule: AttemptRule) async throws
     /// Forgets the subject (the operator's reset).
     func reset(appId: UUID, subject: String) async throws
 }
 
-struct AttemptState: Sendable, Equatable {
-    var locked: Bool
+package struct AttemptState: Sendable, Equatable {
+    package var locked: Bool
     /// At or over `throttleAfter` consecutive failures.
-    var throttled: Bool
+    package var throttled: Bool
     /// Seconds until the wait after the last failure ends (≤ 0: over).
-    var waitSeconds: Int
+    package var waitSeconds: Int
+
+    package init(locked: Bool, throttled: Bool, waitSeconds: Int) {
+        self.locked = locked
+        self.throttled = throttled
+        self.waitSeconds = waitSeconds
+    }
 }
 
 /// `AttemptCounterStore` in PostgreSQL, shared by every gateway instance and surviving restarts.
-struct PostgresAttemptCounters: AttemptCounterStore {
-    let database: PostgresPool
+package struct PostgresAttemptCounters: AttemptCounterStore {
+    package let database: PostgresPool
+
+    package init(database: PostgresPool) {
+        self.database = database
+    }
 
     /// A windowed rule (`failureWindow` > 0) keeps its GCRA time in `last_failure_at`: when the failures charged so far
     /// would all have drained at one per `failureInterval`. A charge is admitted while that time is at most
     /// `failureWindow - failureInterval` ahead, and moves it one interval on; a refund moves it back.
-    func charge(appId: UUID, subject: String, rule: AttemptGuard.Rule) async throws -> Bool {
+    package func charge(appId: UUID, subject: String, rule: AttemptRule) async throws -> Bool {
         let (window, interval) = (rule.failureWindow, rule.failureInterval)
         return try await database.query("""
             INSERT INTO attempt_counters AS c (app_id, subject, consecutive_failures, total_failures, last_failure_at)
@@ -49,7 +81,7 @@ struct PostgresAttemptCounters: AttemptCounterStore {
             """).first != nil
     }
 
-    func state(appId: UUID, subject: String, rule: AttemptGuard.Rule) async throws -> AttemptState? {
+    package func state(appId: UUID, subject: String, rule: AttemptRule) async throws -> AttemptState? {
         let (window, interval) = (rule.failureWindow, rule.failureInterval)
         guard let row = try await database.query("""
             SELECT locked_at IS NOT NULL AS locked,
@@ -63,7 +95,7 @@ struct PostgresAttemptCounters: AttemptCounterStore {
                             waitSeconds: try row.decode("wait", as: Int?.self) ?? 0)
     }
 
-    func refund(appId: UUID, subject: String, success: Bool, rule: AttemptGuard.Rule) async throws {
+    package func refund(appId: UUID, subject: String, success: Bool, rule: AttemptRule) async throws {
         _ = try await database.query("""
             UPDATE attempt_counters SET
                 last_failure_at = CASE WHEN \(rule.failureWindow) > 0 THEN last_failure_at - make_interval(secs => \(rule.failureInterval))
@@ -75,7 +107,7 @@ struct PostgresAttemptCounters: AttemptCounterStore {
             """)
     }
 
-    func reset(appId: UUID, subject: String) async throws {
+    package func reset(appId: UUID, subject: String) async throws {
         _ = try await database.query("DELETE FROM attempt_counters WHERE app_id = \(appId) AND subject = \(subject)")
     }
 }

@@ -37,6 +37,7 @@ public enum Schema {
         Step(version: 14, name: "kept enrollment photos", sql: keptEnrollmentPhotos),
         Step(version: 15, name: "registered kiosks, per-app liveness frames", sql: registeredKiosks),
         Step(version: 16, name: "app deletion", sql: appDeletion),
+        Step(version: 17, name: "gallery tombstones follow their app", sql: tombstonesFollowTheirApp),
     ]
 
     /// The tables that hold an app's data, each with an `app_id` column.
@@ -520,5 +521,15 @@ public enum Schema {
     /// an app without a foreign key (spent token ids, gallery tombstones) and are emptied of it in the same transaction.
     static let appDeletion = """
     GRANT DELETE ON apps, gallery_tombstones TO facegate_gateway;
+    """
+
+    /// Tombstones name their app by a foreign key, so deleting an app takes them by cascade as it takes every other row of
+    /// the app's: the app's owner (`AppRecords`) writes no table of the identities' (`IdentityRecords`). Tombstones of an
+    /// app already gone are dropped first (as the owner, across apps).
+    static let tombstonesFollowTheirApp = """
+    SELECT set_config('facegate.app_id', '*', true);
+    DELETE FROM gallery_tombstones t WHERE NOT EXISTS (SELECT 1 FROM apps a WHERE a.id = t.app_id);
+    ALTER TABLE gallery_tombstones ADD CONSTRAINT gallery_tombstones_app_id_fkey FOREIGN KEY (app_id) REFERENCES apps(id) ON DELETE CASCADE;
+    REVOKE DELETE ON gallery_tombstones FROM facegate_gateway;
     """
 }

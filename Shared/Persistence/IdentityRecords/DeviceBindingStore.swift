@@ -1,44 +1,91 @@
 import Crypto
+import AppRecords
 import FaceGateCore
 import Foundation
 import PostgresClient
 
-/// A face login that found a face on a device not yet bound to it: the users the face may be, until the person
-/// claims one with their employee number (`POST /v1/face-login/confirm`).
-struct PendingConfirmation: Sendable {
-    struct Candidate: Codable, Sendable, Equatable {
-        var userId: UUID
-        var distance: Float
+/// The device a client request comes from.
+package struct ClientDevice: Sendable {
+    /// Its identity everywhere (devices, lockouts, audit rows, token claims, device credentials): the RFC 7638
+    /// thumbprint of the key that signed the request on a `dpop` app, the `X-Device-Id` header on a `header` app.
+    package var id: String
+    /// True when `id` is a key the request proved it holds.
+    package var isKey: Bool
+    /// `X-Device-Id` sent next to a proof: a label for people, never an identity.
+    package var label: String?
+
+    package init(id: String, isKey: Bool, label: String? = nil) {
+        self.id = id
+        self.isKey = isKey
+        self.label = label
     }
 
-    var id = UUID()
-    var appId: UUID
-    var deviceId: String
+    /// The key thumbprint, for `cnf.jkt`.
+    package var thumbprint: String? { isKey ? id : nil }
+}
+
+/// A face login that found a face on a device not yet bound to it: the users the face may be, until the person
+/// claims one with their employee number (`POST /v1/face-login/confirm`).
+package struct PendingConfirmation: Sendable {
+    package struct Candidate: Codable, Sendable, Equatable {
+        package var userId: UUID
+        package var distance: Float
+
+        package init(userId: UUID, distance: Float) {
+            self.userId = userId
+            self.distance = distance
+        }
+    }
+
+    package var id = UUID()
+    package var appId: UUID
+    package var deviceId: String
     /// The user the search matched, if it matched one.
-    var userId: UUID?
-    var candidates: [Candidate]
-    var transactionId: UUID
-    var score: Float?
-    var ttlSeconds: Int
+    package var userId: UUID?
+    package var candidates: [Candidate]
+    package var transactionId: UUID
+    package var score: Float?
+    package var ttlSeconds: Int
+
+    package init(id: UUID = UUID(), appId: UUID, deviceId: String, userId: UUID? = nil, candidates: [Candidate], transactionId: UUID, score: Float? = nil, ttlSeconds: Int) {
+        self.id = id
+        self.appId = appId
+        self.deviceId = deviceId
+        self.userId = userId
+        self.candidates = candidates
+        self.transactionId = transactionId
+        self.score = score
+        self.ttlSeconds = ttlSeconds
+    }
 }
 
 /// A confirmation as the confirm call finds it.
-struct ConfirmationState: Sendable {
-    var candidates: [PendingConfirmation.Candidate]
+package struct ConfirmationState: Sendable {
+    package var candidates: [PendingConfirmation.Candidate]
     /// Neither used, voided nor expired.
-    var usable: Bool
+    package var usable: Bool
+
+    package init(candidates: [PendingConfirmation.Candidate], usable: Bool) {
+        self.candidates = candidates
+        self.usable = usable
+    }
 }
 
 /// How a binding ticket (`POST /v1/device-bindings`) must be for a key to be bound under the app's policy.
-struct BindingTicketCheck: Sendable {
-    var ticket: String?
-    var policy: DeviceBindingPolicy
+package struct BindingTicketCheck: Sendable {
+    package var ticket: String?
+    package var policy: DeviceBindingPolicy
+
+    package init(ticket: String? = nil, policy: DeviceBindingPolicy) {
+        self.ticket = ticket
+        self.policy = policy
+    }
 
     /// Tickets are stored by their hash: a database reader learns none that works.
-    static func key(_ ticket: String) -> String { "bt_" + Hex.encode(SHA256.hash(ticket)) }
+    package static func key(_ ticket: String) -> String { "bt_" + Hex.encode(SHA256.hash(ticket)) }
 
     /// The stored key of the ticket sent; none sent → `BINDING_TICKET_INVALID` saying what the app needs.
-    func key() throws -> String {
+    package func key() throws -> String {
         guard let ticket else {
             throw APIError(.bindingTicketInvalid, policy == .boundDevice
                            ? "this app binds a new device only when one of your devices approves it: send its bindingTicket"
@@ -50,7 +97,7 @@ struct BindingTicketCheck: Sendable {
     /// Refuses unless the ticket was spent for the user (`spent` nil: not valid for this user, used or expired) and the
     /// policy accepts its issuer: `appServerTicket` takes the app server's; `boundDevice` takes a bound key's, or the app
     /// server's for a user who has no bound key yet (the first device).
-    func accept(_ spent: (issuer: String, userHasKey: Bool)?) throws {
+    package func accept(_ spent: (issuer: String, userHasKey: Bool)?) throws {
         guard let spent else { throw APIError(.bindingTicketInvalid, "the binding ticket is not valid for this user, used or expired") }
         let accepted = switch policy {
         case .employeeNumber: true
@@ -63,7 +110,7 @@ struct BindingTicketCheck: Sendable {
 
 /// Which users each device is bound to (`devices`), the confirmations that bind a new one (`login_confirmations`)
 /// and the tickets a binding may require (`one_time_challenges` of purpose `device-binding`).
-protocol DeviceBindingStore: Sendable {
+package protocol DeviceBindingStore: Sendable {
     /// The users `device` is bound to, latest first (at most 10). On a `dpop` app only bindings made by a key
     /// count: a row bound under the header cannot be claimed by a proof.
     func boundUsers(appId: UUID, device: ClientDevice) async throws -> [UUID]
@@ -84,15 +131,19 @@ protocol DeviceBindingStore: Sendable {
     func void(_ confirmation: UUID) async throws
 }
 
-enum DeviceBindings {
+package enum DeviceBindings {
     /// Wrong claims a confirmation takes before it is void.
-    static let mismatchesAllowed = 5
+    package static let mismatchesAllowed = 5
 }
 
-struct PostgresDeviceBindings: DeviceBindingStore {
-    let database: PostgresPool
+package struct PostgresDeviceBindings: DeviceBindingStore {
+    package let database: PostgresPool
 
-    func boundUsers(appId: UUID, device: ClientDevice) async throws -> [UUID] {
+    package init(database: PostgresPool) {
+        self.database = database
+    }
+
+    package func boundUsers(appId: UUID, device: ClientDevice) async throws -> [UUID] {
         try await database.query("""
             SELECT user_id FROM devices WHERE app_id = \(appId) AND device_id = \(device.id) AND key_bound = \(device.isKey)
             ORDER BY confirmed_at DESC LIMIT 10
@@ -102,7 +153,7 @@ struct PostgresDeviceBindings: DeviceBindingStore {
     /// The stored candidates name users by their wire ids.
     private struct StoredCandidate: Codable { var userId: String; var distance: Float }
 
-    func open(_ confirmation: PendingConfirmation) async throws {
+    package func open(_ confirmation: PendingConfirmation) async throws {
         let candidates = confirmation.candidates.map { StoredCandidate(userId: $0.userId.wire, distance: $0.distance) }
         _ = try await database.query("""
             INSERT INTO login_confirmations (id, app_id, device_id, user_id, candidates, transaction_id, score, expires_at)
@@ -111,7 +162,7 @@ struct PostgresDeviceBindings: DeviceBindingStore {
             """)
     }
 
-    func confirmation(_ id: UUID, appId: UUID, deviceId: String) async throws -> ConfirmationState? {
+    package func confirmation(_ id: UUID, appId: UUID, deviceId: String) async throws -> ConfirmationState? {
         guard let row = try await database.query("""
             SELECT candidates::text AS candidates, (used_at IS NULL AND voided_at IS NULL AND expires_at > now()) AS usable
             FROM login_confirmations WHERE id = \(id) AND app_id = \(appId) AND device_id = \(deviceId)
@@ -120,7 +171,7 @@ struct PostgresDeviceBindings: DeviceBindingStore {
         return ConfirmationState(candidates: candidates, usable: try row.decode("usable"))
     }
 
-    func recordMismatch(_ id: UUID) async throws -> Int {
+    package func recordMismatch(_ id: UUID) async throws -> Int {
         let rows = try await database.query("""
             UPDATE login_confirmations SET attempts = attempts + 1,
                    voided_at = CASE WHEN attempts + 1 >= \(DeviceBindings.mismatchesAllowed) THEN now() ELSE voided_at END
@@ -129,7 +180,7 @@ struct PostgresDeviceBindings: DeviceBindingStore {
         return DeviceBindings.mismatchesAllowed - (try rows.first?.decode("attempts", as: Int.self) ?? DeviceBindings.mismatchesAllowed)
     }
 
-    func bind(confirmation: UUID, appId: UUID, device: ClientDevice, user: UUID, ticket: BindingTicketCheck?) async throws {
+    package func bind(confirmation: UUID, appId: UUID, device: ClientDevice, user: UUID, ticket: BindingTicketCheck?) async throws {
         try await database.withTransaction { connection in
             let used = try await connection.query("""
                 UPDATE login_confirmations SET used_at = now()
@@ -153,7 +204,7 @@ struct PostgresDeviceBindings: DeviceBindingStore {
         }
     }
 
-    func ticket(key: String, appId: UUID) async throws -> (user: UUID, issuer: String, userHasKey: Bool)? {
+    package func ticket(key: String, appId: UUID) async throws -> (user: UUID, issuer: String, userHasKey: Bool)? {
         guard let row = try await database.query("""
             SELECT subject, data->>'issuer' AS issuer,
                    EXISTS (SELECT 1 FROM devices d WHERE d.app_id = \(appId) AND d.user_id::text = c.subject AND d.key_bound) AS has_key
@@ -163,11 +214,11 @@ struct PostgresDeviceBindings: DeviceBindingStore {
         return (user, try row.decode("issuer"), try row.decode("has_key"))
     }
 
-    func void(_ confirmation: UUID) async throws {
+    package func void(_ confirmation: UUID) async throws {
         _ = try await database.query("UPDATE login_confirmations SET voided_at = coalesce(voided_at, now()) WHERE id = \(confirmation)")
     }
 
-    func issueTicket(key: String, appId: UUID, user: UUID, issuer: String, ttlSeconds: Int) async throws {
+    package func issueTicket(key: String, appId: UUID, user: UUID, issuer: String, ttlSeconds: Int) async throws {
         struct Stored: Encodable { var issuer: String }
         _ = try await database.query("""
             INSERT INTO one_time_challenges (id, app_id, purpose, subject, data, expires_at)

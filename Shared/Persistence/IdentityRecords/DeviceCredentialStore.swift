@@ -1,41 +1,91 @@
 import Crypto
+import AppRecords
 import FaceGateCore
 import Foundation
 import PostgresClient
 
 /// A device credential as an assertion sees it.
-struct StoredCredential: Sendable {
-    var id: UUID
-    var userId: UUID
+package struct StoredCredential: Sendable {
+    package var id: UUID
+    package var userId: UUID
     /// SubjectPublicKeyInfo DER of the P-256 key.
-    var publicKey: [UInt8]
-    var counter: Int64
-    var flagged: Bool
+    package var publicKey: [UInt8]
+    package var counter: Int64
+    package var flagged: Bool
+
+    package init(id: UUID, userId: UUID, publicKey: [UInt8], counter: Int64, flagged: Bool) {
+        self.id = id
+        self.userId = userId
+        self.publicKey = publicKey
+        self.counter = counter
+        self.flagged = flagged
+    }
 }
 
 /// A device credential as operators list it.
-struct CredentialView: Codable, Sendable {
-    var credentialId: String
-    var userId: String
-    var deviceId: String
-    var policy: String
-    var counter: Int64
-    var hasAttestation: Bool
-    var createdAt: Date
-    var lastUsedAt: Date?
-    var flaggedAt: Date?
-    var revokedAt: Date?
+package struct CredentialView: Codable, Sendable {
+    package var credentialId: String
+    package var userId: String
+    package var deviceId: String
+    package var policy: String
+    package var counter: Int64
+    package var hasAttestation: Bool
+    package var createdAt: Date
+    package var lastUsedAt: Date?
+    package var flaggedAt: Date?
+    package var revokedAt: Date?
+
+    package init(credentialId: String, userId: String, deviceId: String, policy: String, counter: Int64, hasAttestation: Bool, createdAt: Date, lastUsedAt: Date? = nil, flaggedAt: Date? = nil, revokedAt: Date? = nil) {
+        self.credentialId = credentialId
+        self.userId = userId
+        self.deviceId = deviceId
+        self.policy = policy
+        self.counter = counter
+        self.hasAttestation = hasAttestation
+        self.createdAt = createdAt
+        self.lastUsedAt = lastUsedAt
+        self.flaggedAt = flaggedAt
+        self.revokedAt = revokedAt
+    }
 }
 
 /// What became of an assertion's counter (`DeviceCredentialStore.advanceCounter`).
-enum CounterAdvance: Sendable { case advanced, flagged, revoked }
+package enum CounterAdvance: Sendable { case advanced, flagged, revoked }
 
 /// Device credentials (`device_credentials`) and their assertion challenges (`one_time_challenges` of purpose
 /// `device-assertion`).
-protocol DeviceCredentialStore: Sendable {
+/// A key and policy that passed the checks, ready to store.
+package struct NewDeviceCredential: Sendable {
+    package var publicKey: P256PublicKey
+    package var policy: DeviceCredentialPolicy
+    package var attestation: [UInt8]?
+
+    package init(publicKey: String, policy: String, attestation: String?) throws {
+        guard let der = Data(base64Encoded: publicKey), let key = try? P256PublicKey(spkiDER: Array(der)) else {
+            throw APIError(.invalidRequest, "publicKey must be the base64 SubjectPublicKeyInfo DER of a P-256 key")
+        }
+        let policy = DeviceCredentialPolicy(rawValue: policy)
+        guard DeviceCredentialPolicy.known.contains(policy) else {
+            throw APIError(.invalidRequest, "policy must be one of \(DeviceCredentialPolicy.known.map(\.rawValue).joined(separator: ", "))")
+        }
+        var stored: [UInt8]?
+        if let attestation {
+            guard let bytes = Data(base64Encoded: attestation), bytes.count <= 16 << 10 else {
+                throw APIError(.invalidRequest, "attestation must be base64 of at most 16 KiB")
+            }
+            stored = Array(bytes)
+        }
+        self.publicKey = key
+        self.policy = policy
+        self.attestation = stored
+    }
+}
+
+
+package protocol DeviceCredentialStore: Sendable {
     /// Stores the credential as the user's only live one on the device (a new registration revokes the previous, which
     /// is how a flagged or locked credential is recovered); nil when the user is not, or no longer, in the app.
-    func register(_ credential: DeviceCredentials.NewCredential, appId: UUID, user: UUID, device: String) async throws -> UUID?
+    func register(_ credential: NewDeviceCredential, appId: UUID, user: UUID, device: String) async throws -> UUID?
     /// The live credential registered to this app and device.
     func live(_ id: UUID, appId: UUID, device: String) async throws -> StoredCredential?
     func issueChallenge(_ challenge: String, appId: UUID, credential: UUID, ttlSeconds: Int) async throws
@@ -51,10 +101,14 @@ protocol DeviceCredentialStore: Sendable {
     func owner(of id: UUID, appId: UUID) async throws -> (userId: UUID, deviceId: String)?
 }
 
-struct PostgresDeviceCredentials: DeviceCredentialStore {
-    let database: PostgresPool
+package struct PostgresDeviceCredentials: DeviceCredentialStore {
+    package let database: PostgresPool
 
-    func register(_ credential: DeviceCredentials.NewCredential, appId: UUID, user: UUID, device: String) async throws -> UUID? {
+    package init(database: PostgresPool) {
+        self.database = database
+    }
+
+    package func register(_ credential: NewDeviceCredential, appId: UUID, user: UUID, device: String) async throws -> UUID? {
         let credentialId = UUID()
         // The user's row is not locked here (that would need UPDATE on users): the foreign key takes its lock, so a user
         // deleted meanwhile makes the insert fail, or the deletion takes the new credential with it.
@@ -77,7 +131,7 @@ struct PostgresDeviceCredentials: DeviceCredentialStore {
         }
     }
 
-    func live(_ id: UUID, appId: UUID, device: String) async throws -> StoredCredential? {
+    package func live(_ id: UUID, appId: UUID, device: String) async throws -> StoredCredential? {
         guard let row = try await database.query("""
             SELECT user_id, public_key, counter, flagged_at IS NOT NULL AS flagged FROM device_credentials
             WHERE id = \(id) AND app_id = \(appId) AND device_id = \(device) AND revoked_at IS NULL
@@ -86,14 +140,14 @@ struct PostgresDeviceCredentials: DeviceCredentialStore {
                                 counter: try row.decode("counter"), flagged: try row.decode("flagged"))
     }
 
-    func issueChallenge(_ challenge: String, appId: UUID, credential: UUID, ttlSeconds: Int) async throws {
+    package func issueChallenge(_ challenge: String, appId: UUID, credential: UUID, ttlSeconds: Int) async throws {
         _ = try await database.query("""
             INSERT INTO one_time_challenges (id, app_id, purpose, subject, expires_at)
             VALUES (\(challenge), \(appId), 'device-assertion', \(credential.wire), now() + make_interval(secs => \(ttlSeconds)))
             """)
     }
 
-    func spendChallenge(_ challenge: String, appId: UUID, credential: UUID) async throws -> Bool {
+    package func spendChallenge(_ challenge: String, appId: UUID, credential: UUID) async throws -> Bool {
         try await database.query("""
             UPDATE one_time_challenges SET used_at = now()
             WHERE id = \(challenge) AND app_id = \(appId) AND purpose = 'device-assertion' AND subject = \(credential.wire)
@@ -101,7 +155,7 @@ struct PostgresDeviceCredentials: DeviceCredentialStore {
             """).affectedRows == 1
     }
 
-    func advanceCounter(_ id: UUID, to counter: Int64) async throws -> CounterAdvance {
+    package func advanceCounter(_ id: UUID, to counter: Int64) async throws -> CounterAdvance {
         let advanced = try await database.query("""
             UPDATE device_credentials SET counter = \(counter), last_used_at = now()
             WHERE id = \(id) AND revoked_at IS NULL AND flagged_at IS NULL
@@ -118,7 +172,7 @@ struct PostgresDeviceCredentials: DeviceCredentialStore {
         return .flagged
     }
 
-    func list(appId: UUID, user: UUID) async throws -> [CredentialView] {
+    package func list(appId: UUID, user: UUID) async throws -> [CredentialView] {
         try await database.query("""
             SELECT id, user_id, device_id, policy, counter, attestation IS NOT NULL AS has_attestation, created_at, last_used_at, flagged_at, revoked_at
             FROM device_credentials WHERE app_id = \(appId) AND user_id = \(user) ORDER BY created_at, id LIMIT 1000
@@ -130,7 +184,7 @@ struct PostgresDeviceCredentials: DeviceCredentialStore {
         }
     }
 
-    func revoke(_ id: UUID, appId: UUID, device: String?) async throws -> (userId: UUID, deviceId: String)? {
+    package func revoke(_ id: UUID, appId: UUID, device: String?) async throws -> (userId: UUID, deviceId: String)? {
         try await database.query("""
             UPDATE device_credentials SET revoked_at = now()
             WHERE id = \(id) AND app_id = \(appId) AND (\(device == nil) OR device_id = \(device)) AND revoked_at IS NULL
@@ -138,7 +192,7 @@ struct PostgresDeviceCredentials: DeviceCredentialStore {
             """).first.map { (userId: try $0.decode("user_id"), deviceId: try $0.decode("device_id")) }
     }
 
-    func owner(of id: UUID, appId: UUID) async throws -> (userId: UUID, deviceId: String)? {
+    package func owner(of id: UUID, appId: UUID) async throws -> (userId: UUID, deviceId: String)? {
         try await database.query("SELECT user_id, device_id FROM device_credentials WHERE id = \(id) AND app_id = \(appId)")
             .first.map { (userId: try $0.decode("user_id"), deviceId: try $0.decode("device_id")) }
     }

@@ -1,11 +1,12 @@
 import Crypto
+import AppRecords
 import FaceGateCore
 import Foundation
 import PostgresClient
 
 /// Active-liveness challenges (`one_time_challenges` of purpose `liveness`) and the digests of the frames sent to
 /// answer them (`used_liveness_frames`).
-protocol LivenessChallengeStore: Sendable {
+package protocol LivenessChallengeStore: Sendable {
     func issue(_ challengeId: String, appId: UUID, deviceId: String, actions: [LivenessAction], ttlSeconds: Int) async throws
     /// Spends a challenge (atomically, once) and returns the actions it asked for. Unknown, expired, already used,
     /// or issued to another app or device → `SPOOF_DETECTED`: a replayed answer. So is a burst holding a frame
@@ -14,20 +15,24 @@ protocol LivenessChallengeStore: Sendable {
     func consume(_ challengeId: String, appId: UUID, deviceId: String, frames: [Data]) async throws -> [LivenessAction]
 }
 
-enum LivenessChallenges {
+package enum LivenessChallenges {
     /// How long frame digests are kept for replay detection (7 days).
-    static let usedFrameRetentionSeconds = 7 * 86400
+    package static let usedFrameRetentionSeconds = 7 * 86400
 
-    static let unknown = APIError(.spoofDetected, "the liveness challenge is unknown, expired or already used; get a new one")
-    static let replayed = APIError(.spoofDetected, "these frames were already sent in an earlier attempt")
+    package static let unknown = APIError(.spoofDetected, "the liveness challenge is unknown, expired or already used; get a new one")
+    package static let replayed = APIError(.spoofDetected, "these frames were already sent in an earlier attempt")
 }
 
-struct PostgresLivenessChallenges: LivenessChallengeStore {
-    let database: PostgresPool
+package struct PostgresLivenessChallenges: LivenessChallengeStore {
+    package let database: PostgresPool
+
+    package init(database: PostgresPool) {
+        self.database = database
+    }
 
     private struct Stored: Codable { var actions: [LivenessAction] }
 
-    func issue(_ challengeId: String, appId: UUID, deviceId: String, actions: [LivenessAction], ttlSeconds: Int) async throws {
+    package func issue(_ challengeId: String, appId: UUID, deviceId: String, actions: [LivenessAction], ttlSeconds: Int) async throws {
         _ = try await database.query("""
             INSERT INTO one_time_challenges (id, app_id, purpose, subject, data, expires_at)
             VALUES (\(challengeId), \(appId), 'liveness', \(deviceId), \(Stored(actions: actions).jsonText)::jsonb,
@@ -35,7 +40,7 @@ struct PostgresLivenessChallenges: LivenessChallengeStore {
             """)
     }
 
-    func consume(_ challengeId: String, appId: UUID, deviceId: String, frames: [Data]) async throws -> [LivenessAction] {
+    package func consume(_ challengeId: String, appId: UUID, deviceId: String, frames: [Data]) async throws -> [LivenessAction] {
         let digests = Array(Set(frames.map { SHA256.hash(Array($0)) }))
         let retention = LivenessChallenges.usedFrameRetentionSeconds
         let (data, replayed) = try await database.withTransaction { connection -> (String?, Bool) in

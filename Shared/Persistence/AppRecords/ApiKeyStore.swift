@@ -3,18 +3,27 @@ import Foundation
 import PostgresClient
 
 /// An operator or auditor key as the API lists it (never its secret, which is stored only as a hash).
-struct ApiKeyRecord: Sendable {
-    var id: UUID
-    var name: String
+package struct ApiKeyRecord: Sendable {
+    package var id: UUID
+    package var name: String
     /// The apps the key covers; nil: every app.
-    var appIds: [UUID]?
-    var createdAt: Date
-    var expiresAt: Date?
-    var revokedAt: Date?
+    package var appIds: [UUID]?
+    package var createdAt: Date
+    package var expiresAt: Date?
+    package var revokedAt: Date?
+
+    package init(id: UUID, name: String, appIds: [UUID]? = nil, createdAt: Date, expiresAt: Date? = nil, revokedAt: Date? = nil) {
+        self.id = id
+        self.name = name
+        self.appIds = appIds
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.revokedAt = revokedAt
+    }
 }
 
 /// Operator and auditor keys (`api_keys`), by role: `admin` (operators) or `auditor`.
-protocol ApiKeyStore: Sendable {
+package protocol ApiKeyStore: Sendable {
     /// The id, role and apps of the live (neither revoked nor expired) key with this SHA-256 hash.
     func live(hash: [UInt8]) async throws -> (id: UUID, role: String, appIds: [UUID]?)?
     func create(id: UUID, role: String, name: String, hash: [UInt8], appIds: [UUID]?, expiresAt: Date?) async throws
@@ -26,10 +35,14 @@ protocol ApiKeyStore: Sendable {
     func forget(app: UUID) async throws
 }
 
-struct PostgresApiKeys: ApiKeyStore {
-    let database: PostgresPool
+package struct PostgresApiKeys: ApiKeyStore {
+    package let database: PostgresPool
 
-    func live(hash: [UInt8]) async throws -> (id: UUID, role: String, appIds: [UUID]?)? {
+    package init(database: PostgresPool) {
+        self.database = database
+    }
+
+    package func live(hash: [UInt8]) async throws -> (id: UUID, role: String, appIds: [UUID]?)? {
         try await database.query("""
             SELECT id, role, app_ids::text AS app_ids FROM api_keys
             WHERE key_hash = \(hash) AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
@@ -38,14 +51,14 @@ struct PostgresApiKeys: ApiKeyStore {
         }
     }
 
-    func create(id: UUID, role: String, name: String, hash: [UInt8], appIds: [UUID]?, expiresAt: Date?) async throws {
+    package func create(id: UUID, role: String, name: String, hash: [UInt8], appIds: [UUID]?, expiresAt: Date?) async throws {
         _ = try await database.query("""
             INSERT INTO api_keys (id, role, name, key_hash, app_ids, expires_at)
             VALUES (\(id), \(role), \(name), \(hash), \(appIds.map(\.arrayLiteral))::uuid[], \(expiresAt))
             """)
     }
 
-    func list(role: String) async throws -> [ApiKeyRecord] {
+    package func list(role: String) async throws -> [ApiKeyRecord] {
         try await database.query("""
             SELECT id, name, app_ids::text AS app_ids, created_at, expires_at, revoked_at FROM api_keys
             WHERE role = \(role) ORDER BY created_at, id
@@ -55,12 +68,12 @@ struct PostgresApiKeys: ApiKeyStore {
         }
     }
 
-    func revoke(_ id: UUID, role: String) async throws -> Bool {
+    package func revoke(_ id: UUID, role: String) async throws -> Bool {
         try await database.query("UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = \(id) AND role = \(role)")
             .affectedRows == 1
     }
 
-    func forget(app: UUID) async throws {
+    package func forget(app: UUID) async throws {
         _ = try await database.query("""
             UPDATE api_keys SET app_ids = array_remove(app_ids, \(app)),
                    revoked_at = CASE WHEN app_ids = ARRAY[\(app)]::uuid[] THEN coalesce(revoked_at, now()) ELSE revoked_at END

@@ -2,20 +2,20 @@ import FaceGateCore
 import Foundation
 import PostgresClient
 
-enum ModuleState: String, Codable, Sendable, CaseIterable { case disabled, trial, formal }
-enum LivenessMode: String, Codable, Sendable, CaseIterable { case off, active }
+package enum ModuleState: String, Codable, Sendable, CaseIterable { case disabled, trial, formal }
+package enum LivenessMode: String, Codable, Sendable, CaseIterable { case off, active }
 
-struct Modules: Codable, Sendable, Equatable {
-    var faceLogin: ModuleState
-    var ctid: ModuleState
-    var kiosk: ModuleState
-    var deviceAuth: ModuleState
+package struct Modules: Codable, Sendable, Equatable {
+    package var faceLogin: ModuleState
+    package var ctid: ModuleState
+    package var kiosk: ModuleState
+    package var deviceAuth: ModuleState
 
     /// New apps start on trial, but for kiosks, which stay off until an operator has registered one and turned them on;
     /// an operator promotes modules to formal.
-    static let initial = Modules(faceLogin: .trial, ctid: .trial, kiosk: .disabled, deviceAuth: .trial)
+    package static let initial = Modules(faceLogin: .trial, ctid: .trial, kiosk: .disabled, deviceAuth: .trial)
 
-    subscript(module: Module) -> ModuleState {
+    package subscript(module: Module) -> ModuleState {
         switch module {
         case .faceLogin: faceLogin
         case .ctid: ctid
@@ -25,15 +25,22 @@ struct Modules: Codable, Sendable, Equatable {
     }
 }
 
-enum Module: String, Sendable, CaseIterable { case faceLogin, ctid, kiosk, deviceAuth }
+package enum Module: String, Sendable, CaseIterable { case faceLogin, ctid, kiosk, deviceAuth }
 
-struct ModulesPatch: Codable, Sendable {
-    var faceLogin: ModuleState?
-    var ctid: ModuleState?
-    var kiosk: ModuleState?
-    var deviceAuth: ModuleState?
+package struct ModulesPatch: Codable, Sendable {
+    package var faceLogin: ModuleState?
+    package var ctid: ModuleState?
+    package var kiosk: ModuleState?
+    package var deviceAuth: ModuleState?
 
-    func applied(to modules: Modules) -> Modules {
+    package init(faceLogin: ModuleState? = nil, ctid: ModuleState? = nil, kiosk: ModuleState? = nil, deviceAuth: ModuleState? = nil) {
+        self.faceLogin = faceLogin
+        self.ctid = ctid
+        self.kiosk = kiosk
+        self.deviceAuth = deviceAuth
+    }
+
+    package func applied(to modules: Modules) -> Modules {
         Modules(faceLogin: faceLogin ?? modules.faceLogin, ctid: ctid ?? modules.ctid,
                 kiosk: kiosk ?? modules.kiosk, deviceAuth: deviceAuth ?? modules.deviceAuth)
     }
@@ -42,14 +49,14 @@ struct ModulesPatch: Codable, Sendable {
 extension ModulesPatch {
     private enum CodingKeys: String, CodingKey, CaseIterable { case faceLogin, ctid, kiosk, deviceAuth }
     private struct AnyKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
+        package var stringValue: String
+        package var intValue: Int? { nil }
+        package init(stringValue: String) { self.stringValue = stringValue }
+        package init?(intValue: Int) { nil }
     }
 
     /// A misspelt module (`faceLogn`) is refused, never ignored: ignoring it would change nothing and still answer 200.
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         for key in try decoder.container(keyedBy: AnyKey.self).allKeys where CodingKeys(rawValue: key.stringValue) == nil {
             let names = CodingKeys.allCases.map(\.rawValue).joined(separator: ", ")
             throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath + [key], debugDescription: "no such module; the modules are \(names)"))
@@ -65,76 +72,105 @@ extension ModulesPatch {
 /// How a client device is identified. `dpop`: by the RFC 7638 thumbprint of the P-256 key that signs its
 /// requests (RFC 9449); `header`: by the `X-Device-Id` the caller chooses — the original SDK's behaviour,
 /// which anyone holding a device id can claim.
-enum DeviceBinding: String, Codable, Sendable, CaseIterable { case dpop, header }
+package enum DeviceBinding: String, Codable, Sendable, CaseIterable { case dpop, header }
 
 /// What binds a new device key to a user after a face match: the employee number alone (weakest: it is
 /// printed on badges), a one-time ticket from the app server, or an already-bound device of the user.
-enum DeviceBindingPolicy: String, Codable, Sendable, CaseIterable { case employeeNumber, appServerTicket, boundDevice }
+package enum DeviceBindingPolicy: String, Codable, Sendable, CaseIterable { case employeeNumber, appServerTicket, boundDevice }
 
-struct LivenessPolicy: Codable, Sendable, Equatable {
-    var faceLogin: LivenessMode
-    var kiosk: LivenessMode
-    static let initial = LivenessPolicy(faceLogin: .off, kiosk: .active)
+package struct LivenessPolicy: Codable, Sendable, Equatable {
+    package var faceLogin: LivenessMode
+    package var kiosk: LivenessMode
+
+    package init(faceLogin: LivenessMode, kiosk: LivenessMode) {
+        self.faceLogin = faceLogin
+        self.kiosk = kiosk
+    }
+    package static let initial = LivenessPolicy(faceLogin: .off, kiosk: .active)
 }
 
 /// Limits of the trial state; beyond them trial calls answer `MODULE_NOT_FORMAL`.
-struct Quotas: Codable, Sendable, Equatable {
-    var dailyCalls: Int
-    var gallerySize: Int
-    static let initial = Quotas(dailyCalls: 1000, gallerySize: 100)
+package struct Quotas: Codable, Sendable, Equatable {
+    package var dailyCalls: Int
+    package var gallerySize: Int
+
+    package init(dailyCalls: Int, gallerySize: Int) {
+        self.dailyCalls = dailyCalls
+        self.gallerySize = gallerySize
+    }
+    package static let initial = Quotas(dailyCalls: 1000, gallerySize: 100)
 }
 
-struct AppRecord: Sendable {
-    var id: UUID
-    var name: String
-    var secretHash: [UInt8]
-    var previousSecretHash: [UInt8]?
-    var previousSecretValidUntil: Date?
+package struct AppRecord: Sendable {
+    package var id: UUID
+    package var name: String
+    package var secretHash: [UInt8]
+    package var previousSecretHash: [UInt8]?
+    package var previousSecretValidUntil: Date?
     /// Access tokens issued before this are dead: a rotation is how a leaked secret is shut out.
-    var secretRotatedAt: Date?
-    var modules: Modules
-    var faceModel: FaceModel
+    package var secretRotatedAt: Date?
+    package var modules: Modules
+    package var faceModel: FaceModel
     /// In the face model's units.
-    var matchThreshold: Float
-    var liveness: LivenessPolicy
-    var deviceBinding: DeviceBinding
-    var deviceBindingPolicy: DeviceBindingPolicy
-    var kioskApproval: KioskApprovalPolicy
-    var quotas: Quotas
+    package var matchThreshold: Float
+    package var liveness: LivenessPolicy
+    package var deviceBinding: DeviceBinding
+    package var deviceBindingPolicy: DeviceBindingPolicy
+    package var kioskApproval: KioskApprovalPolicy
+    package var quotas: Quotas
     /// Whether enrollment photos whose subject consented are kept, sealed, for a later move to another face model.
-    var keepEnrollmentPhotos: Bool
-    var createdAt: Date
+    package var keepEnrollmentPhotos: Bool
+    package var createdAt: Date
 
-    /// The previous secret is inside its grace (neither expired nor revoked).
-    var previousSecretIsLive: Bool { previousSecretHash != nil && (previousSecretValidUntil ?? .distantPast) > Date() }
-
-    /// The app as operators see it: never a secret.
-    struct Public: Codable, Sendable {
-        var appId: String
-        var name: String
-        var modules: Modules
-        var faceModel: FaceModel
-        var matchThreshold: Float
-        /// The per-comparison false-match rate the threshold stands for by the model's calibration (absent beyond it).
-        var estimatedFalseMatchRate: Double?
-        /// The app's templates of its model (one app's read, not the list).
-        var galleryTemplates: Int?
-        /// The chance that someone not enrolled is identified as someone over those templates (`estimatedFalseMatchRate`
-        /// compounded, `FaceModel.falsePositiveIdentificationRate`).
-        var estimatedFalsePositiveIdentificationRate: Double?
-        var liveness: LivenessPolicy
-        var deviceBinding: DeviceBinding
-        var deviceBindingPolicy: DeviceBindingPolicy
-        var kioskApproval: KioskApprovalPolicy
-        var quotas: Quotas
-        var keepEnrollmentPhotos: Bool
-        var createdAt: Date
+    package init(id: UUID, name: String, secretHash: [UInt8], previousSecretHash: [UInt8]? = nil, previousSecretValidUntil: Date? = nil, secretRotatedAt: Date? = nil, modules: Modules, faceModel: FaceModel, matchThreshold: Float, liveness: LivenessPolicy, deviceBinding: DeviceBinding, deviceBindingPolicy: DeviceBindingPolicy, kioskApproval: KioskApprovalPolicy, quotas: Quotas, keepEnrollmentPhotos: Bool, createdAt: Date) {
+        self.id = id
+        self.name = name
+        self.secretHash = secretHash
+        self.previousSecretHash = previousSecretHash
+        self.previousSecretValidUntil = previousSecretValidUntil
+        self.secretRotatedAt = secretRotatedAt
+        self.modules = modules
+        self.faceModel = faceModel
+        self.matchThreshold = matchThreshold
+        self.liveness = liveness
+        self.deviceBinding = deviceBinding
+        self.deviceBindingPolicy = deviceBindingPolicy
+        self.kioskApproval = kioskApproval
+        self.quotas = quotas
+        self.keepEnrollmentPhotos = keepEnrollmentPhotos
+        self.createdAt = createdAt
     }
 
-    var publicView: Public { publicView(gallery: nil) }
+    /// The previous secret is inside its grace (neither expired nor revoked).
+    package var previousSecretIsLive: Bool { previousSecretHash != nil && (previousSecretValidUntil ?? .distantPast) > Date() }
+
+    /// The app as operators see it: never a secret.
+    package struct Public: Codable, Sendable {
+        package var appId: String
+        package var name: String
+        package var modules: Modules
+        package var faceModel: FaceModel
+        package var matchThreshold: Float
+        /// The per-comparison false-match rate the threshold stands for by the model's calibration (absent beyond it).
+        package var estimatedFalseMatchRate: Double?
+        /// The app's templates of its model (one app's read, not the list).
+        package var galleryTemplates: Int?
+        /// The chance that someone not enrolled is identified as someone over those templates (`estimatedFalseMatchRate`
+        /// compounded, `FaceModel.falsePositiveIdentificationRate`).
+        package var estimatedFalsePositiveIdentificationRate: Double?
+        package var liveness: LivenessPolicy
+        package var deviceBinding: DeviceBinding
+        package var deviceBindingPolicy: DeviceBindingPolicy
+        package var kioskApproval: KioskApprovalPolicy
+        package var quotas: Quotas
+        package var keepEnrollmentPhotos: Bool
+        package var createdAt: Date
+    }
+
+    package var publicView: Public { publicView(gallery: nil) }
 
     /// With `gallery`, the app's templates: how many, and the FPIR the threshold stands for over them.
-    func publicView(gallery: Int?) -> Public {
+    package func publicView(gallery: Int?) -> Public {
         let falseMatchRate = faceModel.falseMatchRate(atThreshold: matchThreshold)
         return Public(appId: id.wire, name: name, modules: modules, faceModel: faceModel, matchThreshold: matchThreshold,
                       estimatedFalseMatchRate: falseMatchRate, galleryTemplates: gallery,
@@ -146,28 +182,44 @@ struct AppRecord: Sendable {
     }
 
     /// The settings an operator may change.
-    var settings: AppSettings {
+    package var settings: AppSettings {
         AppSettings(modules: modules, matchThreshold: matchThreshold, liveness: liveness, deviceBinding: deviceBinding,
                     deviceBindingPolicy: deviceBindingPolicy, kioskApproval: kioskApproval, quotas: quotas, keepEnrollmentPhotos: keepEnrollmentPhotos)
     }
 }
 
 /// The settings an operator gives an app (`POST /v1/apps`, `PATCH /v1/apps/{appId}`).
-struct AppSettings: Sendable {
-    var modules: Modules
-    var matchThreshold: Float
-    var liveness: LivenessPolicy
-    var deviceBinding: DeviceBinding
-    var deviceBindingPolicy: DeviceBindingPolicy
-    var kioskApproval: KioskApprovalPolicy
-    var quotas: Quotas
-    var keepEnrollmentPhotos: Bool
+package struct AppSettings: Sendable {
+    package var modules: Modules
+    package var matchThreshold: Float
+    package var liveness: LivenessPolicy
+    package var deviceBinding: DeviceBinding
+    package var deviceBindingPolicy: DeviceBindingPolicy
+    package var kioskApproval: KioskApprovalPolicy
+    package var quotas: Quotas
+    package var keepEnrollmentPhotos: Bool
+
+    package init(modules: Modules, matchThreshold: Float, liveness: LivenessPolicy, deviceBinding: DeviceBinding, deviceBindingPolicy: DeviceBindingPolicy, kioskApproval: KioskApprovalPolicy, quotas: Quotas, keepEnrollmentPhotos: Bool) {
+        self.modules = modules
+        self.matchThreshold = matchThreshold
+        self.liveness = liveness
+        self.deviceBinding = deviceBinding
+        self.deviceBindingPolicy = deviceBindingPolicy
+        self.kioskApproval = kioskApproval
+        self.quotas = quotas
+        self.keepEnrollmentPhotos = keepEnrollmentPhotos
+    }
+}
+
+/// The module gate of a client call (`AppStore.admit`).
+package protocol ModuleAdmission: Sendable {
+    func admit(_ app: AppRecord, module: Module) async throws
 }
 
 /// App rows (`apps`) and their daily usage (`usage_counters`); every tenant-owned query elsewhere is scoped by the app id
 /// this returns. `admit` is the module gate of a client call: disabled → `MODULE_DISABLED`; trial beyond its daily
 /// quota → `MODULE_NOT_FORMAL`; it counts the call.
-protocol AppStore: ModuleAdmission {
+package protocol AppStore: ModuleAdmission {
     /// `ctidKeySealed`: the institution key, sealed to the ctid-verifier (the gateway never opens it again).
     func create(_ id: UUID, name: String, secretHash: [UInt8], ctidKeySealed: [UInt8], faceModel: FaceModel, settings: AppSettings) async throws
     func update(_ id: UUID, settings: AppSettings) async throws
@@ -187,10 +239,14 @@ protocol AppStore: ModuleAdmission {
     func delete(_ id: UUID) async throws -> (users: Int, templates: [GalleryChange])?
 }
 
-struct PostgresApps: AppStore {
-    let database: PostgresPool
+package struct PostgresApps: AppStore {
+    package let database: PostgresPool
 
-    func create(_ id: UUID, name: String, secretHash: [UInt8], ctidKeySealed: [UInt8], faceModel: FaceModel, settings: AppSettings) async throws {
+    package init(database: PostgresPool) {
+        self.database = database
+    }
+
+    package func create(_ id: UUID, name: String, secretHash: [UInt8], ctidKeySealed: [UInt8], faceModel: FaceModel, settings: AppSettings) async throws {
         _ = try await database.query("""
             INSERT INTO apps (id, name, secret_hash, ctid_key_sealed, modules, face_model, match_threshold, liveness, device_binding,
                               device_binding_policy, kiosk_approval, quotas, keep_enrollment_photos)
@@ -201,7 +257,7 @@ struct PostgresApps: AppStore {
             """)
     }
 
-    func update(_ id: UUID, settings: AppSettings) async throws {
+    package func update(_ id: UUID, settings: AppSettings) async throws {
         _ = try await database.query("""
             UPDATE apps SET modules = \(settings.modules.jsonText)::jsonb, match_threshold = \(Double(settings.matchThreshold)),
                    liveness = \(settings.liveness.jsonText)::jsonb, device_binding = \(settings.deviceBinding.rawValue),
@@ -211,7 +267,7 @@ struct PostgresApps: AppStore {
             """)
     }
 
-    func rotateSecret(_ id: UUID, to secretHash: [UInt8], graceSeconds: Int) async throws {
+    package func rotateSecret(_ id: UUID, to secretHash: [UInt8], graceSeconds: Int) async throws {
         _ = try await database.query("""
             UPDATE apps SET previous_secret_hash = secret_hash,
                    previous_secret_valid_until = now() + make_interval(secs => \(graceSeconds)),
@@ -220,21 +276,21 @@ struct PostgresApps: AppStore {
             """)
     }
 
-    func revokePreviousSecret(_ id: UUID) async throws -> Bool {
+    package func revokePreviousSecret(_ id: UUID) async throws -> Bool {
         try await database.query("""
             UPDATE apps SET previous_secret_valid_until = now(), updated_at = now()
             WHERE id = \(id) AND previous_secret_valid_until > now()
             """).affectedRows == 1
     }
 
-    func switchModel(_ id: UUID, from: FaceModel, to model: FaceModel, threshold: Float) async throws -> Bool {
+    package func switchModel(_ id: UUID, from: FaceModel, to model: FaceModel, threshold: Float) async throws -> Bool {
         try await database.query("""
             UPDATE apps SET face_model = \(model.rawValue), match_threshold = \(Double(threshold)), updated_at = now()
             WHERE id = \(id) AND face_model = \(from.rawValue)
             """).affectedRows == 1
     }
 
-    func all(covered: (UUID) -> Bool) async throws -> [AppRecord] {
+    package func all(covered: (UUID) -> Bool) async throws -> [AppRecord] {
         var apps: [AppRecord] = []
         for row in try await database.query("SELECT id FROM apps ORDER BY created_at, id LIMIT 1000") {
             let id: UUID = try row.decode("id")
@@ -243,13 +299,12 @@ struct PostgresApps: AppStore {
         return apps
     }
 
-    func delete(_ id: UUID) async throws -> (users: Int, templates: [GalleryChange])? {
+    package func delete(_ id: UUID) async throws -> (users: Int, templates: [GalleryChange])? {
         try await database.withTransaction { connection in
             let users: Int = try await connection.query("SELECT count(*) AS n FROM users WHERE app_id = \(id)").first?.decode("n") ?? 0
             let templates = try await connection.query("SELECT id, user_id, change_seq FROM face_templates WHERE app_id = \(id)")
-            // The two tables that name an app without a foreign key; every other one follows `apps` by cascade.
+            // The one table that names an app without a foreign key; every other one follows `apps` by cascade.
             _ = try await connection.query("DELETE FROM used_token_ids WHERE app_id = \(id)")
-            _ = try await connection.query("DELETE FROM gallery_tombstones WHERE app_id = \(id)")
             guard try await connection.query("DELETE FROM apps WHERE id = \(id)").affectedRows == 1 else { return nil }
             return (users, try templates.rows.map {
                 GalleryChange(operation: .delete, appId: id, userId: try $0.decode("user_id"), templateId: try $0.decode("id"),
@@ -258,7 +313,7 @@ struct PostgresApps: AppStore {
         }
     }
 
-    func find(_ id: UUID) async throws -> AppRecord? {
+    package func find(_ id: UUID) async throws -> AppRecord? {
         let rows = try await database.query("""
             SELECT id, name, secret_hash, previous_secret_hash, previous_secret_valid_until, secret_rotated_at, modules::text AS modules,
                    face_model, match_threshold, liveness::text AS liveness, device_binding, device_binding_policy, kiosk_approval::text AS kiosk_approval, quotas::text AS quotas, keep_enrollment_photos, created_at
@@ -281,7 +336,7 @@ struct PostgresApps: AppStore {
             keepEnrollmentPhotos: try row.decode("keep_enrollment_photos"), createdAt: try row.decode("created_at"))
     }
 
-    func admit(_ app: AppRecord, module: Module) async throws {
+    package func admit(_ app: AppRecord, module: Module) async throws {
         switch app.modules[module] {
         case .disabled:
             throw APIError(.moduleDisabled, "the \(module.rawValue) module is disabled for this app")
@@ -303,8 +358,4 @@ struct PostgresApps: AppStore {
             """)
         return try rows.first?.decode("calls", as: Int.self) ?? 0
     }
-}
-
-extension Encodable {
-    var jsonText: String { String(decoding: (try? FaceGateJSON.encode(self)) ?? Array("{}".utf8), as: UTF8.self) }
 }

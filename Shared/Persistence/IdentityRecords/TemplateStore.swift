@@ -1,10 +1,12 @@
+import AppRecords
 import FaceGateCore
 import Foundation
+import PlatformRecords
 import PostgresClient
 import ServiceKit
 
 /// The matcher's template records (`TemplateStore` in PostgreSQL; an in-memory twin in the handler's tests).
-protocol TemplateRecords: Sendable {
+package protocol TemplateRecords: Sendable {
     func recordedAnswer(toEnrollment messageId: String) async throws -> FaceJobResult?
     func count(appId: UUID, userId: UUID, model: FaceModel) async throws -> Int
     func insert(_ template: TemplateStore.NewTemplate, limit: Int?, onlyIfNone: Bool,
@@ -14,7 +16,7 @@ protocol TemplateRecords: Sendable {
 }
 
 extension TemplateRecords {
-    func insert(_ template: TemplateStore.NewTemplate, limit: Int? = nil, onlyIfNone: Bool = false) async throws -> TemplateStore.Stored {
+    package func insert(_ template: TemplateStore.NewTemplate, limit: Int? = nil, onlyIfNone: Bool = false) async throws -> TemplateStore.Stored {
         try await insert(template, limit: limit, onlyIfNone: onlyIfNone, answering: nil)
     }
 }
@@ -22,24 +24,39 @@ extension TemplateRecords {
 /// What the matcher writes: the templates it enrolls and re-embeds, the enrollment photos kept with them, and its
 /// record of answered enrollments (`ProcessedMessages`, consumer `matcher.enroll`). Every statement the matcher runs
 /// against these tables is here; the gallery it reads back is `GalleryStore`'s.
-struct TemplateStore: TemplateRecords {
-    let database: PostgresPool
-    let sealer: Sealer
+package struct TemplateStore: TemplateRecords {
+    package let database: PostgresPool
+    package let sealer: Sealer
+
+    package init(database: PostgresPool, sealer: Sealer) {
+        self.database = database
+        self.sealer = sealer
+    }
 
     /// A template to store, sealed here.
-    struct NewTemplate: Sendable {
-        var id = UUID()
-        var appId: UUID
-        var userId: UUID
-        var model: FaceModel
-        var embedding: [Float]
-        var quality: FaceQualityReport
+    package struct NewTemplate: Sendable {
+        package var id = UUID()
+        package var appId: UUID
+        package var userId: UUID
+        package var model: FaceModel
+        package var embedding: [Float]
+        package var quality: FaceQualityReport
         /// The enrollment photo, kept sealed to the template (the app keeps photos and the person consented).
-        var photo: Data?
+        package var photo: Data?
+
+        package init(id: UUID = UUID(), appId: UUID, userId: UUID, model: FaceModel, embedding: [Float], quality: FaceQualityReport, photo: Data? = nil) {
+            self.id = id
+            self.appId = appId
+            self.userId = userId
+            self.model = model
+            self.embedding = embedding
+            self.quality = quality
+            self.photo = photo
+        }
     }
 
     /// Whether `insert` stored the template, and if not, why.
-    enum Stored: Sendable {
+    package enum Stored: Sendable {
         /// `photoKept`: the photo was kept (the app keeps enrollment photos).
         case inserted(changeSeq: Int64, photoKept: Bool)
         /// Another delivery of the same job stored its template first: its recorded answer.
@@ -53,7 +70,7 @@ struct TemplateStore: TemplateRecords {
     }
 
     /// The answer recorded for an enrollment job, when it was answered before (a redelivery or a client's retry).
-    func recordedAnswer(toEnrollment messageId: String) async throws -> FaceJobResult? {
+    package func recordedAnswer(toEnrollment messageId: String) async throws -> FaceJobResult? {
         try await Self.recordedAnswer(toEnrollment: messageId, on: database)
     }
 
@@ -66,14 +83,14 @@ struct TemplateStore: TemplateRecords {
     }
 
     /// How many templates of `model` the user holds.
-    func count(appId: UUID, userId: UUID, model: FaceModel) async throws -> Int {
+    package func count(appId: UUID, userId: UUID, model: FaceModel) async throws -> Int {
         try await Self.count(appId: appId, userId: userId, model: model, on: database)
     }
 
     /// Stores `template` in one transaction, under a lock on its user, so that two writes for one user take turns:
     /// refused when the user holds `limit` templates of the model, or (`onlyIfNone`) any. `answering` records the
     /// job's answer (`answer(photoKept)`) with it, so a redelivery gets the same answer, even one handled at the same time.
-    func insert(_ template: NewTemplate, limit: Int?, onlyIfNone: Bool,
+    package func insert(_ template: NewTemplate, limit: Int?, onlyIfNone: Bool,
                 answering record: (messageId: String, answer: @Sendable (_ photoKept: Bool) -> FaceJobResult)?) async throws -> Stored {
         let sealed = try sealer.sealTemplate(template.embedding, templateId: template.id)
         let photo = try template.photo.map { try sealer.sealEnrollmentPhoto(Array($0), templateId: template.id) }
@@ -112,7 +129,7 @@ struct TemplateStore: TemplateRecords {
     }
 
     /// The user's templates of `model`, opened.
-    func embeddings(appId: UUID, userId: UUID, model: FaceModel) async throws -> [(templateId: UUID, embedding: [Float])] {
+    package func embeddings(appId: UUID, userId: UUID, model: FaceModel) async throws -> [(templateId: UUID, embedding: [Float])] {
         var found: [(templateId: UUID, embedding: [Float])] = []
         try await database.forEachRow("""
             SELECT id, embedding_sealed FROM face_templates WHERE app_id = \(appId) AND user_id = \(userId) AND model_id = \(model.rawValue)
@@ -124,14 +141,14 @@ struct TemplateStore: TemplateRecords {
     }
 
     /// A kept enrollment photo, still sealed.
-    struct KeptPhoto: Sendable {
-        var templateId: UUID
-        var userId: UUID
-        var sealed: [UInt8]
+    package struct KeptPhoto: Sendable {
+        package var templateId: UUID
+        package var userId: UUID
+        package var sealed: [UInt8]
     }
 
     /// The kept photos of some of an app's templates, oldest first.
-    func keptPhotos(appId: UUID, templateIds: [UUID]) async throws -> [KeptPhoto] {
+    package func keptPhotos(appId: UUID, templateIds: [UUID]) async throws -> [KeptPhoto] {
         try await database.query("""
             SELECT template_id, user_id, photo_sealed FROM enrollment_photos
             WHERE app_id = \(appId) AND template_id = ANY(\(templateIds.arrayLiteral)::uuid[])

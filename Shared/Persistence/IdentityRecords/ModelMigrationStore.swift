@@ -1,18 +1,25 @@
+import AppRecords
 import FaceGateCore
 import Foundation
 import PostgresClient
 
 /// A user not yet ready for the model an app moves to.
-struct PendingUser: Sendable {
-    var id: UUID
-    var employeeNumber: String
+package struct PendingUser: Sendable {
+    package var id: UUID
+    package var employeeNumber: String
     /// The user has a kept enrollment photo to re-embed.
-    var keptPhoto: Bool
+    package var keptPhoto: Bool
+
+    package init(id: UUID, employeeNumber: String, keptPhoto: Bool) {
+        self.id = id
+        self.employeeNumber = employeeNumber
+        self.keptPhoto = keptPhoto
+    }
 }
 
 /// The reads of a face-model migration: which users hold templates of which model (`users`, `face_templates`) and which
 /// have a kept enrollment photo (`enrollment_photos`, whose photo column this service may not even read).
-protocol ModelMigrationStore: Sendable {
+package protocol ModelMigrationStore: Sendable {
     /// Of the users holding a template of `from`: how many, how many also hold one of `to`, and how many of the others
     /// have a kept photo.
     func counts(appId: UUID, from: FaceModel, to: FaceModel) async throws -> (users: Int, ready: Int, keptPhotos: Int)
@@ -23,8 +30,12 @@ protocol ModelMigrationStore: Sendable {
     func holds(_ user: UUID, appId: UUID, model: FaceModel) async throws -> Bool
 }
 
-struct PostgresModelMigration: ModelMigrationStore {
-    let database: PostgresPool
+package struct PostgresModelMigration: ModelMigrationStore {
+    package let database: PostgresPool
+
+    package init(database: PostgresPool) {
+        self.database = database
+    }
 
     /// SQL: the user row `alias` holds a template of `model` (a program-chosen model name, never input).
     private static func holds(_ alias: String, _ model: FaceModel) -> String {
@@ -36,7 +47,7 @@ struct PostgresModelMigration: ModelMigrationStore {
         "EXISTS (SELECT 1 FROM enrollment_photos p WHERE p.user_id = \(alias).id)"
     }
 
-    func counts(appId: UUID, from: FaceModel, to: FaceModel) async throws -> (users: Int, ready: Int, keptPhotos: Int) {
+    package func counts(appId: UUID, from: FaceModel, to: FaceModel) async throws -> (users: Int, ready: Int, keptPhotos: Int) {
         let row = try await database.query("""
             SELECT count(*)::int AS users,
                    count(*) FILTER (WHERE \(unsafeRaw: Self.holds("u", to)))::int AS ready,
@@ -48,7 +59,7 @@ struct PostgresModelMigration: ModelMigrationStore {
         return (try row.decode("users", as: Int.self), try row.decode("ready", as: Int.self), try row.decode("kept", as: Int.self))
     }
 
-    func pending(appId: UUID, from: FaceModel, to: FaceModel, limit: Int) async throws -> [PendingUser] {
+    package func pending(appId: UUID, from: FaceModel, to: FaceModel, limit: Int) async throws -> [PendingUser] {
         try await database.query("""
             SELECT u.id, u.employee_number, \(unsafeRaw: Self.keptPhoto("u")) AS kept FROM users u
             WHERE u.app_id = \(appId) AND \(unsafeRaw: Self.holds("u", from)) AND NOT \(unsafeRaw: Self.holds("u", to))
@@ -56,7 +67,7 @@ struct PostgresModelMigration: ModelMigrationStore {
             """).map { PendingUser(id: try $0.decode("id"), employeeNumber: try $0.decode("employee_number"), keptPhoto: try $0.decode("kept")) }
     }
 
-    func keptPhotos(appId: UUID, from: FaceModel, to: FaceModel, after: UUID, limit: Int) async throws -> [UUID] {
+    package func keptPhotos(appId: UUID, from: FaceModel, to: FaceModel, after: UUID, limit: Int) async throws -> [UUID] {
         try await database.query("""
             SELECT p.template_id FROM enrollment_photos p JOIN users u ON u.id = p.user_id
             WHERE p.app_id = \(appId) AND p.template_id > \(after) AND NOT \(unsafeRaw: Self.holds("u", to))
@@ -65,7 +76,7 @@ struct PostgresModelMigration: ModelMigrationStore {
             """).map { try $0.decode("template_id") }
     }
 
-    func holds(_ user: UUID, appId: UUID, model: FaceModel) async throws -> Bool {
+    package func holds(_ user: UUID, appId: UUID, model: FaceModel) async throws -> Bool {
         try await database.query("""
             SELECT 1 FROM face_templates WHERE app_id = \(appId) AND user_id = \(user) AND model_id = \(model.rawValue) LIMIT 1
             """).first != nil

@@ -1,0 +1,66 @@
+import AppRecords
+import FaceGateCore
+import Foundation
+import PostgresClient
+import ServiceKit
+
+/// A stored template as a matcher's gallery loads it: still sealed, its model as stored.
+package struct StoredTemplate: Sendable {
+    package var id: UUID
+    package var appId: UUID
+    package var userId: UUID
+    package var modelId: String
+    package var sealedEmbedding: [UInt8]
+}
+
+/// The matcher's reads of the galleries (`face_templates`, `gallery_tombstones`) and of each app's face model. They
+/// read across apps: a matcher serves every app.
+package struct GalleryRecords: Sendable {
+    package let database: PostgresPool
+
+    package init(database: PostgresPool) { self.database = database }
+
+    /// Every template, or (`since`) those whose change sequence is above it or that were stored in the last five minutes:
+    /// sequence numbers can commit out of order, so recent rows are read again.
+    package func forEachTemplate(since: Int64? = nil, _ body: (StoredTemplate, _ changeSeq: Int64) throws -> Void) async throws {
+        let query: PostgresQuery = if let since {
+            "SELECT id, app_id, user_id, model_id, embedding_sealed, change_seq FROM face_templates WHERE change_seq > \(since) OR created_at > now() - interval '5 minutes'"
+        } else {
+            "SELECT id, app_id, user_id, model_id, embedding_sealed, change_seq FROM face_templates"
+        }
+        try await Tenant.acrossApps {
+            try await database.forEachRow(query) { row in try body(try Self.template(row), try row.decode("change_seq")) }
+        }
+    }
+
+    /// The templates deleted since `since` (or in the last five minutes), with their change sequence.
+    package func forEachTombstone(since: Int64, _ body: (_ templateId: UUID, _ changeSeq: Int64) throws -> Void) async throws {
+        try await Tenant.acrossApps {
+            try await database.forEachRow("""
+                SELECT template_id, change_seq FROM gallery_tombstones WHERE change_seq > \(since) OR deleted_at > now() - interval '5 minutes'
+                """) { row in try body(try row.decode("template_id"), try row.decode("change_seq")) }
+        }
+    }
+
+    /// One template; nil when it is gone (or was never stored).
+    package func template(_ id: UUID) async throws -> StoredTemplate? {
+        try await Tenant.acrossApps {
+            try await database.query("SELECT id, app_id, user_id, model_id, embedding_sealed FROM face_templates WHERE id = \(id)").first.map(Self.template)
+        }
+    }
+
+    /// The apps that exist.
+    package func appIds() async throws -> Set<UUID> {
+        Set(try await database.query("SELECT id FROM apps").map { try $0.decode("id", as: UUID.self) })
+    }
+
+    /// The app's face model as stored; nil when the app is gone.
+    package func faceModel(of appId: UUID) async throws -> String? {
+        try await database.query("SELECT face_model FROM apps WHERE id = \(appId)").first?.decode("face_model", as: String.self)
+    }
+
+    private static func template(_ row: PostgresRow) throws -> StoredTemplate {
+        StoredTemplate(id: try row.decode("id"), appId: try row.decode("app_id"), userId: try row.decode("user_id"),
+                       modelId: try row.decode("model_id"), sealedEmbedding: try row.decode("embedding_sealed"))
+    }
+}
