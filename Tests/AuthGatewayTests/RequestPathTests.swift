@@ -58,7 +58,7 @@ import Testing
     func serve(_ boot: (APIRoutes) -> Void, _ body: (_ call: (String, String, [(String, String)], Data?) async throws -> LoopbackHTTP.Response) async throws -> Void) async throws {
         let logger = Logger(label: "routing-test")
         let nowhere = PostgresPool(configuration: PostgresConfiguration(host: "127.0.0.1", port: 1, user: "nobody", database: "none"))
-        let calls = CallLog(transactions: TransactionLog(database: nowhere, producer: nil, topic: "", logger: logger, keys: AuditKeys(current: SecureRandom.bytes(32))),
+        let calls = CallLog(transactions: TransactionLog(database: nowhere, publishing: nil, logger: logger, keys: AuditKeys(current: SecureRandom.bytes(32))),
                             trustedProxies: try TrustedProxies(""), refusals: RefusalLedger(period: 0), logger: logger)
         let kiosk = KioskSessionsUseCaseTests()
         let callers = Callers(apps: apps, apiKeys: InMemoryApiKeys(clock: clock), keySet: JWTKeySet([(kid: signingKey.kid, key: signingKey.publicKey)]),

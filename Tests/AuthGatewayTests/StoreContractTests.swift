@@ -81,7 +81,7 @@ struct StoreWorld: Sendable {
             _ = try await database.pool.query("""
                 INSERT INTO apps (id, name, secret_hash, modules, liveness, quotas) VALUES (\(appId), 'contract', '\\x00', '{}', '{}', '{}')
                 """)
-            let auditLog = TransactionLog(database: gateway, producer: nil, topic: "", logger: Logger(label: "contract"),
+            let auditLog = TransactionLog(database: gateway, publishing: nil, logger: Logger(label: "contract"),
                                           keys: AuditKeys(current: Array(repeating: 7, count: 32)))
             /// A template as the matcher's enrollment stores it (the embedding is not read here).
             @Sendable func insertTemplate(_ id: UUID, _ user: UUID, _ model: FaceModel) async throws {

@@ -1,4 +1,5 @@
 import FaceGateCore
+import FaceGateTestSupport
 import Foundation
 import PostgresClient
 import ServiceKit
@@ -144,14 +145,14 @@ import Testing
             let user = try await stack.createUser(app, employeeNumber: "E1", name: "Barack Obama")
             let requester = RequesterService(runtime: stack.gateway.runtime, producer: try stack.gateway.runtime.makeProducer(),
                                              service: "auth-gateway", timeout: .seconds(20))
-            try await requester.start()
-            while !requester.isReady { try await Task.sleep(for: .milliseconds(100)) }
             let job = FaceJob(appId: UUID(uuidString: app.id)!,
                               .enroll(FaceJob.Enrollment(image: try TestEnvironment.image("obama.jpg"), userId: UUID(uuidString: user)!)))
             let id = "enroll-\(UUID().uuidString.lowercased())"
-            let first = try await requester.faceJob(job, messageId: id, expectedReplies: 1)
-            let again = try await requester.faceJob(job, messageId: id, expectedReplies: 1)
-            await requester.shutdown()
+            let (first, again) = try await whileRunning([requester]) {
+                while !requester.isReady { try await Task.sleep(for: .milliseconds(100)) }
+                return (try await requester.faceJob(job, messageId: id, expectedReplies: 1),
+                        try await requester.faceJob(job, messageId: id, expectedReplies: 1))
+            }
             #expect(first.first?.outcome == .enrolled)
             #expect(again.first?.templateId == first.first?.templateId)
             let held = try await stack.database.pool.query("SELECT count(*) AS n FROM face_templates WHERE user_id = \(UUID(uuidString: user)!)")

@@ -10,61 +10,6 @@ import Testing
 
 /// Admin endpoints tell the truth: not ready while a dependency is away, ready once it is back.
 @Suite(.serialized) struct ReadinessTests {
-    /// A part that stops on its own (a job loop whose consumer died) stops its whole process with an error,
-    /// so the supervisor restarts it, instead of leaving it up and "ready" with nothing consuming.
-    @Test func aPartThatStopsOnItsOwnStopsItsProcess() async throws {
-        final class EndsOnItsOwn: Service {
-            let name = "face-jobs"
-            let failures: FailureSignal
-            init(_ failures: FailureSignal) { self.failures = failures }
-            func start() async throws {
-                Task { [failures] in
-                    try? await Task.sleep(for: .milliseconds(200))
-                    failures.report("face-jobs", "the job loop ended")
-                }
-            }
-            func shutdown() async {}
-        }
-        let failures = FailureSignal()
-        let group = ServiceGroup(services: [EndsOnItsOwn(failures)], logger: Logger(label: "test", level: .error),
-                                 shutdownTimeout: .seconds(5), failures: failures)
-        let started = ContinuousClock.now
-        await #expect(throws: ServiceFailed.self) { try await group.run(handleSignals: false) }
-        #expect(ContinuousClock.now - started < .seconds(5))
-        // Without a failure, the group stops only when asked, and says why.
-        let calm = ServiceGroup(services: [], logger: Logger(label: "test", level: .error), shutdownTimeout: .seconds(5), failures: FailureSignal())
-        calm.requestStop(reason: "test")
-        #expect(try await calm.run(handleSignals: false) == "test")
-    }
-
-    /// A shutdown that does not return is given up on after the group's timeout: the process still ends.
-    @Test func aShutdownThatHangsIsAbandonedAfterTheTimeout() async throws {
-        final class Stuck: Service {
-            let name = "stuck"
-            func start() async throws {}
-            // Awaiting another task's value is not ended by cancelling this one.
-            func shutdown() async { await Task.detached { try? await Task.sleep(for: .seconds(3600)) }.value }
-        }
-        let group = ServiceGroup(services: [Stuck()], logger: Logger(label: "test", level: .error), shutdownTimeout: .milliseconds(300))
-        group.requestStop(reason: "test")
-        let started = ContinuousClock.now
-        let ended = await finishes(within: .seconds(30)) { _ = try? await group.run(handleSignals: false) }
-        #expect(ended)
-        #expect(ContinuousClock.now - started < .seconds(10))
-    }
-
-    /// A stop asked for at any moment around `run` starting to wait is never lost.
-    @Test func aStopAskedForAtAnyMomentEndsTheRun() async throws {
-        var lost = 0
-        for _ in 0..<500 {
-            let group = ServiceGroup(services: [], logger: Logger(label: "test", level: .error), shutdownTimeout: .seconds(5))
-            let run = Task { try? await group.run(handleSignals: false) }
-            Task { group.requestStop(reason: "test") }
-            if await !finishes(within: .seconds(5), { _ = await run.value }) { lost += 1 }
-        }
-        #expect(lost == 0)
-    }
-
     /// Broker TLS and SASL reach librdkafka from their named variables, and a misspelt protocol stops the
     /// service at start instead of connecting in plain text.
     @Test func kafkaSecurityComesFromNamedVariables() throws {

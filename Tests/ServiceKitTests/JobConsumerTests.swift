@@ -46,12 +46,12 @@ import Testing
             seen.withLock { $0.append(String(decoding: message.value, as: UTF8.self)) }
             return .completed
         }
-        try await jobs.start()
-        source.send(job("identify obama2.jpg", offset: 0))
-        try await source.waitForStored(1)
-        #expect(seen.withLock { $0 } == ["identify obama2.jpg"], "the handler sees the job opened")
-        #expect(source.stored == [0] && sink.records.isEmpty)
-        await jobs.shutdown()
+        try await whileRunning([jobs]) {
+            source.send(job("identify obama2.jpg", offset: 0))
+            try await source.waitForStored(1)
+            #expect(seen.withLock { $0 } == ["identify obama2.jpg"], "the handler sees the job opened")
+            #expect(source.stored == [0] && sink.records.isEmpty)
+        }
     }
 
     @Test func aJobThatKeepsFailingIsTriedThreeTimesThenDeadLetteredWithoutItsPayload() async throws {
@@ -60,16 +60,16 @@ import Testing
             tries.add(1, ordering: .relaxed)
             return .retry("database away")
         }
-        try await jobs.start()
-        source.send(job("a secret photo", offset: 7))
-        try await source.waitForStored(1)
-        #expect(tries.load(ordering: .relaxed) == 3)
-        let letter = try #require(sink.records.first)
-        #expect(letter.topic == topic + ".dlq" && letter.value.isEmpty)
-        #expect(letter.headers.first { $0.key == DeadLetterHeader.attempts }?.value == Array("3".utf8))
-        #expect(letter.headers.first { $0.key == DeadLetterHeader.originalOffset }?.value == Array("7".utf8))
-        #expect(source.stored == [7], "the partition moves on")
-        await jobs.shutdown()
+        try await whileRunning([jobs]) {
+            source.send(job("a secret photo", offset: 7))
+            try await source.waitForStored(1)
+            #expect(tries.load(ordering: .relaxed) == 3)
+            let letter = try #require(sink.records.first)
+            #expect(letter.topic == topic + ".dlq" && letter.value.isEmpty)
+            #expect(letter.headers.first { $0.key == DeadLetterHeader.attempts }?.value == Array("3".utf8))
+            #expect(letter.headers.first { $0.key == DeadLetterHeader.originalOffset }?.value == Array("7".utf8))
+            #expect(source.stored == [7], "the partition moves on")
+        }
     }
 
     @Test func aRejectedJobIsDeadLetteredAtOnce() async throws {
@@ -78,11 +78,11 @@ import Testing
             tries.add(1, ordering: .relaxed)
             return .reject("broken envelope")
         }
-        try await jobs.start()
-        source.send(job("not an envelope", offset: 0))
-        try await source.waitForStored(1)
-        #expect(tries.load(ordering: .relaxed) == 1 && sink.records.count == 1)
-        await jobs.shutdown()
+        try await whileRunning([jobs]) {
+            source.send(job("not an envelope", offset: 0))
+            try await source.waitForStored(1)
+            #expect(tries.load(ordering: .relaxed) == 1 && sink.records.count == 1)
+        }
     }
 
     @Test func anUnsignedOrTamperedMessageIsNeverHandled() async throws {
@@ -91,15 +91,15 @@ import Testing
             handled.add(1, ordering: .relaxed)
             return .completed
         }
-        try await jobs.start()
-        source.send(KafkaMessage(topic: topic, partition: 0, offset: 0, key: nil, value: Array("forged".utf8)))
-        var tampered = job("identify", offset: 1)
-        tampered.value[tampered.value.count - 1] ^= 1
-        source.send(tampered)
-        try await source.waitForStored(2)
-        #expect(handled.load(ordering: .relaxed) == 0)
-        #expect(sink.records.count == 2 && sink.records.allSatisfy { $0.value.isEmpty })
-        await jobs.shutdown()
+        try await whileRunning([jobs]) {
+            source.send(KafkaMessage(topic: topic, partition: 0, offset: 0, key: nil, value: Array("forged".utf8)))
+            var tampered = job("identify", offset: 1)
+            tampered.value[tampered.value.count - 1] ^= 1
+            source.send(tampered)
+            try await source.waitForStored(2)
+            #expect(handled.load(ordering: .relaxed) == 0)
+            #expect(sink.records.count == 2 && sink.records.allSatisfy { $0.value.isEmpty })
+        }
     }
 
     @Test func anOffsetIsStoredOnlyOnceEveryEarlierJobOfItsPartitionFinished() async throws {
@@ -112,16 +112,16 @@ import Testing
             running.subtract(1, ordering: .relaxed)
             return .completed
         }
-        try await jobs.start()
-        for offset in 0..<4 { source.send(job("job \(offset)", offset: Int64(offset))) }
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(source.stored.isEmpty, "job 0 still runs: nothing after it may be stored")
-        #expect(most.load(ordering: .relaxed) <= 2, "at most `concurrency` jobs at once")
-        released.store(true, ordering: .relaxed)
-        try await source.waitForStored(1)
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(source.stored.last == 3 && source.stored.allSatisfy { $0 <= 3 })
-        await jobs.shutdown()
+        try await whileRunning([jobs]) {
+            for offset in 0..<4 { source.send(job("job \(offset)", offset: Int64(offset))) }
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(source.stored.isEmpty, "job 0 still runs: nothing after it may be stored")
+            #expect(most.load(ordering: .relaxed) <= 2, "at most `concurrency` jobs at once")
+            released.store(true, ordering: .relaxed)
+            try await source.waitForStored(1)
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(source.stored.last == 3 && source.stored.allSatisfy { $0 <= 3 })
+        }
     }
 }
 

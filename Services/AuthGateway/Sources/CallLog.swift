@@ -81,6 +81,7 @@ struct CallLog: Sendable {
                                        latencyMs: Int((ContinuousClock.now - started).milliseconds.rounded()), detail: draft.detail)
         do {
             let (transactions, trace) = (self.transactions, TraceContext.current)
+            // Awaited, but detached from the request's task: a client that goes away (cancelling it) still leaves its row.
             try await Task.detached { try await TraceContext.$current.withValue(trace) { try await transactions.append(record) } }.value
         } catch {
             logger.error("transaction not recorded", ["request.id": request.requestId, "error": "\(error)"])

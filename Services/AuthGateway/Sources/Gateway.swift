@@ -37,10 +37,13 @@ public final class AuthGateway: Sendable {
             runtime.logger.error("FACEGATE_PUBLIC_URL is not set: device proofs (DPoP apps, kiosks) are refused until it is", [:])
         }
         runtime.readiness.add("kafka-replies") { requester.isReady }
-        var services: [any Service] = [admin, requester, http, ProducerService(producer: producer), TopicsService(runtime: runtime)]
+        // Started in this order and stopped in reverse: the listener drains before the requester its handlers use, and
+        // background work finishes before the producer it publishes with is flushed and closed.
+        var services: [any Service] = [admin, ProducerService(producer: producer), runtime.background, TopicsService(runtime: runtime),
+                                       requester, http]
         services += composition.backgroundServices
         group = ServiceGroup(services: services, logger: runtime.logger,
-                             shutdownTimeout: .seconds(configuration.common.shutdownSeconds), failures: runtime.failures)
+                             shutdownTimeout: .seconds(configuration.common.shutdownSeconds))
     }
 
     /// Every route the public API serves, for checking the OpenAPI document against.
@@ -94,7 +97,7 @@ struct GatewayComposition {
         let interviewTokens = try InterviewTokens(signingSeed: configuration.signingKey)
 
         // Stores
-        let transactions = TransactionLog(database: database, producer: producer, topic: runtime.topics.auditTransactions, logger: logger,
+        let transactions = TransactionLog(database: database, publishing: (producer, runtime.topics.auditTransactions, runtime.background), logger: logger,
                                           keys: configuration.auditKeys)
         let apps = PostgresApps(database: database)
         let apiKeys = PostgresApiKeys(database: database)
@@ -151,8 +154,10 @@ struct GatewayComposition {
             FaceLoginRoutes(faceLogin: FaceLogin(admission: apps, attempts: attempts, bindings: bindings, users: users, challenges: challenges,
                                                  matcher: matcher, tokens: identityTokens, kioskKeys: kioskRegistry,
                                                  confirmationTTL: Int(configuration.confirmationTTL)) { app, user, image, target in
-                                Self.reenroll(app: app, user: user, image: image, target: target, migration: faceModelMigration,
-                                              transactions: transactions, logger: logger)
+                                runtime.background.submit {
+                                    await Self.reenroll(app: app, user: user, image: image, target: target, migration: faceModelMigration,
+                                                        transactions: transactions, logger: logger)
+                                }
                             },
                             devices: devices),
             DeviceCredentialRoutes(deviceCredentials: DeviceCredentials(
@@ -234,17 +239,15 @@ struct GatewayComposition {
         for collection in routeCollections { collection.boot(routes) }
     }
 
-    /// Enrolls the probe of a confident login with the model the app moves to (`FaceModelMigration.reenroll`), in the
-    /// background: a failure only leaves the user not ready yet.
+    /// Enrolls the probe of a confident login with the model the app moves to (`FaceModelMigration.reenroll`), as
+    /// background work: a failure only leaves the user not ready yet.
     static func reenroll(app: AppRecord, user: UUID, image: Data, target: FaceModel, migration: FaceModelMigration,
-                         transactions: TransactionLog, logger: Logger) {
-        Task {
-            do {
-                guard let record = try await migration.reenroll(app: app, user: user, image: image, target: target) else { return }
-                try await transactions.append(record)
-            } catch {
-                logger.warning("re-enrollment for the model migration failed", ["app.id": app.id.wire, "error": "\(error)"])
-            }
+                         transactions: TransactionLog, logger: Logger) async {
+        do {
+            guard let record = try await migration.reenroll(app: app, user: user, image: image, target: target) else { return }
+            try await transactions.append(record)
+        } catch {
+            logger.warning("re-enrollment for the model migration failed", ["app.id": app.id.wire, "error": "\(error)"])
         }
     }
 }
@@ -287,12 +290,11 @@ final class PublicHTTPService: Service {
 
     var port: Int { server.port }
 
-    func start() async throws {
+    func run(_ context: ServiceContext) async throws {
         try server.start()
         logger.info("public API listening", ["http.port": String(server.port)])
-    }
-
-    func shutdown() async {
+        context.ready()
+        await context.shutdownRequested()
         readiness.markDraining()
         await server.shutdown(gracePeriod: .seconds(10))
     }

@@ -38,7 +38,7 @@ final class CTIDJobHandler: Sendable {
                      privateKey: [UInt8], auditKeys: AuditKeys) {
         self.init(records: PostgresVerifierRecords(database: runtime.database), serials: PostgresCTIDSerials(database: runtime.database),
                   registry: registry, faces: faces,
-                  transactions: TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions,
+                  transactions: TransactionLog(database: runtime.database, publishing: (producer, runtime.topics.auditTransactions, runtime.background),
                                                logger: runtime.logger, keys: auditKeys),
                   privateKey: privateKey, logger: runtime.logger)
     }

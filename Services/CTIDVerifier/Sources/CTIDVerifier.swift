@@ -54,7 +54,8 @@ public final class CTIDVerifier: Sendable {
                                groupId: runtime.topics.prefix + "ctid-verifier",
                                producer: producer, concurrency: configuration.concurrency) { [responder = handler.responder(runtime, producer: producer)] message in await responder.handle(message) }
         runtime.readiness.add("kafka-replies") { faces.isReady }
-        group = ServiceGroup(services: [runtime.adminServer(), TopicsService(runtime: runtime, waitForTopics: true), ProducerService(producer: producer), faces, jobs],
-                             logger: runtime.logger, shutdownTimeout: .seconds(configuration.common.shutdownSeconds), failures: runtime.failures)
+        group = ServiceGroup(services: [runtime.adminServer(), TopicsService(runtime: runtime, waitForTopics: true), ProducerService(producer: producer),
+                                        runtime.background, faces, jobs],
+                             logger: runtime.logger, shutdownTimeout: .seconds(configuration.common.shutdownSeconds))
     }
 }

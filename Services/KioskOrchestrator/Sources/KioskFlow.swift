@@ -55,7 +55,7 @@ final class KioskFlow: Sendable {
     /// Over PostgreSQL, publishing what it commits.
     convenience init(configuration: KioskConfiguration, runtime: ServiceRuntime, producer: KafkaProducer, faces: any FaceJobRequester,
                      documents: any DocumentReader) throws {
-        let transactions = TransactionLog(database: runtime.database, producer: producer, topic: runtime.topics.auditTransactions,
+        let transactions = TransactionLog(database: runtime.database, publishing: (producer, runtime.topics.auditTransactions, runtime.background),
                                           logger: runtime.logger, keys: configuration.auditKeys)
         let settings = Settings(sealingKey: configuration.sealingKey, previousSealingKeys: configuration.previousSealingKeys,
                                 signingKey: configuration.signingKey, issuer: configuration.issuer,

@@ -74,7 +74,7 @@ public final class KioskOrchestrator: Sendable {
             _ = try await flow.eraseFinishedSessions(olderThan: configuration.retentionSeconds)
         }
         group = ServiceGroup(services: [runtime.adminServer(), TopicsService(runtime: runtime, waitForTopics: true), ProducerService(producer: producer),
-                                        faces, commands, sweeper],
-                             logger: runtime.logger, shutdownTimeout: .seconds(configuration.common.shutdownSeconds), failures: runtime.failures)
+                                        runtime.background, faces, commands, sweeper],
+                             logger: runtime.logger, shutdownTimeout: .seconds(configuration.common.shutdownSeconds))
     }
 }

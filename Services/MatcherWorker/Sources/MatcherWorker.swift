@@ -45,26 +45,32 @@ public final class MatcherWorker: Sendable {
         runtime.readiness.add("gallery") { gallery.isLoaded }
         runtime.metrics.gauge("facegate_gallery_templates", help: "Templates held in memory") { Double(store.templateCount) }
         runtime.metrics.gauge("facegate_gallery_bytes", help: "Bytes held for templates") { Double(store.memoryBytes) }
-        var services: [any Service] = [admin, gallery, jobs, ProducerService(producer: producer), TopicsService(runtime: runtime)]
+        // Stopped in reverse: the job loop drains while the gallery, its search thread and the producer its answers
+        // go out with still run.
+        var services: [any Service] = [admin, ProducerService(producer: producer), runtime.background, TopicsService(runtime: runtime), gallery]
         if let searches {
             runtime.metrics.gauge("facegate_gallery_scans", help: "Gallery scans run for identify queries (batched)") { Double(searches.counts.scans) }
             runtime.metrics.gauge("facegate_gallery_scanned_queries", help: "Identify queries those scans answered") { Double(searches.counts.queries) }
             services.append(SearchQueueService(queue: searches))
         }
+        services.append(jobs)
         group = ServiceGroup(services: services, logger: runtime.logger,
-                             shutdownTimeout: .seconds(configuration.common.shutdownSeconds), failures: runtime.failures)
+                             shutdownTimeout: .seconds(configuration.common.shutdownSeconds))
     }
 
     public var templateCount: Int { gallery.store.templateCount }
 }
 
-/// Ends the search thread with the process's other parts (after the job loop, which the group stops first).
+/// Ends the search thread with the process's other parts (after the job loop, which the group stops before it).
 final class SearchQueueService: Service {
     let name = "gallery-search"
     private let queue: GallerySearchQueue
     init(queue: GallerySearchQueue) { self.queue = queue }
-    func start() async throws {}
-    func shutdown() async { queue.close() }
+    func run(_ context: ServiceContext) async throws {
+        context.ready()
+        await context.shutdownRequested()
+        queue.close()
+    }
 }
 
 /// Loads the gallery at start (retrying while PostgreSQL or the broker is away), then follows
@@ -75,8 +81,6 @@ final class GallerySync: Service {
     private let runtime: ServiceRuntime
     private let reconcileEvery: Duration
     private let loaded = Atomic<Bool>(false)
-    private let tasks = Mutex<[Task<Void, Never>]>([])
-    private let consumer = Mutex<KafkaConsumer?>(nil)
 
     init(store: GalleryStore, runtime: ServiceRuntime, reconcileEvery: Duration) {
         self.store = store
@@ -86,74 +90,75 @@ final class GallerySync: Service {
 
     var isLoaded: Bool { loaded.load(ordering: .relaxed) }
 
-    func start() async throws {
+    /// Ready once the gallery is loaded; then follows the changes and reconciles until the shutdown.
+    func run(_ context: ServiceContext) async throws {
+        guard let changes = try await context.cancellingOnShutdown({ [self] in try await load() }) else { return }
+        context.ready()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { [self] in await follow(changes) }
+            group.addTask { [self] in _ = try await context.cancellingOnShutdown { try await self.reconcileForever() } }
+            await context.shutdownRequested()
+            changes.close()
+            try await group.waitForAll()
+        }
+    }
+
+    /// Loads the gallery, retrying while PostgreSQL or the broker is away; returns the consumer of the changes, which
+    /// reads from before the load began: anything committed during the load is seen twice, harmlessly.
+    private func load() async throws -> KafkaConsumer {
         let logger = runtime.logger
         var attempt = 0
-        while !Task.isCancelled {
+        while true {
             attempt += 1
+            var changes: KafkaConsumer?
             do {
                 try await runtime.ensureTopics()
-                // Follow changes from before the load starts: anything committed during the load is seen twice, harmlessly.
                 // Off the request path: a long fetch wait, whatever the broker (a change a beat later is harmless).
                 var configuration = runtime.kafka
                 configuration.consumer.fetchWait = .milliseconds(500)
-                let changes = try KafkaConsumer(configuration: configuration, groupId: nil, autoOffsetReset: .end)
+                let consumer = try KafkaConsumer(configuration: configuration, groupId: nil, autoOffsetReset: .end)
+                changes = consumer
                 let topic = runtime.topics.galleryChanges
                 let partitions = try await KafkaAdmin.partitionCount(topic: topic, configuration: runtime.kafka)
-                try changes.assign((0..<partitions).map { (KafkaTopicPartition(topic: topic, partition: Int32($0)), KafkaOffset.end) })
-                consumer.withLock { $0 = changes }
+                try consumer.assign((0..<partitions).map { (KafkaTopicPartition(topic: topic, partition: Int32($0)), KafkaOffset.end) })
                 let started = ContinuousClock.now
                 let count = try await store.loadAll()
                 logger.info("gallery loaded", ["templates": String(count), "seconds": String(format: "%.2f", (ContinuousClock.now - started).seconds)])
                 loaded.store(true, ordering: .relaxed)
-                follow(changes)
-                return
+                return consumer
             } catch {
-                consumer.withLock { $0?.close(); $0 = nil }
+                changes?.close()
                 logger.error("gallery not loaded yet; retrying", ["attempt": String(attempt), "error": "\(error)"])
                 try await Task.sleep(for: .seconds(min(attempt, 5)))
             }
         }
     }
 
-    private func follow(_ changes: KafkaConsumer) {
-        let store = self.store
+    /// Applies each change as it comes, until the consumer is closed.
+    private func follow(_ changes: KafkaConsumer) async {
         let logger = runtime.logger
-        let every = reconcileEvery
-        let messages = runtime.messages
-        let reader = Task {
-            do {
-                for try await message in changes.messages() {
-                    if case .failure(let rejection) = messages.authenticate(message) {
-                        logger.warning("gallery change refused", ["error": "\(rejection)"])
-                        continue
-                    }
-                    do {
-                        let change = try FaceGateJSON.decode(GalleryChange.self, from: message.value)
-                        try await store.apply(change)
-                    } catch {
-                        logger.warning("gallery change not applied; reconciliation will catch up", ["error": "\(error)"])
-                    }
+        do {
+            for try await message in changes.messages() {
+                if case .failure(let rejection) = runtime.messages.authenticate(message) {
+                    logger.warning("gallery change refused", ["error": "\(rejection)"])
+                    continue
                 }
-            } catch {
-                logger.warning("gallery change stream ended", ["error": "\(error)"])
+                do {
+                    let change = try FaceGateJSON.decode(GalleryChange.self, from: message.value)
+                    try await store.apply(change)
+                } catch {
+                    logger.warning("gallery change not applied; reconciliation will catch up", ["error": "\(error)"])
+                }
             }
+        } catch {
+            logger.warning("gallery change stream ended", ["error": "\(error)"])
         }
-        let reconciler = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: every)
-                if Task.isCancelled { break }
-                do { try await store.reconcile() } catch { logger.warning("reconciliation failed", ["error": "\(error)"]) }
-            }
-        }
-        tasks.withLock { $0 = [reader, reconciler] }
     }
 
-    func shutdown() async {
-        consumer.withLock { $0?.close() }
-        for task in tasks.withLock({ $0 }) {
-            task.cancel()
-            await task.value
+    private func reconcileForever() async throws {
+        while true {
+            try await Task.sleep(for: reconcileEvery)
+            do { try await store.reconcile() } catch { runtime.logger.warning("reconciliation failed", ["error": "\(error)"]) }
         }
     }
 }

@@ -50,15 +50,15 @@ public protocol TransactionRecorder: Sendable {
 /// `audit.transactions.v1` for downstream consumers (best effort, after commit).
 public struct TransactionLog: TransactionRecorder {
     private let database: PostgresPool
-    private let producer: KafkaProducer?
-    private let topic: String
+    private let publishing: (producer: KafkaProducer, topic: String, background: BackgroundWork)?
     private let logger: Logger
     private let keys: AuditKeys
 
-    public init(database: PostgresPool, producer: KafkaProducer?, topic: String, logger: Logger, keys: AuditKeys) {
+    /// `publishing`: where committed records are published, by work in `background`; nil publishes nothing.
+    public init(database: PostgresPool, publishing: (producer: KafkaProducer, topic: String, background: BackgroundWork)?, logger: Logger,
+                keys: AuditKeys) {
         self.database = database
-        self.producer = producer
-        self.topic = topic
+        self.publishing = publishing
         self.logger = logger
         self.keys = keys
     }
@@ -98,9 +98,9 @@ public struct TransactionLog: TransactionRecorder {
     /// not wait for the delivery: with the broker away it would hold an answer for librdkafka's whole message
     /// timeout.
     public func publish(_ record: TransactionRecord) {
-        guard let producer else { return }
-        let (topic, logger) = (topic, logger)
-        Task {
+        guard let (producer, topic, background) = publishing else { return }
+        let logger = logger
+        background.submit {
             do {
                 let value = try FaceGateJSON.encode(record)
                 _ = try await producer.send(KafkaRecord(topic: topic, key: Array(record.appId.uuidString.lowercased().utf8), value: value,

@@ -58,12 +58,11 @@ public final class AdminServer: Service {
 
     public var port: Int { server.port }
 
-    public func start() async throws {
+    public func run(_ context: ServiceContext) async throws {
         try server.start()
         logger.info("admin endpoints listening", ["admin.port": String(server.port)])
-    }
-
-    public func shutdown() async {
+        context.ready()
+        await context.shutdownRequested()
         await server.shutdown(gracePeriod: .seconds(2))
     }
 }

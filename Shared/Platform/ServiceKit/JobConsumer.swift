@@ -50,16 +50,12 @@ public final class JobConsumer: Service {
     private let logger: Logger
     private let handler: @Sendable (KafkaMessage) async -> JobDisposition
     private let messages: MessageAuthenticator
-    private let loop = Mutex<Task<Void, Never>?>(nil)
-    private let lagWatch = Mutex<Task<Void, Never>?>(nil)
     private let lag: Gauge
     private let tracker = OffsetTracker()
     private let processed: Counter
     private let deadLetters: Counter
     private let retries: Counter
     private let duration: Histogram
-    private let failures: FailureSignal
-    private let stopping = Atomic<Bool>(false)
     private let running = Atomic<Bool>(false)
 
     /// A member of `groupId` on the broker.
@@ -93,21 +89,31 @@ public final class JobConsumer: Service {
         retries = runtime.metrics.counter("facegate_job_retries_total", help: "Jobs tried again after a passing fault, by topic")
         duration = runtime.metrics.histogram("facegate_job_seconds", help: "Job handling time, by topic")
         lag = runtime.metrics.gauge("facegate_consumer_lag", help: "Messages not yet handled on the partitions this member holds, by group, topic and partition")
-        failures = runtime.failures
         runtime.readiness.add("consumer:\(name)") { [weak self] in self?.running.load(ordering: .relaxed) ?? false }
     }
 
-    public func start() async throws {
+    /// Consumes until the shutdown: then it stops fetching, lets the jobs in flight finish (they are not cancelled: a
+    /// cancelled job would fail and be retried or dead-lettered), stores their offsets and leaves the group. The stream
+    /// ending any other way ends `run` with an error, which stops the process.
+    public func run(_ context: ServiceContext) async throws {
         try consumer.subscribe([topic])
         running.store(true, ordering: .relaxed)
-        let task = Task { [self] in
-            await run()
-            running.store(false, ordering: .relaxed)
-            // Ending before shutdown asked is a failure: the process must not stay up, "ready", taking no jobs.
-            if !stopping.load(ordering: .relaxed) { failures.report(name, "the job loop ended") }
+        defer { running.store(false, ordering: .relaxed) }
+        context.ready()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { [self] in await watchLag(every: .seconds(15)) }
+            group.addTask { [consumer] in
+                await context.shutdownRequested()
+                consumer.close()
+            }
+            defer { group.cancelAll() }
+            try await consume()
         }
-        loop.withLock { $0 = task }
-        lagWatch.withLock { $0 = Task { [self] in await watchLag(every: .seconds(15)) } }
+        guard context.isShuttingDown else { throw JobLoopEnded() }
+    }
+
+    struct JobLoopEnded: Error, CustomStringConvertible {
+        var description: String { "the job loop ended" }
     }
 
     /// Publishes the group's lag on this member's partitions (what an autoscaler scales on); partitions
@@ -134,13 +140,15 @@ public final class JobConsumer: Service {
         try await consumer.waitForAssignment(timeout: timeout)
     }
 
-    private func run() async {
-        await withTaskGroup(of: Void.self) { group in
+    /// Handles the messages as they come, at most `concurrency` at once, until the stream ends; then waits for the jobs
+    /// in flight.
+    private func consume() async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
             var inFlight = 0
             do {
                 for try await message in consumer.messages() {
                     if inFlight >= concurrency {
-                        await group.next()
+                        try await group.next()
                         inFlight -= 1
                     }
                     tracker.begin(message)
@@ -149,9 +157,10 @@ public final class JobConsumer: Service {
                 }
             } catch {
                 logger.error("consumer stopped", ["error": "\(error)"])
-                if !stopping.load(ordering: .relaxed) { failures.report(name, "\(error)") }
+                try await group.waitForAll()
+                throw error
             }
-            await group.waitForAll()
+            try await group.waitForAll()
         }
     }
 
@@ -215,13 +224,6 @@ public final class JobConsumer: Service {
         }
     }
 
-    public func shutdown() async {
-        stopping.store(true, ordering: .relaxed)
-        lagWatch.withLock { $0 }?.cancel()
-        consumer.close()
-        let task = loop.withLock { $0 }
-        await task?.value
-    }
 }
 
 /// Per partition, the offsets in flight; returns the message whose offset may be stored once every

@@ -1,34 +1,46 @@
 import Foundation
 import Synchronization
 
-/// A long-running part of a process. `start` returns once the part is serving (its loops run in
-/// tasks it owns); `shutdown` stops taking work, finishes or hands back what is in flight, and returns.
+/// A long-running part of a process, run as a child task of its `ServiceGroup`. `run` calls `context.ready()` once the
+/// part serves (the group starts the next part only then) and serves until the group asks it to shut down
+/// (`context.shutdownRequested`); then it stops taking work, finishes or hands back what is in flight, and returns. Its
+/// own loops run inside it, most as `context.cancellingOnShutdown { … }`, so the shutdown cancels them by structure.
+/// Returning or throwing before the shutdown is a failure: the group stops every part and `ServiceGroup.run` throws
+/// `ServiceFailed`, so the process exits non-zero and its supervisor (`make run`, Kubernetes) starts a fresh one
+/// instead of keeping a process up, "ready", that does nothing.
 public protocol Service: AnyObject, Sendable {
     var name: String { get }
-    func start() async throws
-    func shutdown() async
+    func run(_ context: ServiceContext) async throws
 }
 
-/// Where a part of the process reports that it stopped on its own (a job loop whose consumer died):
-/// the service group listening to it stops everything, and the process exits non-zero so that its
-/// supervisor (`make run`, Kubernetes) starts a fresh one.
-public final class FailureSignal: Sendable {
-    private let listener = Mutex<(@Sendable (String, String) -> Void)?>(nil)
-    private let first = Mutex<(service: String, error: String)?>(nil)
+/// What the group tells a running service, and what the service tells the group.
+public final class ServiceContext: Sendable {
+    fileprivate let readyLatch = Latch()
+    fileprivate let shutdown = Latch()
 
     public init() {}
 
-    public func report(_ service: String, _ error: String) {
-        first.withLock { if $0 == nil { $0 = (service, error) } }
-        listener.withLock { $0 }?(service, error)
-    }
+    /// The service serves: the group may start the next one.
+    public func ready() { readyLatch.open() }
 
-    /// The failure reported so far, if any.
-    public var failure: (service: String, error: String)? { first.withLock { $0 } }
+    /// Whether the group has asked the service to shut down.
+    public var isShuttingDown: Bool { shutdown.isOpen }
 
-    func listen(_ body: @escaping @Sendable (String, String) -> Void) {
-        listener.withLock { $0 = body }
-        if let (service, error) = failure { body(service, error) }
+    /// Returns once the group asks the service to shut down (or the calling task is cancelled).
+    public func shutdownRequested() async { await shutdown.wait() }
+
+    /// Runs `body` until it ends or the group asks the service to shut down, which cancels it (a loop of sleeps and
+    /// retries, a watcher); nil when it was cancelled so.
+    public func cancellingOnShutdown<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T? {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask { [shutdown] in
+                await shutdown.wait()
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? nil
+        }
     }
 }
 
@@ -39,88 +51,201 @@ public struct ServiceFailed: Error, CustomStringConvertible {
     public var description: String { "\(service) stopped unexpectedly: \(error)" }
 }
 
-/// Starts services in order and stops them in reverse, modelled on swift-service-lifecycle:
-/// SIGTERM → graceful shutdown bounded by `shutdownTimeout`; SIGINT (Ctrl-C) → the same, and a
-/// second signal exits at once. A part reporting through `failures` also stops the group, and `run`
-/// then throws `ServiceFailed`.
+/// Runs services as the children of one task group, modelled on swift-service-lifecycle: each starts once the one
+/// before it is ready, and a stop shuts them down one by one in reverse order, each finishing before the next is told,
+/// so a part never loses what it depends on while it drains. SIGTERM → that stop, bounded by
+/// `shutdownTimeout`; SIGINT (Ctrl-C) → the same, and a second signal exits at once. A part that ends on its own stops
+/// the group too, and `run` then throws `ServiceFailed`.
 public final class ServiceGroup: Sendable {
     private let services: [any Service]
     private let logger: Logger
     private let shutdownTimeout: Duration
-    private let failures: FailureSignal?
-    /// Until a stop is asked for, the waiting `run` (if it waits yet); then the first reason given. One lock for both,
-    /// so a stop asked for while `run` is about to wait is never lost.
-    private let stopState = Mutex<StopState>(.running(nil))
+    /// The first reason a stop was asked for (a signal, `requestStop`, a part that ended); opened with it.
+    private let stopReason = Mutex<String?>(nil)
+    private let stopRequested = Latch()
+    /// The first part that ended on its own, or failed to start.
+    private let failure = Mutex<ServiceFailed?>(nil)
+    /// Opened once every service is ready, or the start gave up.
+    private let startEnded = Latch()
 
-    private enum StopState {
-        case running(CheckedContinuation<String, Never>?)
-        case stopping(reason: String)
-    }
-
-    public init(services: [any Service], logger: Logger, shutdownTimeout: Duration, failures: FailureSignal? = nil) {
+    public init(services: [any Service], logger: Logger, shutdownTimeout: Duration) {
         self.services = services
         self.logger = logger
         self.shutdownTimeout = shutdownTimeout
-        self.failures = failures
     }
 
     /// Asks the group to stop (tests, fatal errors). Safe to call from any thread, any number of times.
     public func requestStop(reason: String) {
-        let waiting = stopState.withLock { state -> CheckedContinuation<String, Never>? in
-            guard case .running(let waiting) = state else { return nil }
-            state = .stopping(reason: reason)
-            return waiting
+        let first = stopReason.withLock { current -> Bool in
+            guard current == nil else { return false }
+            current = reason
+            return true
         }
-        waiting?.resume(returning: reason)
+        if first { stopRequested.open() }
     }
 
-    /// Runs until a signal or `requestStop`; returns the reason. Throws if a service fails to start
-    /// (after stopping the ones already started).
+    /// Starts the services, runs until a signal, `requestStop` or a part ending on its own, stops them, and returns the
+    /// reason. Throws `ServiceFailed` if a part failed to start or ended on its own. Cancelling the calling task stops
+    /// the group the same way.
     @discardableResult
     public func run(handleSignals: Bool = true) async throws -> String {
-        var started: [any Service] = []
-        do {
-            for service in services {
-                logger.info("starting \(service.name)")
-                try await service.start()
-                started.append(service)
-            }
-        } catch {
-            logger.error("\(started.count < services.count ? services[started.count].name : "service") failed to start", ["error": "\(error)"])
-            await stop(started)
-            throw error
-        }
-        logger.info("all services started")
-        failures?.listen { [self] service, error in
-            logger.error("\(service) stopped unexpectedly; stopping the process", ["error": error])
-            requestStop(reason: "\(service) failed")
-        }
         let signals = handleSignals ? SignalWatcher(group: self, logger: logger) : nil
-        let reason = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
-            let early = stopState.withLock { state -> String? in
-                if case .stopping(let reason) = state { return reason }
-                state = .running(continuation)
-                return nil
-            }
-            if let early { continuation.resume(returning: early) }
+        defer { signals?.cancel() }
+        // The services' task group runs in a task of its own, which `run` waits for: only so that a part ignoring
+        // cancellation past `shutdownTimeout` cannot keep the process from ending (the task is then left behind).
+        let finished = Latch()
+        let stopping = Latch()
+        Task { [self] in
+            await runServices(stopping: stopping)
+            finished.open()
         }
-        logger.info("stopping", ["reason": reason])
-        await stop(started)
-        signals?.cancel()
+        await withTaskCancellationHandler {
+            await stopping.wait()
+        } onCancel: { [self] in
+            requestStop(reason: "the task running the group was cancelled")
+        }
+        if await !finished.wait(atMost: shutdownTimeout) {
+            logger.error("shutdown took longer than \(shutdownTimeout); exiting with work in flight")
+        }
         logger.info("stopped")
-        if let (service, error) = failures?.failure { throw ServiceFailed(service: service, error: error) }
-        return reason
+        if let failure = failure.withLock({ $0 }) { throw failure }
+        return stopReason.withLock { $0 } ?? "stopped"
     }
 
-    private func stop(_ started: [any Service]) async {
-        let logger = self.logger
-        let finished = await finishes(within: shutdownTimeout) {
-            for service in started.reversed() {
-                logger.info("stopping \(service.name)")
-                await service.shutdown()
+    /// Returns once every service is ready (or the start gave up: see `run`).
+    public func started() async { await startEnded.wait() }
+
+    /// One child per service, started in order; then, once a stop is asked for, stopped in reverse.
+    private func runServices(stopping: Latch) async {
+        await withTaskGroup(of: Void.self) { group in
+            var started: [Child] = []
+            for service in services where !stopRequested.isOpen {
+                logger.info("starting \(service.name)")
+                let child = Child(service)
+                group.addTask { [self] in await run(child) }
+                await child.settled.wait()
+                guard child.exit.withLock({ $0 }) == nil else {
+                    logger.error("\(service.name) failed to start")
+                    break
+                }
+                started.append(child)
+            }
+            if started.count == services.count { logger.info("all services started") }
+            startEnded.open()
+            await stopRequested.wait()
+            stopping.open()
+            logger.info("stopping", ["reason": stopReason.withLock { $0 } ?? ""])
+            for child in started.reversed() {
+                logger.info("stopping \(child.service.name)")
+                child.context.shutdown.open()
+                await child.finished.wait()
             }
         }
-        if !finished { logger.error("shutdown took longer than \(shutdownTimeout); exiting with work in flight") }
+    }
+
+    /// Runs a service; one that ends before its shutdown was asked for stops the group.
+    private func run(_ child: Child) async {
+        let outcome: String
+        do {
+            try await child.service.run(child.context)
+            outcome = "returned"
+        } catch {
+            outcome = "\(error)"
+        }
+        child.exit.withLock { $0 = outcome }
+        child.settled.open()
+        if !child.context.isShuttingDown {
+            logger.error("\(child.service.name) stopped unexpectedly; stopping the process", ["error": outcome])
+            failure.withLock { if $0 == nil { $0 = ServiceFailed(service: child.service.name, error: outcome) } }
+            requestStop(reason: "\(child.service.name) failed")
+        }
+        child.finished.open()
+    }
+
+    private final class Child: Sendable {
+        let service: any Service
+        let context = ServiceContext()
+        let finished = Latch()
+        /// Opened once the service is ready or has ended, whichever comes first.
+        let settled = Latch()
+        /// How the service's `run` ended, once it has.
+        let exit = Mutex<String?>(nil)
+
+        init(_ service: any Service) {
+            self.service = service
+            let settled = self.settled
+            context.readyLatch.onOpen { settled.open() }
+        }
+    }
+}
+
+/// A one-time event tasks wait for. `wait` returns once it is open, or early when the waiting task is cancelled.
+final class Latch: Sendable {
+    private struct State {
+        var open = false
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var cancelled: Set<Int> = []
+        var nextId = 0
+        var onOpen: [@Sendable () -> Void] = []
+    }
+    private let state = Mutex(State())
+
+    var isOpen: Bool { state.withLock { $0.open } }
+
+    func open() {
+        let (waiters, actions) = state.withLock { state -> ([CheckedContinuation<Void, Never>], [@Sendable () -> Void]) in
+            guard !state.open else { return ([], []) }
+            state.open = true
+            defer { state.waiters = [:]; state.onOpen = [] }
+            return (Array(state.waiters.values), state.onOpen)
+        }
+        for waiter in waiters { waiter.resume() }
+        for action in actions { action() }
+    }
+
+    /// Runs `action` when the latch opens (at once if it is open).
+    func onOpen(_ action: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            if state.open { return true }
+            state.onOpen.append(action)
+            return false
+        }
+        if now { action() }
+    }
+
+    func wait() async {
+        let id = state.withLock { state -> Int in
+            state.nextId += 1
+            return state.nextId
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if state.open || state.cancelled.remove(id) != nil { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                if let waiter = state.waiters.removeValue(forKey: id) { return waiter }
+                state.cancelled.insert(id)
+                return nil
+            }
+            waiter?.resume()
+        }
+    }
+
+    /// Waits at most `limit`; true if the latch opened in time.
+    func wait(atMost limit: Duration) async -> Bool {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.wait() }
+            group.addTask { try? await Task.sleep(for: limit) }
+            _ = await group.next()
+            group.cancelAll()
+        }
+        return isOpen
     }
 }
 

@@ -1,14 +1,12 @@
 import Foundation
-import Synchronization
 
-/// Runs `work` every `interval` until shutdown (housekeeping such as expiring sessions). A failed run is
+/// Runs `work` every `interval` until it is cancelled (housekeeping such as expiring sessions). A failed run is
 /// logged and the next tick tries again; several replicas may run the same work, so it must tolerate that.
 public final class PeriodicService: Service {
     public let name: String
     private let interval: Duration
     private let logger: Logger
     private let work: @Sendable () async throws -> Void
-    private let loop = Mutex<Task<Void, Never>?>(nil)
 
     public init(name: String, every interval: Duration, logger: Logger, work: @escaping @Sendable () async throws -> Void) {
         self.name = name
@@ -17,11 +15,12 @@ public final class PeriodicService: Service {
         self.work = work
     }
 
-    public func start() async throws {
-        let task = Task { [name, interval, logger, work] in
+    public func run(_ context: ServiceContext) async throws {
+        context.ready()
+        let (name, interval, logger, work) = (self.name, self.interval, self.logger, self.work)
+        _ = try await context.cancellingOnShutdown {
             while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                if Task.isCancelled { return }
+                try await Task.sleep(for: interval)
                 do {
                     try await work()
                 } catch {
@@ -29,12 +28,5 @@ public final class PeriodicService: Service {
                 }
             }
         }
-        loop.withLock { $0 = task }
-    }
-
-    public func shutdown() async {
-        let task = loop.withLock { $0 }
-        task?.cancel()
-        await task?.value
     }
 }

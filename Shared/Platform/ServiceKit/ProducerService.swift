@@ -5,8 +5,9 @@ public final class ProducerService: Service {
     public let name = "kafka-producer"
     private let producer: KafkaProducer
     public init(producer: KafkaProducer) { self.producer = producer }
-    public func start() async throws {}
-    public func shutdown() async {
+    public func run(_ context: ServiceContext) async throws {
+        context.ready()
+        await context.shutdownRequested()
         _ = producer.flush(timeoutMilliseconds: 5000)
         producer.close()
     }

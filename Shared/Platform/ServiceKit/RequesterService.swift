@@ -14,7 +14,6 @@ public final class RequesterService: Service {
     private let service: String
     private let timeout: Duration
     private let requester = Mutex<KafkaRequester?>(nil)
-    private let starter = Mutex<Task<Void, Never>?>(nil)
 
     /// `service` names the reply topic (`replies.<service>.v1`); `timeout` bounds every request.
     public init(runtime: ServiceRuntime, producer: KafkaProducer, service: String, timeout: Duration) {
@@ -31,10 +30,12 @@ public final class RequesterService: Service {
         return milliseconds > 0 ? .milliseconds(milliseconds) : nil
     }
 
-    public func start() async throws {
-        let task = Task { [self] in
+    /// Ready at once (requests fail until the partition is claimed); claims it, retrying, then holds it until the shutdown.
+    public func run(_ context: ServiceContext) async throws {
+        context.ready()
+        _ = try await context.cancellingOnShutdown { [self] in
             var attempt = 0
-            while !Task.isCancelled {
+            while requester.withLock({ $0 }) == nil {
                 attempt += 1
                 do {
                     try await runtime.ensureTopics()
@@ -45,15 +46,15 @@ public final class RequesterService: Service {
                     try await candidate.start()
                     requester.withLock { $0 = candidate }
                     runtime.logger.info("reply partition claimed", ["kafka.partition": String(candidate.replyAddress.partition)])
-                    return
                 } catch {
                     runtime.logger.error("broker or database not reachable; requests fail until it is",
                                          ["attempt": String(attempt), "error": "\(error)"])
-                    try? await Task.sleep(for: .seconds(min(attempt, 5)))
+                    try await Task.sleep(for: .seconds(min(attempt, 5)))
                 }
             }
         }
-        starter.withLock { $0 = task }
+        await context.shutdownRequested()
+        await requester.withLock { $0 }?.shutdown()
     }
 
     /// Sends `job` in a versioned envelope to its topic and waits, within the timeout, for `expectedReplies` answers
@@ -93,12 +94,6 @@ public final class RequesterService: Service {
     /// A face job on `face.jobs.v1`: the matchers' answers, one per shard.
     public func faceJob(_ job: FaceJob, messageId: String?, expectedReplies: Int) async throws -> [FaceJobResult] {
         try await send(job, appId: job.appId, messageId: messageId, expectedReplies: expectedReplies)
-    }
-
-    public func shutdown() async {
-        starter.withLock { $0 }?.cancel()
-        await starter.withLock { $0 }?.value
-        await requester.withLock { $0 }?.shutdown()
     }
 }
 

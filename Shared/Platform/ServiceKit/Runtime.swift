@@ -15,13 +15,13 @@ public final class ServiceRuntime: Sendable {
     public let database: PostgresPool
     public let kafka: KafkaConfiguration
     public let topics: Topics
-    /// Parts that stop on their own report here; the process's service group listens.
-    public let failures = FailureSignal()
     /// Signs what this service produces and checks what it consumes.
     public let messages: MessageAuthenticator
     /// Requests whose answer did not come in time (`side` requester), and jobs taken only after their
     /// deadline had passed (`side` worker), by topic.
     public let deadlineMisses: Counter
+    /// What requests and jobs start without waiting for; every service runs it in its group.
+    public let background = BackgroundWork()
 
     public init(configuration: CommonConfiguration) throws {
         self.configuration = configuration
