@@ -93,6 +93,17 @@ struct BenchStack {
     let base: String
     let adminKey: String
     let processes: [ServiceProcess]
+    /// The gateway's admin port; each other process's follows in `processes`' order.
+    let adminPort: Int
+
+    /// The sum of a metric's series (lines starting with `name`) on the admin endpoint of `processes[index]`; nil when the
+    /// release does not publish it.
+    func metric(_ name: String, process index: Int = 0) async throws -> Double? {
+        let (_, metrics) = try await HTTP.call("GET", "http://127.0.0.1:\(adminPort + index)/metrics")
+        let values = String(decoding: metrics, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix(name) }
+            .map { Double($0.split(separator: " ").last ?? "") ?? 0 }
+        return values.isEmpty ? nil : values.reduce(0, +)
+    }
 
     /// `binaries`: another release's services (default `FACEGATE_RELEASE_DIR` or .build/release); `databaseURL`: another
     /// database, already migrated by that release (this one migrates its own); `port`: the public port, the admin ports
@@ -119,7 +130,7 @@ struct BenchStack {
             env["FACEGATE_ADMIN_PORT"] = String(adminPort + 2 + offset)
             processes.append(try ServiceProcess(binaries + "/" + worker.binary, name: "\(worker.name)-\(port)", environment: env))
         }
-        let stack = BenchStack(base: "http://127.0.0.1:\(port)", adminKey: adminKey, processes: processes)
+        let stack = BenchStack(base: "http://127.0.0.1:\(port)", adminKey: adminKey, processes: processes, adminPort: adminPort)
         do {
             try await HTTP.waitUntilOK("http://127.0.0.1:\(adminPort)/readyz", timeout: .seconds(60))
             for offset in 1..<processes.count {

@@ -49,11 +49,15 @@ func runThroughputBenchmark(arguments: [String]) async throws {
             for release in releases {
                 let (name, app) = release.apps[index]
                 let before = release.measured.map { $0.cpu() }
+                let tripsBefore = try await release.stack.metric("facegate_db_round_trips_total")
                 let run = try await release.phones.load(app, concurrency: concurrency, requests: requests, photo: probe)
                 let perLogin = zip(release.measured, before).map { ($0.cpu() - $1) / Double(requests) }
+                let trips = try await release.stack.metric("facegate_db_round_trips_total").flatMap { after in
+                    tripsBefore.map { String(format: "%.1f", (after - $0) / Double(requests)) }
+                } ?? "–"
                 let cells = perLogin.map { String(format: "%.1f", $0) }.joined(separator: " | ")
-                rows.append(String(format: "| %@ | %@ | %d | %@ | %.1f | %.0f | %.0f | ", release.label, name, concurrency, run.failureText,
-                                   Double(requests) / run.seconds, Bench.percentile(run.latencies, 50), Bench.percentile(run.latencies, 99))
+                rows.append(String(format: "| %@ | %@ | %d | %@ | %.1f | %.0f | %.0f | %@ | ", release.label, name, concurrency, run.failureText,
+                                   Double(requests) / run.seconds, Bench.percentile(run.latencies, 50), Bench.percentile(run.latencies, 99), trips)
                             + cells + String(format: " | %.1f |", perLogin.reduce(0, +)))
             }
         }
@@ -64,12 +68,13 @@ func runThroughputBenchmark(arguments: [String]) async throws {
     Face logins of obama2.jpg over HTTP, \(requests) per row, release build: gateway, one matcher with \(engines) face engines, broker and
     PostgreSQL on this 2-core machine, with the load generator. Each app's gallery holds the \(header.gallerySize) test photos' people;
     each client logs in from its own phone, bound to the user (header mode: `X-Device-Id`, searched 1:N; DPoP: a fresh proof per
-    request, made inside the measured time, compared 1:1 with the key's user). CPU is user + system time from /proc over the
+    request, made inside the measured time, compared 1:1 with the key's user). Round trips: the gateway's PostgreSQL round trips
+    per login (`facegate_db_round_trips_total`; a statement, or statements sent together). CPU is user + system time from /proc over the
     row's run, divided by its logins; the machine has 2,000 CPU-ms a second, so 30 logins/s leave 66 ms per login for all of it.
     \(releases.count > 1 ? "Each row is run against \(releases[0].label) and against this release in turn, each on its own database and ports (the broker and PostgreSQL shared; the other stack idle meanwhile)." : "")
 
-    | release | login | clients | failures | logins/s | p50 ms | p99 ms | \(columns.joined(separator: " | ")) | CPU-ms per login, all |
-    | --- | --- | --- | --- | --- | --- | --- | \(columns.map { _ in "---" }.joined(separator: " | ")) | --- |
+    | release | login | clients | failures | logins/s | p50 ms | p99 ms | gateway round trips | \(columns.joined(separator: " | ")) | CPU-ms per login, all |
+    | --- | --- | --- | --- | --- | --- | --- | --- | \(columns.map { _ in "---" }.joined(separator: " | ")) | --- |
     \(rows.joined(separator: "\n"))
     """)
 }

@@ -31,6 +31,18 @@ final class InMemoryAttemptCounters: AttemptCounterStore {
 
     private var now: Date { clock.now }
 
+    func charge(appId: UUID, _ subjects: [(subject: String, rule: AttemptRule)]) async throws -> [Bool] {
+        var counted: [Bool] = []
+        for (subject, rule) in subjects {
+            counted.append(counted.allSatisfy { $0 } ? try await charge(appId: appId, subject: subject, rule: rule) : false)
+        }
+        return counted
+    }
+
+    func refund(appId: UUID, _ subjects: [(subject: String, success: Bool, rule: AttemptRule)]) async throws {
+        for (subject, success, rule) in subjects { try await refund(appId: appId, subject: subject, success: success, rule: rule) }
+    }
+
     func charge(appId: UUID, subject: String, rule: AttemptGuard.Rule) async throws -> Bool {
         let now = self.now
         return counters.withLock { counters in

@@ -215,6 +215,21 @@ extension StoreContracts {
             }
         }
 
+        /// Subjects charged together are charged in order, in one statement, and none after the first refused.
+        @Test(arguments: StoreKind.allCases) func subjectsChargedTogetherStopAtTheFirstRefused(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            try await world.scoped {
+                for _ in 0..<3 { _ = try await world.attempts.charge(appId: world.appId, subject: "device:a", rule: rule) }
+                let counted = try await world.attempts.charge(appId: world.appId, [("address:x", rule), ("device:a", rule), ("device:b", rule)])
+                #expect(counted == [true, false, false])
+                #expect(try await world.attempts.state(appId: world.appId, subject: "device:b", rule: rule) == nil, "never charged")
+                try await world.attempts.refund(appId: world.appId, [("address:x", false, rule)])
+                let address = try #require(try await world.attempts.state(appId: world.appId, subject: "address:x", rule: rule))
+                #expect(!address.throttled && !address.locked)
+                #expect(try await world.attempts.charge(appId: world.appId, [("address:x", rule), ("device:b", rule)]) == [true, true])
+            }
+        }
+
         /// A windowed subject (a client address) takes a burst of `throttleAfter` failures, then one per interval
         /// (`failureWindow / throttleAfter`); a refund gives its interval back.
         @Test(arguments: StoreKind.allCases) func aWindowedSubjectTakesABurstThenOneFailurePerInterval(_ kind: StoreKind) async throws {

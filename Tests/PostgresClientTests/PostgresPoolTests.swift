@@ -101,6 +101,24 @@ private struct DeliberateFailure: Error {}
         }
     }
 
+    /// Statements sent together are one transaction in one round trip: their rows come back in order, and when one fails
+    /// none of them is kept.
+    @Test func statementsSentTogetherAreOneTransactionInOneRoundTrip() async throws {
+        try await withTestDatabase(poolSize: 1) { database in
+            let pool = database.pool
+            _ = try await pool.query("CREATE TABLE notes (id int4 PRIMARY KEY)")
+            let before = pool.statistics.roundTrips
+            let rows = try await pool.query(["INSERT INTO notes VALUES (\(1)) RETURNING id", "INSERT INTO notes VALUES (\(2)) RETURNING id"])
+            #expect(pool.statistics.roundTrips - before == 1)
+            #expect(try rows.map { try $0.first?.decode("id", as: Int.self) } == [1, 2])
+            let error = await #expect(throws: PostgresError.self) {
+                try await pool.query(["INSERT INTO notes VALUES (\(3))", "INSERT INTO notes VALUES (\(1))"])
+            }
+            #expect(error?.sqlState == "23505")
+            #expect(try await pool.query("SELECT id FROM notes ORDER BY id").map { try $0.decode("id", as: Int.self) } == [1, 2])
+        }
+    }
+
     @Test func cancellingAScopedStatementCancelsIt() async throws {
         try await Self.cancellingASleepCancelsIt(scope: PostgresScope(["app.tenant": "first"]))
     }

@@ -12,6 +12,17 @@ import Testing
         #expect(!query.description.contains("DROP"))
     }
 
+    /// A fragment appended to a query keeps its values, numbered on after the query's, and `$` that is no placeholder.
+    @Test func anAppendedFragmentsParametersAreNumberedOn() async throws {
+        var query: PostgresQuery = "SELECT \(1) AS a, "
+        query.append("\(2) + \(3) AS b, '$x' AS c")
+        #expect(query.sql == "SELECT $1 AS a, $2 + $3 AS b, '$x' AS c" && query.binds.count == 3)
+        try await withTestDatabase { database in
+            let row = try #require(try await database.pool.query(query).first)
+            #expect(try row.decode("a", as: Int.self) == 1 && row.decode("b", as: Int.self) == 5 && row.decode("c", as: String.self) == "$x")
+        }
+    }
+
     @Test func injectionAttemptStaysData() async throws {
         try await withTestDatabase { database in
             let pool = database.pool

@@ -62,33 +62,24 @@ struct AttemptGuard: Sendable {
     /// thrown by `body` keeps the charge when its code is a refusal on the merits (wrong face, wrong
     /// number, spoof) and refunds it otherwise.
     func attempt<T>(appId: UUID, _ subjects: [Subject], _ body: () async throws -> (T, Outcome)) async throws -> T {
-        var charged: [Subject] = []
-        do {
-            for subject in subjects {
-                try await charge(appId: appId, subject)
-                charged.append(subject)
-            }
-        } catch {
-            try? await settle(appId: appId, charged, .neutral)
-            throw error
+        // One statement charges them all, in order, none after the first refused.
+        let counted = try await store.charge(appId: appId, subjects.map { ($0.key, rule(for: $0)) })
+        if let refused = counted.firstIndex(of: false) {
+            try? await settle(appId: appId, Array(subjects[..<refused]), .neutral)
+            let subject = subjects[refused]
+            throw try await refusal(appId: appId, subject)
+                ?? APIError(.rateLimited, "too many failed attempts; try again", retryAfter: rule(for: subject).throttleSeconds)
         }
         do {
             let (value, outcome) = try await body()
-            try await settle(appId: appId, charged, outcome)
+            try await settle(appId: appId, subjects, outcome)
             return value
         } catch let error as APIError where error.code.isFailedAttempt {
             throw error
         } catch {
-            try? await settle(appId: appId, charged, .neutral)
+            try? await settle(appId: appId, subjects, .neutral)
             throw error
         }
-    }
-
-    /// Counts the attempt unless the subject is locked or inside its wait.
-    private func charge(appId: UUID, _ subject: Subject) async throws {
-        let rule = rule(for: subject)
-        guard try await !store.charge(appId: appId, subject: subject.key, rule: rule) else { return }
-        throw try await refusal(appId: appId, subject) ?? APIError(.rateLimited, "too many failed attempts; try again", retryAfter: rule.throttleSeconds)
     }
 
     /// Refuses, without counting anything, when the subject is locked or inside its wait (for calls that
@@ -114,11 +105,12 @@ struct AttemptGuard: Sendable {
     }
 
     private func settle(appId: UUID, _ subjects: [Subject], _ outcome: Outcome) async throws {
-        for subject in subjects where outcome != .failure {
-            // A windowed subject's success takes back its own charge, nothing more.
+        guard outcome != .failure else { return }
+        // A windowed subject's success takes back its own charge, nothing more.
+        try await store.refund(appId: appId, subjects.map { subject in
             let rule = rule(for: subject)
-            try await store.refund(appId: appId, subject: subject.key, success: outcome == .success && rule.failureWindow == 0, rule: rule)
-        }
+            return (subject.key, outcome == .success && rule.failureWindow == 0, rule)
+        })
     }
 
     /// The operator's reset: clears the counters of one subject.

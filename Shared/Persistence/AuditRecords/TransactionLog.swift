@@ -74,24 +74,30 @@ public struct TransactionLog: TransactionRecorder {
     /// caller's other writes; call `publish` once that transaction has committed.
     public func insert(_ record: TransactionRecord, in connection: PostgresConnection) async throws {
         let app = record.appId
-        _ = try await connection.query("""
-            INSERT INTO transaction_chain_heads (app_id, last_seq, last_hash)
-            VALUES (\(app), 0, \(TransactionRecord.genesisHash)) ON CONFLICT (app_id) DO NOTHING
+        // The app's head, created at genesis when it has none, and locked until the caller commits (the no-op update of
+        // an existing head takes its row lock and returns its latest values, as SELECT … FOR UPDATE would).
+        let head = try await connection.query("""
+            INSERT INTO transaction_chain_heads AS h (app_id, last_seq, last_hash)
+            VALUES (\(app), 0, \(TransactionRecord.genesisHash))
+            ON CONFLICT (app_id) DO UPDATE SET last_seq = h.last_seq
+            RETURNING last_seq, last_hash
             """)
-        let head = try await connection.query("SELECT last_seq, last_hash FROM transaction_chain_heads WHERE app_id = \(app) FOR UPDATE")
         guard let row = head.first else { throw TransactionLogError.chainHeadMissing }
         let seq = try row.decode("last_seq", as: Int64.self) + 1
         let previous = try row.decode("last_hash", as: [UInt8].self)
         let hash = record.rowHash(previousHash: previous, chainSeq: seq, key: keys.current)
         let detail = String(decoding: try FaceGateJSON.encode(record.detail), as: UTF8.self)
+        // The row and the head's advance, in one statement.
         _ = try await connection.query("""
-            INSERT INTO transactions (id, app_id, chain_seq, kind, outcome, user_id, device_id, client_ip, score,
-                                      latency_ms, detail, created_at, prev_hash, row_hash, hash_key_id)
-            VALUES (\(record.id), \(app), \(seq), \(record.kind), \(record.outcome), \(record.userId), \(record.deviceId),
-                    \(record.clientIp), \(record.score.map { Double($0) }), \(record.latencyMs), \(detail)::jsonb,
-                    \(record.createdAt), \(previous), \(hash), \(keys.currentId))
+            WITH appended AS (
+                INSERT INTO transactions (id, app_id, chain_seq, kind, outcome, user_id, device_id, client_ip, score,
+                                          latency_ms, detail, created_at, prev_hash, row_hash, hash_key_id)
+                VALUES (\(record.id), \(app), \(seq), \(record.kind), \(record.outcome), \(record.userId), \(record.deviceId),
+                        \(record.clientIp), \(record.score.map { Double($0) }), \(record.latencyMs), \(detail)::jsonb,
+                        \(record.createdAt), \(previous), \(hash), \(keys.currentId))
+            )
+            UPDATE transaction_chain_heads SET last_seq = \(seq), last_hash = \(hash) WHERE app_id = \(app)
             """)
-        _ = try await connection.query("UPDATE transaction_chain_heads SET last_seq = \(seq), last_hash = \(hash) WHERE app_id = \(app)")
     }
 
     /// Publishes a committed record on the audit topic (best effort: PostgreSQL is the record). The caller does

@@ -26,17 +26,27 @@ package struct AttemptRule: Sendable {
 }
 
 package protocol AttemptCounterStore: Sendable {
-    /// Counts one failure against `subject` unless it is locked or inside its wait, in one step (parallel
-    /// charges are each counted or refused, never lost); false when refused. Locks it once its total reaches
-    /// `rule.lockAfter` (0: never; the configuration asks at least 2).
-    func charge(appId: UUID, subject: String, rule: AttemptRule) async throws -> Bool
+    /// Counts one failure against each subject in order, each unless it is locked or inside its wait, and none after
+    /// one that is refused, in one statement (parallel charges are each counted or refused, never lost); whether each
+    /// was counted. Locks a subject once its total reaches `rule.lockAfter` (0: never; the configuration asks at least 2).
+    func charge(appId: UUID, _ subjects: [(subject: String, rule: AttemptRule)]) async throws -> [Bool]
     /// The subject's state under `rule`, or nil when it has no counter.
     func state(appId: UUID, subject: String, rule: AttemptRule) async throws -> AttemptState?
-    /// Takes a charge back: a success clears the consecutive count, a neutral outcome removes just this charge;
-    /// either unlocks a subject whose total falls below `rule.lockAfter`.
-    func refund(appId: UUID, subject: String, success: Bool, rule: AttemptRule) async throws
+    /// Takes charges back, in one round trip: a success clears the consecutive count, a neutral outcome removes just
+    /// this charge; either unlocks a subject whose total falls below `rule.lockAfter`.
+    func refund(appId: UUID, _ subjects: [(subject: String, success: Bool, rule: AttemptRule)]) async throws
     /// Forgets the subject (the operator's reset).
     func reset(appId: UUID, subject: String) async throws
+}
+
+extension AttemptCounterStore {
+    package func charge(appId: UUID, subject: String, rule: AttemptRule) async throws -> Bool {
+        try await charge(appId: appId, [(subject, rule)]) == [true]
+    }
+
+    package func refund(appId: UUID, subject: String, success: Bool, rule: AttemptRule) async throws {
+        try await refund(appId: appId, [(subject, success, rule)])
+    }
 }
 
 package struct AttemptState: Sendable, Equatable {
@@ -64,11 +74,27 @@ package struct PostgresAttemptCounters: AttemptCounterStore {
     /// A windowed rule (`failureWindow` > 0) keeps its GCRA time in `last_failure_at`: when the failures charged so far
     /// would all have drained at one per `failureInterval`. A charge is admitted while that time is at most
     /// `failureWindow - failureInterval` ahead, and moves it one interval on; a refund moves it back.
-    package func charge(appId: UUID, subject: String, rule: AttemptRule) async throws -> Bool {
+    package func charge(appId: UUID, _ subjects: [(subject: String, rule: AttemptRule)]) async throws -> [Bool] {
+        guard !subjects.isEmpty else { return [] }
+        // WITH s0 AS (upsert RETURNING 1), s1 AS (upsert … only if s0 returned a row), … SELECT whether each returned one.
+        var statement: PostgresQuery = "WITH "
+        for (index, (subject, rule)) in subjects.enumerated() {
+            let after = index == 0 ? "" : " WHERE EXISTS (SELECT 1 FROM s\(index - 1))"
+            statement.append(PostgresQuery(unsafeSQL: (index == 0 ? "" : ", ") + "s\(index) AS ("))
+            statement.append(charging(appId: appId, subject: subject, rule: rule, onlyIf: after))
+            statement.append(")")
+        }
+        statement.append(PostgresQuery(unsafeSQL: " SELECT " + subjects.indices.map { "EXISTS (SELECT 1 FROM s\($0)) AS s\($0)" }.joined(separator: ", ")))
+        guard let row = try await database.query(statement).first else { return subjects.map { _ in false } }
+        return try subjects.indices.map { try row.decode("s\($0)", as: Bool.self) }
+    }
+
+    /// The upsert of one charge, returning a row when it counted.
+    private func charging(appId: UUID, subject: String, rule: AttemptRule, onlyIf condition: String) -> PostgresQuery {
         let (window, interval) = (rule.failureWindow, rule.failureInterval)
-        return try await database.query("""
+        return """
             INSERT INTO attempt_counters AS c (app_id, subject, consecutive_failures, total_failures, last_failure_at)
-            VALUES (\(appId), \(subject), 1, 1, now() + make_interval(secs => \(window > 0 ? interval : 0)))
+            SELECT \(appId), \(subject), 1, 1, now() + make_interval(secs => \(window > 0 ? interval : 0))\(unsafeRaw: condition)
             ON CONFLICT (app_id, subject) DO UPDATE SET
                 consecutive_failures = c.consecutive_failures + 1,
                 total_failures = c.total_failures + 1,
@@ -77,8 +103,8 @@ package struct PostgresAttemptCounters: AttemptCounterStore {
             WHERE c.locked_at IS NULL
               AND CASE WHEN \(window) > 0 THEN c.last_failure_at - now() <= make_interval(secs => \(Double(window) - interval))
                        ELSE c.consecutive_failures < \(rule.throttleAfter) OR c.last_failure_at + make_interval(secs => \(rule.throttleSeconds)) <= now() END
-            RETURNING 1 AS admitted
-            """).first != nil
+            RETURNING 1
+            """
     }
 
     package func state(appId: UUID, subject: String, rule: AttemptRule) async throws -> AttemptState? {
@@ -95,8 +121,13 @@ package struct PostgresAttemptCounters: AttemptCounterStore {
                             waitSeconds: try row.decode("wait", as: Int?.self) ?? 0)
     }
 
-    package func refund(appId: UUID, subject: String, success: Bool, rule: AttemptRule) async throws {
-        _ = try await database.query("""
+    package func refund(appId: UUID, _ subjects: [(subject: String, success: Bool, rule: AttemptRule)]) async throws {
+        guard !subjects.isEmpty else { return }
+        _ = try await database.query(subjects.map { refunding(appId: appId, subject: $0.subject, success: $0.success, rule: $0.rule) })
+    }
+
+    private func refunding(appId: UUID, subject: String, success: Bool, rule: AttemptRule) -> PostgresQuery {
+        """
             UPDATE attempt_counters SET
                 last_failure_at = CASE WHEN \(rule.failureWindow) > 0 THEN last_failure_at - make_interval(secs => \(rule.failureInterval))
                                        ELSE last_failure_at END,
@@ -104,7 +135,7 @@ package struct PostgresAttemptCounters: AttemptCounterStore {
                 total_failures = GREATEST(total_failures - 1, 0),
                 locked_at = CASE WHEN \(rule.lockAfter) > 0 AND total_failures - 1 < \(rule.lockAfter) THEN NULL ELSE locked_at END
             WHERE app_id = \(appId) AND subject = \(subject)
-            """)
+            """
     }
 
     package func reset(appId: UUID, subject: String) async throws {

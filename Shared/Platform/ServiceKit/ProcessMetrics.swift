@@ -45,6 +45,10 @@ enum ProcessMetrics {
         metrics.gauge("facegate_db_pool_capacity", help: "The most PostgreSQL connections the pool opens") {
             Double(database.capacity)
         }
+        metrics.counter("facegate_db_round_trips_total",
+                        help: "Round trips to PostgreSQL: a statement, or statements sent together in one pipeline") {
+            Double(database.statistics.roundTrips)
+        }
     }
 
     /// A field of /proc/self/statm (in pages): 0 size, 1 resident.

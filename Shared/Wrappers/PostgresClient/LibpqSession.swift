@@ -157,14 +157,16 @@ final class LibpqSession: @unchecked Sendable {
         return collect(nil).map { _ in () }
     }
 
-    /// Runs one parameterised statement in a transaction of its own — `begin`, each setting with
-    /// `set_config(name, value, true)`, the statement, COMMIT — sent as one libpq pipeline: one round trip instead of
-    /// three. When the statement fails, the server skips the rest and the transaction is left failed, to be rolled
-    /// back when the lease ends (`prepareForReuse`).
+    /// Runs parameterised statements in a transaction of their own — `begin`, each setting with
+    /// `set_config(name, value, true)`, the statements, COMMIT — sent as one libpq pipeline: one round trip instead of
+    /// one per command. When a statement fails, the server skips the rest and the transaction is left failed, to be
+    /// rolled back when the lease ends (`prepareForReuse`).
     func executeInTransaction(
-        begin: String, settings: [(name: String, value: String)], _ query: PostgresQuery, ticket: UInt64
-    ) -> Result<PostgresRows, PostgresError> {
-        if var error = send(query, ticket: ticket, { sendPipeline(begin: begin, settings: settings, query) }) {
+        begin: String, settings: [(name: String, value: String)], _ queries: [PostgresQuery], ticket: UInt64
+    ) -> Result<[PostgresRows], PostgresError> {
+        guard let first = queries.first else { return .success([]) }
+        if let error = queries.dropFirst().lazy.compactMap(unsendable).first { return .failure(error) }
+        if var error = send(first, ticket: ticket, { sendPipeline(begin: begin, settings: settings, queries) }) {
             error.wasNotSent = true
             return .failure(error)
         }
@@ -172,17 +174,18 @@ final class LibpqSession: @unchecked Sendable {
         guard let connection else { return .failure(connectionError()) }
         // One result (or an error, or PGRES_PIPELINE_ABORTED after an earlier error) per command, each ended by NULL,
         // then the pipeline's sync.
-        let statement = 1 + settings.count
-        var rows: ResultHandle?
+        let statements = (1 + settings.count)..<(1 + settings.count + queries.count)
+        var rows: [ResultHandle?] = Array(repeating: nil, count: queries.count)
         var failure: PostgresError?
-        for command in 0...statement + 1 {
+        for command in 0...statements.upperBound {
             while let result = PQgetResult(connection) {
                 let status = PQresultStatus(result)
+                let statement = statements.contains(command) ? command - statements.lowerBound : nil
                 if status == PGRES_FATAL_ERROR || status == PGRES_BAD_RESPONSE || status == PGRES_NONFATAL_ERROR {
-                    if failure == nil { failure = error(from: result, query: command == statement ? query : nil) }
+                    if failure == nil { failure = error(from: result, query: statement.map { queries[$0] }) }
                     PQclear(result)
-                } else if command == statement && (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
-                    rows = ResultHandle(result)
+                } else if let statement, status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK {
+                    rows[statement] = ResultHandle(result)
                 } else {
                     PQclear(result)
                 }
@@ -192,11 +195,15 @@ final class LibpqSession: @unchecked Sendable {
         if PQpipelineStatus(connection) != PQ_PIPELINE_OFF && PQexitPipelineMode(connection) != 1 { disconnect() }
         updateState()
         if let failure { return .failure(markingBrokenConnection(failure)) }
-        guard let rows else { return .failure(connectionError()) }
-        return .success(PostgresRows(rows))
+        var answers: [PostgresRows] = []
+        for handle in rows {
+            guard let handle else { return .failure(connectionError()) }
+            answers.append(PostgresRows(handle))
+        }
+        return .success(answers)
     }
 
-    private func sendPipeline(begin: String, settings: [(name: String, value: String)], _ query: PostgresQuery) -> Bool {
+    private func sendPipeline(begin: String, settings: [(name: String, value: String)], _ queries: [PostgresQuery]) -> Bool {
         guard let connection, PQenterPipelineMode(connection) == 1 else { return false }
         func command(_ sql: String, _ parameters: [String] = []) -> Bool {
             var pointers: [UnsafeMutablePointer<CChar>?] = parameters.map { strdup($0) }
@@ -208,7 +215,7 @@ final class LibpqSession: @unchecked Sendable {
             }
         }
         let sent = command(begin) && settings.allSatisfy { command("SELECT set_config($1, $2, true)", [$0.name, $0.value]) }
-            && sendParameterised(query) && command("COMMIT") && PQpipelineSync(connection) == 1
+            && queries.allSatisfy(sendParameterised) && command("COMMIT") && PQpipelineSync(connection) == 1
         // A pipeline half sent cannot be taken back: the connection goes, and is replaced before the next statement.
         if !sent && PQstatus(connection) == CONNECTION_OK { disconnect() }
         return sent
@@ -220,13 +227,19 @@ final class LibpqSession: @unchecked Sendable {
         send(query, ticket: ticket) { sendParameterised(query) }
     }
 
-    private func send(_ query: PostgresQuery, ticket: UInt64, _ transmit: () -> Bool) -> PostgresError? {
+    /// Why the protocol cannot carry `query`, if it cannot.
+    private func unsendable(_ query: PostgresQuery) -> PostgresError? {
         if query.binds.count > Int(UInt16.max) {
             return PostgresError(kind: .invalidQuery, message: "a statement takes at most 65535 parameters, got \(query.binds.count)")
         }
         if query.binds.hasOversizedValue {
             return PostgresError(kind: .invalidQuery, message: "a parameter value is larger than the protocol allows (2 GB)")
         }
+        return nil
+    }
+
+    private func send(_ query: PostgresQuery, ticket: UInt64, _ transmit: () -> Bool) -> PostgresError? {
+        if let error = unsendable(query) { return error }
         let cancelled = cancelSlot.withLock { slot in
             if slot.cancelledBeforeStart == ticket { return true }
             slot.running = ticket

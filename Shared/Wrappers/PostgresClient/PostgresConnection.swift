@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// One connection to the server. Its blocking libpq calls run on a serial queue of its own, never on
 /// the caller's thread; statements on one connection run one after another.
@@ -10,10 +11,13 @@ import Dispatch
 public final class PostgresConnection: Sendable {
     let session: LibpqSession
     private let queue: DispatchQueue
+    /// Statements (or pipelines) sent, counted where the pool that opened the connection reads them.
+    private let roundTrips: RoundTrips
 
-    init(configuration: PostgresConfiguration) {
+    init(configuration: PostgresConfiguration, roundTrips: RoundTrips = RoundTrips()) {
         session = LibpqSession(configuration: configuration)
         queue = DispatchQueue(label: "facegate.postgres.connection")
+        self.roundTrips = roundTrips
     }
 
     /// Opens a connection outside any pool.
@@ -34,17 +38,18 @@ public final class PostgresConnection: Sendable {
         try await cancellable(file: file, line: line) { $0.execute(query, ticket: $1) }
     }
 
-    /// Runs one parameterised statement in a transaction of its own with `settings` SET LOCAL, in one round trip.
+    /// Runs parameterised statements in a transaction of their own with `settings` SET LOCAL, in one round trip.
     func queryInTransaction(
-        begin: PostgresQuery, settings: [(name: String, value: String)], _ query: PostgresQuery, file: String, line: Int
-    ) async throws(PostgresError) -> PostgresRows {
-        try await cancellable(file: file, line: line) { $0.executeInTransaction(begin: begin.sql, settings: settings, query, ticket: $1) }
+        begin: PostgresQuery, settings: [(name: String, value: String)], _ queries: [PostgresQuery], file: String, line: Int
+    ) async throws(PostgresError) -> [PostgresRows] {
+        try await cancellable(file: file, line: line) { $0.executeInTransaction(begin: begin.sql, settings: settings, queries, ticket: $1) }
     }
 
     /// Runs `work` on the connection's queue under a fresh ticket; cancelling the task cancels the statement on it.
-    private func cancellable(
-        file: String, line: Int, _ work: @escaping @Sendable (LibpqSession, UInt64) -> Result<PostgresRows, PostgresError>
-    ) async throws(PostgresError) -> PostgresRows {
+    private func cancellable<Rows: Sendable>(
+        file: String, line: Int, _ work: @escaping @Sendable (LibpqSession, UInt64) -> Result<Rows, PostgresError>
+    ) async throws(PostgresError) -> Rows {
+        roundTrips.add()
         let session = self.session
         let ticket = session.newTicket()
         let result = await withTaskCancellationHandler {
@@ -81,6 +86,7 @@ public final class PostgresConnection: Sendable {
     static let streamBatchSize = 1_000
 
     private func stream(_ query: PostgresQuery, ticket: UInt64, _ body: (PostgresRow) throws -> Void) async throws {
+        roundTrips.add()
         try await onQueue { $0.startStream(query, ticket: ticket) }.get()
         var batch = try await onQueue { $0.nextBatch(limit: Self.streamBatchSize) }.get()
         while !batch.isLast {
@@ -100,6 +106,7 @@ public final class PostgresConnection: Sendable {
 
     /// Runs trusted SQL text that may hold several statements (simple query protocol, no parameters).
     func executeScript(_ sql: String) async throws(PostgresError) {
+        roundTrips.add()
         try await onQueue { $0.executeScript(sql) }.get()
     }
 
@@ -115,4 +122,11 @@ public final class PostgresConnection: Sendable {
             queue.async { continuation.resume(returning: work(session)) }
         }
     }
+}
+
+/// A count of round trips to the server, shared by a pool's connections.
+final class RoundTrips: Sendable {
+    private let count = Atomic<Int>(0)
+    func add() { count.add(1, ordering: .relaxed) }
+    var total: Int { count.load(ordering: .relaxed) }
 }

@@ -40,6 +40,7 @@ public final class PostgresPool: Sendable {
     }
 
     private let state = Mutex(State())
+    private let roundTrips = RoundTrips()
 
     /// Connects nothing until the first statement.
     public init(configuration: PostgresConfiguration) {
@@ -52,7 +53,7 @@ public final class PostgresPool: Sendable {
         _ query: PostgresQuery, file: String = #fileID, line: Int = #line
     ) async throws(PostgresError) -> PostgresRows {
         if let settings = PostgresScope.current?.settings, !settings.isEmpty {
-            return try await scoped(query, settings: settings, file: file, line: line)
+            return try await scoped([query], settings: settings, file: file, line: line)[0]
         }
         let connection = try await acquire()
         let result: Result<PostgresRows, PostgresError>
@@ -65,19 +66,27 @@ public final class PostgresPool: Sendable {
         return try result.get()
     }
 
-    /// One statement in a transaction of its own under the scope's settings: BEGIN, SET LOCAL, the statement and COMMIT
+    /// Statements that need no answer from one another, in one transaction of their own (under the scope's settings),
+    /// sent together: one round trip for all of them. Their rows, in order; any failure rolls back every one.
+    public func query(
+        _ queries: [PostgresQuery], file: String = #fileID, line: Int = #line
+    ) async throws(PostgresError) -> [PostgresRows] {
+        try await scoped(queries, settings: PostgresScope.current?.settings ?? [], file: file, line: line)
+    }
+
+    /// Statements in a transaction of their own under the scope's settings: BEGIN, SET LOCAL, the statements and COMMIT
     /// in one round trip. Serialization failures, deadlocks and connections that failed before it was sent run it
     /// again, as `withTransaction` does.
     private func scoped(
-        _ query: PostgresQuery, settings: [(name: String, value: String)], file: String, line: Int
-    ) async throws(PostgresError) -> PostgresRows {
+        _ queries: [PostgresQuery], settings: [(name: String, value: String)], file: String, line: Int
+    ) async throws(PostgresError) -> [PostgresRows] {
         var attempt = 1
         while true {
             let connection = try await acquire()
-            let result: Result<PostgresRows, PostgresError>
+            let result: Result<[PostgresRows], PostgresError>
             do {
                 result = .success(try await connection.queryInTransaction(
-                    begin: PostgresIsolation.readCommitted.beginStatement, settings: settings, query, file: file, line: line))
+                    begin: PostgresIsolation.readCommitted.beginStatement, settings: settings, queries, file: file, line: line))
             } catch {
                 result = .failure(error)
             }
@@ -282,7 +291,7 @@ public final class PostgresPool: Sendable {
     }
 
     private func open() async throws(PostgresError) -> PostgresConnection {
-        let connection = PostgresConnection(configuration: configuration)
+        let connection = PostgresConnection(configuration: configuration, roundTrips: roundTrips)
         if let error = await connection.onQueue({ $0.connect() }) {
             giveUpSlot()
             throw error
@@ -323,11 +332,14 @@ public final class PostgresPool: Sendable {
         public var open: Int
         public var idle: Int
         public var waiting: Int
+        /// Round trips to the server since the pool was made: a statement, or statements sent together as one pipeline.
+        public var roundTrips: Int
         public var inUse: Int { open - idle }
     }
 
     public var statistics: Statistics {
-        state.withLock { Statistics(open: $0.opened, idle: $0.idle.count, waiting: $0.waiters.count) }
+        let roundTrips = roundTrips.total
+        return state.withLock { Statistics(open: $0.opened, idle: $0.idle.count, waiting: $0.waiters.count, roundTrips: roundTrips) }
     }
 
     /// The most connections the pool opens.

@@ -28,6 +28,26 @@ public struct PostgresQuery: ExpressibleByStringInterpolation, Sendable, CustomS
     /// The SQL text only: safe to log.
     public var description: String { sql }
 
+    /// Appends `fragment`, its parameters numbered on after this query's: how a statement of several parts is built (a
+    /// WITH of one data-modifying part per item).
+    public mutating func append(_ fragment: PostgresQuery) {
+        let shift = binds.count
+        guard shift > 0 else {
+            sql += fragment.sql
+            binds = fragment.binds
+            return
+        }
+        var text = fragment.sql[...]
+        while let dollar = text.firstIndex(of: "$") {
+            sql += text[..<dollar]
+            let digits = text[text.index(after: dollar)...].prefix { $0.isASCII && $0.isNumber }
+            sql += digits.isEmpty ? "$" : "$\(Int(digits)! + shift)"
+            text = text[digits.endIndex...]
+        }
+        sql += text
+        binds.append(contentsOf: fragment.binds)
+    }
+
     public struct StringInterpolation: StringInterpolationProtocol {
         var sql = ""
         var binds = PostgresBindings()
@@ -76,6 +96,14 @@ public struct PostgresBindings: Sendable {
         let length = bytes.count - start
         if length > Int(Int32.max) { hasOversizedValue = true }
         lengths.append(Int32(truncatingIfNeeded: length))
+    }
+
+    mutating func append(contentsOf other: PostgresBindings) {
+        offsets += other.offsets.map { $0 + bytes.count }
+        types += other.types
+        bytes += other.bytes
+        lengths += other.lengths
+        hasOversizedValue = hasOversizedValue || other.hasOversizedValue
     }
 
     public mutating func appendNull(_ type: PostgresDataType) {
