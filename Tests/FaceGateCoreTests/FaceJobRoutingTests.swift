@@ -96,10 +96,60 @@ import Testing
         }
     }
 
-    @Test func enrollmentsGoToEveryShard() async throws {
-        let requester = Requester { _ in Array(repeating: FaceJobResult(outcome: .enrolled), count: 3) }
-        _ = try await FaceJobRouting.answer(FaceJob(appId: app, .enroll(FaceJob.Enrollment(image: photo, userId: UUID()))), shards: 3,
-                                            send: requester.send)
-        #expect(requester.jobs.count == 1 && requester.jobs[0].replies == 3 && requester.jobs[0].job.shard == nil)
+    /// A matcher's answers to an enrollment's three steps: the probe (a sealed template and the duplicate distance), each
+    /// shard's search (`others` on shard 0), the store.
+    func enrollmentRequester(others: [FaceCandidate]) -> Requester {
+        Requester { job in
+            switch job.payload {
+            case .enroll where job.probeOnly:
+                var probed = FaceJobResult(outcome: .detected, faceCount: 1)
+                probed.sealedTemplate = Data([1, 2, 3])
+                probed.duplicateThreshold = 0.6
+                return [probed]
+            case .search: return [self.result(.match, others), self.result(.noMatchFace)]
+            default: return [FaceJobResult(outcome: .enrolled, templateId: UUID())]
+            }
+        }
+    }
+
+    /// On a sharded gallery an enrollment is embedded once, by one shard; every shard's slice is searched with the sealed
+    /// template; then that shard stores it, without a second duplicate check of its own slice.
+    @Test func aShardedEnrollmentIsProbedSearchedEverywhereThenStoredByOneShard() async throws {
+        let user = UUID()
+        // The user's own face, and another user's beyond the duplicate distance, refuse nothing.
+        let requester = enrollmentRequester(others: [FaceCandidate(userId: user, templateId: UUID(), distance: 0.1),
+                                                     FaceCandidate(userId: UUID(), templateId: UUID(), distance: 0.7)])
+        let answer = try await FaceJobRouting.answer(FaceJob(appId: app, .enroll(FaceJob.Enrollment(image: photo, userId: user))), messageId: "m1",
+                                                     shards: 2, shard: 5, send: requester.send)
+        #expect(answer.outcome == .enrolled)
+        let jobs = requester.jobs
+        #expect(jobs.count == 3)
+        #expect(jobs[0].job.probeOnly && jobs[0].job.shard == 5 && jobs[0].replies == 1)
+        guard case .search(let template, _) = jobs[1].job.payload else { Issue.record("no search: \(jobs[1].job.kind)"); return }
+        #expect(template == Data([1, 2, 3]) && jobs[1].replies == 2)
+        guard case .enroll(let stored) = jobs[2].job.payload else { Issue.record("no store"); return }
+        #expect(!jobs[2].job.probeOnly && jobs[2].job.shard == 5 && jobs[2].replies == 1 && !stored.duplicateCheck)
+    }
+
+    /// Another user's face within the duplicate distance on any shard refuses the enrollment, and nothing is stored.
+    @Test func aDuplicateOnAnyShardRefusesTheEnrollment() async throws {
+        let other = UUID()
+        let requester = enrollmentRequester(others: [FaceCandidate(userId: other, templateId: UUID(), distance: 0.4)])
+        let answer = try await FaceJobRouting.answer(FaceJob(appId: app, .enroll(FaceJob.Enrollment(image: photo, userId: UUID()))), shards: 2,
+                                                     send: requester.send)
+        #expect(answer.outcome == .duplicateFace && answer.candidates.first?.userId == other)
+        #expect(requester.jobs.count == 2, "probe and search, no store")
+    }
+
+    /// Without a duplicate check an enrollment goes straight to one shard; a progressive re-enrollment (another model)
+    /// still goes to every shard.
+    @Test func enrollmentsWithoutACheckGoToOneShardReEnrollmentsToEvery() async throws {
+        let requester = Requester { _ in Array(repeating: FaceJobResult(outcome: .enrolled, templateId: UUID()), count: 3) }
+        _ = try await FaceJobRouting.answer(FaceJob(appId: app, .enroll(FaceJob.Enrollment(image: photo, userId: UUID(), duplicateCheck: false))),
+                                            shards: 3, shard: 2, send: requester.send)
+        _ = try await FaceJobRouting.answer(FaceJob(appId: app, .enroll(FaceJob.Enrollment(image: photo, userId: UUID(), model: .sface2021dec))),
+                                            shards: 3, send: requester.send)
+        #expect(requester.jobs.map(\.replies) == [1, 3])
+        #expect(requester.jobs[0].job.shard == 2 && !requester.jobs[0].job.probeOnly && requester.jobs[1].job.shard == nil)
     }
 }

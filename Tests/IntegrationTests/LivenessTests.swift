@@ -229,7 +229,7 @@ import Testing
             let token = try await stack.accessToken(app)
 
             // One shard analyses the burst (each frame embedded once); both search the most frontal frame's sealed template.
-            func embeddings() -> Double { [stack.matcher!, second].compactMap(\.embeddings).reduce(0, +) }
+            func embeddings() -> Double { [stack.matcher!, second].map(\.embeddings).reduce(0, +) }
             for (device, photo, expected) in [("k-1", "obama.jpg", obama), ("k-2", "biden.jpg", biden)] {
                 let challenge = try await stack.storeChallenge(app, device: device, actions: [.turnLeft, .blink])
                 let frames = try SyntheticFrames.burst(photo: try Self.photo(photo), actions: [.turnLeft, .blink], engine: engine)

@@ -360,9 +360,9 @@ extension Trait where Self == SharedStackTrait {
 }
 
 extension MatcherWorker {
-    /// Faces this matcher embedded so far (`facegate_matcher_embeddings_total`); nil when it does not report the metric.
-    var embeddings: Double? {
+    /// Faces this matcher embedded so far (`facegate_matcher_embeddings_total`, which has no sample before the first).
+    var embeddings: Double {
         runtime.metrics.render().split(separator: "\n").first { $0.hasPrefix("facegate_matcher_embeddings_total ") }
-            .flatMap { Double($0.split(separator: " ")[1]) }
+            .flatMap { Double($0.split(separator: " ")[1]) } ?? 0
     }
 }

@@ -322,8 +322,17 @@ final class FaceJobHandler: Sendable {
         let quality = Self.report(face.quality)
         if let refused = qualityGate(face, faces: faces, model: engine.model, timings: timings) { return refused }
         let embedding = face.embedding!
+        let duplicateThreshold = min(job.threshold ?? configuration.defaultThreshold(for: engine.model), engine.model.duplicateThreshold)
+        if job.probeOnly {
+            // A sharded gallery: every shard's slice is searched for a duplicate with this embedding, then one shard stores it.
+            var result = FaceJobResult(outcome: .detected, faceCount: faceCount, quality: quality, timings: timings)
+            result.sealedTemplate = Data(try sealer.sealTemplate(embedding, templateId: engine.model.referenceTemplateKey))
+            result.duplicateThreshold = duplicateThreshold
+            result.subject = SubjectSelection.region(face.box)
+            return result
+        }
         if enrollment.duplicateCheck {
-            let threshold = min(job.threshold ?? configuration.defaultThreshold(for: engine.model), engine.model.duplicateThreshold)
+            let threshold = duplicateThreshold
             let others = await search(embedding, k: 10, job, engine)
                 .filter { $0.userId != userId && $0.distance <= threshold }
             if let duplicate = others.first {

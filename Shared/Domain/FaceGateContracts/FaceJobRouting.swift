@@ -7,7 +7,11 @@ import Foundation
 /// - an identify, or a burst that identifies, has its probe embedded by one shard, which answers it as a template sealed
 ///   with the platform key; every shard then searches its slice with that template (a `search` job: the template, not the
 ///   photo) and their answers are merged;
-/// - an enrollment or a re-embedding goes to every shard (each keeps what hashes to it), merged.
+/// - an enrollment has its face embedded by one shard, which answers it as a sealed template (after the quality gate and
+///   the user's limit); every shard searches its slice for another user's face with it (`DUPLICATE_FACE`), and only then
+///   is it stored, by that shard (it reaches the shard that keeps it by the gallery-change broadcast). Without a
+///   duplicate check it goes to that one shard at once. A progressive re-enrollment (a model the app's gallery is not
+///   searched with yet) and a re-embedding go to every shard, merged.
 public enum FaceJobRouting {
     /// Sends a job and waits for `replies` answers: the requester's part.
     public typealias Send = @Sendable (_ job: FaceJob, _ messageId: String?, _ replies: Int) async throws -> [FaceJobResult]
@@ -36,6 +40,26 @@ public enum FaceJobRouting {
             (result.liveness, result.bestFrameIndex) = (probed.liveness, probed.bestFrameIndex)
             result.timings.merge(probed.timings) { search, _ in search }
             return result
+        case .enroll(var enrollment) where shards > 1 && enrollment.model == nil:
+            // Embedded once on one shard, every shard's slice searched for another user's face, then stored by that shard.
+            if enrollment.duplicateCheck {
+                single.probeOnly = true
+                let probed = try await send(single, nil, 1)[0]
+                // Refused (no face, low quality, the limit), or stored by a matcher that predates enrollment probes.
+                guard probed.outcome == .detected, let template = probed.sealedTemplate, let threshold = probed.duplicateThreshold else { return probed }
+                let search = FaceJob(appId: job.appId, threshold: job.threshold, margin: job.margin, .search(template: template, topK: 10))
+                let found = FaceJobResult.merged(try await send(search, nil, shards), for: search)
+                if let duplicate = found.candidates.first(where: { $0.userId != enrollment.userId && $0.distance <= threshold }) {
+                    var refused = FaceJobResult(outcome: .duplicateFace, message: "the face is already enrolled for another user",
+                                                candidates: [duplicate], faceCount: probed.faceCount, quality: probed.quality)
+                    refused.subject = probed.subject
+                    return refused
+                }
+                enrollment.duplicateCheck = false
+                single.probeOnly = false
+            }
+            single.payload = .enroll(enrollment)
+            return try await send(single, messageId, 1)[0]
         case .enroll, .reembed, .search:
             return FaceJobResult.merged(try await send(job, messageId, shards), for: job)
         }

@@ -121,8 +121,9 @@ public struct FaceJob: Codable, Sendable {
     /// On a sharded gallery, the one shard that takes the job (every other leaves it unanswered): a job that needs no
     /// gallery slice (a verify, a detection), or the probe of a search. Nil: every shard takes it.
     public var shard: Int?
-    /// An identify stops once the probe is embedded (and the bound users are compared): it answers `DETECTED` with the
-    /// probe as a template sealed with the platform key, for a `search` on every shard.
+    /// An identify stops once the probe is embedded (and the bound users are compared), an enrollment once its face has
+    /// passed the quality gate, storing nothing: it answers `DETECTED` with the probe as a template sealed with the
+    /// platform key, for a `search` on every shard.
     public var probeOnly: Bool
 
     public init(appId: UUID, threshold: Float? = nil, margin: Float? = nil, lenientSubject: Bool = false, boundUsers: [UUID] = [],
@@ -411,6 +412,8 @@ public struct FaceJobResult: Codable, Sendable {
     public var faces: [FaceRegion]?
     /// An identify's `MATCH` with one of the job's `boundUsers`, compared 1:1 (its only candidate), not found by the search.
     public var boundMatch: Bool?
+    /// An enrollment's probe: the distance within which another user's face refuses the enrollment (`DUPLICATE_FACE`).
+    public var duplicateThreshold: Float?
 
     public init(outcome: FaceOutcome, message: String? = nil, candidates: [FaceCandidate] = [], faceCount: Int? = nil,
                 quality: FaceQualityReport? = nil, templateId: UUID? = nil, liveness: LivenessReport? = nil,
