@@ -2,6 +2,7 @@ import AppRecords
 @testable import AuthGateway
 import FaceGateCore
 import Foundation
+import IdentityRecords
 import Testing
 
 /// `ActiveLiveness` over the in-memory challenge store: what a challenge asks for and to whom it is bound. The bursts

@@ -4,6 +4,7 @@ import CTIDRecords
 import FaceGateCore
 import FaceGateTestSupport
 import Foundation
+import IdentityRecords
 import Testing
 
 /// `CTIDVerification` over the in-memory serial store and a scripted verifier. End to end (the verifier opening real

@@ -3,6 +3,7 @@ import AppRecords
 import Crypto
 import FaceGateCore
 import Foundation
+import IdentityRecords
 import JWT
 import Testing
 

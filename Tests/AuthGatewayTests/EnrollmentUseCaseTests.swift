@@ -2,6 +2,7 @@ import AppRecords
 @testable import AuthGateway
 import FaceGateCore
 import Foundation
+import IdentityRecords
 import Testing
 
 /// `Enrollment` over an in-memory roster and a scripted matcher. The matcher's own rules (quality gate, duplicates, the

@@ -2,6 +2,7 @@ import AppRecords
 @testable import AuthGateway
 import FaceGateCore
 import Foundation
+import IdentityRecords
 import Testing
 
 /// `FaceModelMigration` over the in-memory roster and apps and a scripted matcher: what the operator is told, which

@@ -4,6 +4,7 @@ import Crypto
 import FaceGateCore
 import Foundation
 import HTTPServer
+import IdentityRecords
 import Testing
 
 /// The `Idempotency-Key` rules of creating POSTs over in-memory records; end to end (a gateway, PostgreSQL):

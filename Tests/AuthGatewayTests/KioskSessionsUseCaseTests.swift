@@ -3,6 +3,7 @@ import AppRecords
 import Crypto
 import FaceGateCore
 import Foundation
+import IdentityRecords
 import KioskSessionRecords
 import ServiceKit
 import Synchronization

@@ -4,6 +4,7 @@ import AuditRecords
 import Crypto
 import FaceGateCore
 import Foundation
+import IdentityRecords
 import JWT
 import ServiceKit
 import Testing

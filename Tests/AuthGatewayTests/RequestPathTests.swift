@@ -6,6 +6,7 @@ import FaceGateCore
 import FaceGateTestSupport
 import Foundation
 import HTTPServer
+import IdentityRecords
 import JWT
 import PostgresClient
 import ServiceKit
