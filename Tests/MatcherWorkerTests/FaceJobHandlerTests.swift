@@ -107,6 +107,15 @@ import Testing
         #expect(result.outcome == .imageFormatError)
         #expect(templates.count == 0)
     }
+
+    @Test func aShardDrawsTemplateIdsThatHashToItself() throws {
+        let sealer = try Sealer(key: SecureRandom.bytes(32))
+        for shard in 0..<3 {
+            let store = GalleryStore(database: runtime.database, sealer: sealer, storage: .float32, models: [.sface2021dec],
+                                     shardIndex: shard, shardCount: 3, logger: runtime.logger)
+            for _ in 0..<50 { #expect(shardIndex(templateId: store.newTemplateId(), shardCount: 3) == shard) }
+        }
+    }
 }
 
 // MARK: - Twins

@@ -119,6 +119,28 @@ private struct DeliberateFailure: Error {}
         }
     }
 
+    /// A read-then-write is one transaction in two round trips: the write is made of what the read returned, and a write
+    /// that fails takes the read's effect with it and leaves no transaction open.
+    @Test func aReadThenWriteIsOneTransactionInTwoRoundTrips() async throws {
+        try await withTestDatabase(poolSize: 1) { database in
+            let pool = database.pool
+            _ = try await pool.query("CREATE TABLE counters (id int4 PRIMARY KEY, n int4 NOT NULL)")
+            let before = pool.statistics.roundTrips
+            let next = try await pool.readThenWrite("INSERT INTO counters VALUES (1, 0) ON CONFLICT (id) DO UPDATE SET n = counters.n RETURNING n") { rows in
+                let next = try (rows.first?.decode("n", as: Int.self) ?? -1) + 1
+                return (["UPDATE counters SET n = \(next) WHERE id = \(1)"], next)
+            }
+            #expect(next == 1 && pool.statistics.roundTrips - before == 2)
+            let error = await #expect(throws: PostgresError.self) {
+                try await pool.readThenWrite("INSERT INTO counters VALUES (2, 0) RETURNING n") { _ in (["INSERT INTO counters VALUES (1, 5)"], ()) }
+            }
+            #expect(error?.sqlState == "23505")
+            #expect(try await pool.query("SELECT n FROM counters ORDER BY id").map { try $0.decode("n", as: Int.self) } == [1])
+            let outside = await #expect(throws: PostgresError.self) { try await pool.query("SAVEPOINT probe") }
+            #expect(outside?.sqlState == "25P01", "no transaction was left open")
+        }
+    }
+
     @Test func cancellingAScopedStatementCancelsIt() async throws {
         try await Self.cancellingASleepCancelsIt(scope: PostgresScope(["app.tenant": "first"]))
     }

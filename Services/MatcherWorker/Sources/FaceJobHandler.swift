@@ -340,7 +340,8 @@ final class FaceJobHandler: Sendable {
                                      candidates: [Self.candidate(duplicate)], faceCount: faceCount, quality: quality, timings: timings)
             }
         }
-        let template = TemplateStore.NewTemplate(appId: job.appId, userId: userId, model: engine.model, embedding: embedding, quality: quality,
+        let template = TemplateStore.NewTemplate(id: store.newTemplateId(), appId: job.appId, userId: userId, model: engine.model,
+                                                 embedding: embedding, quality: quality,
                                                  photo: enrollment.keepPhoto ? enrollment.image : nil)
         var enrolled = FaceJobResult(outcome: .enrolled, faceCount: faceCount, quality: quality, templateId: template.id, timings: timings)
         enrolled.subject = SubjectSelection.region(face.box)
@@ -393,7 +394,8 @@ final class FaceJobHandler: Sendable {
                 var timings: [String: Double] = [:]
                 let (face, faces) = try await probe(Data(photo), engine, lenient: true, timings: &timings)
                 if let refused = qualityGate(face, faces: faces, model: engine.model, timings: timings) { throw Stop(result: refused) }
-                let template = TemplateStore.NewTemplate(appId: job.appId, userId: kept.userId, model: engine.model, embedding: face.embedding!,
+                let template = TemplateStore.NewTemplate(id: store.newTemplateId(), appId: job.appId, userId: kept.userId, model: engine.model,
+                                                         embedding: face.embedding!,
                                                          quality: Self.report(face.quality))
                 switch try await templates.insert(template, onlyIfNone: true) {
                 case .inserted(let seq, _):

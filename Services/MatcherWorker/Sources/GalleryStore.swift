@@ -40,6 +40,15 @@ final class GalleryStore: Sendable {
         shards == 1 || shardIndex(templateId: templateId, shardCount: shards) == shard
     }
 
+    /// A new template id of this shard: a template this matcher stores is in its own gallery at once, so a search right
+    /// after its enrollment finds it without waiting for the gallery-change broadcast (drawn again until it hashes here:
+    /// `shards` draws on average).
+    func newTemplateId() -> UUID {
+        var id = UUID()
+        while !owns(id) { id = UUID() }
+        return id
+    }
+
     /// Loads every template of this shard. Returns how many.
     @discardableResult
     func loadAll() async throws -> Int {

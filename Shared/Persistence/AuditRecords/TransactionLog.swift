@@ -63,9 +63,10 @@ public struct TransactionLog: TransactionRecorder {
         self.keys = keys
     }
 
+    /// Chains `record` in a transaction of its own, two round trips: the head, then the row with the head's advance.
     public func append(_ record: TransactionRecord) async throws {
         try await Tenant.run(app: record.appId) {
-            try await database.withTransaction { connection in try await insert(record, in: connection) }
+            try await database.readThenWrite(Self.lockedHead(of: record.appId)) { head in ([try chaining(record, after: head)], ()) }
         }
         publish(record)
     }
@@ -73,22 +74,29 @@ public struct TransactionLog: TransactionRecorder {
     /// Chains `record` inside the caller's database transaction, so it commits together with the
     /// caller's other writes; call `publish` once that transaction has committed.
     public func insert(_ record: TransactionRecord, in connection: PostgresConnection) async throws {
+        _ = try await connection.query(try chaining(record, after: try await connection.query(Self.lockedHead(of: record.appId))))
+    }
+
+    /// The app's head, created at genesis when it has none, and locked until the transaction ends (the no-op update of an
+    /// existing head takes its row lock and returns its latest values, as SELECT … FOR UPDATE would).
+    private static func lockedHead(of app: UUID) -> PostgresQuery {
+        """
+        INSERT INTO transaction_chain_heads AS h (app_id, last_seq, last_hash)
+        VALUES (\(app), 0, \(TransactionRecord.genesisHash))
+        ON CONFLICT (app_id) DO UPDATE SET last_seq = h.last_seq
+        RETURNING last_seq, last_hash
+        """
+    }
+
+    /// The row of `record` after `head`, and the head's advance, in one statement.
+    private func chaining(_ record: TransactionRecord, after head: PostgresRows) throws -> PostgresQuery {
         let app = record.appId
-        // The app's head, created at genesis when it has none, and locked until the caller commits (the no-op update of
-        // an existing head takes its row lock and returns its latest values, as SELECT … FOR UPDATE would).
-        let head = try await connection.query("""
-            INSERT INTO transaction_chain_heads AS h (app_id, last_seq, last_hash)
-            VALUES (\(app), 0, \(TransactionRecord.genesisHash))
-            ON CONFLICT (app_id) DO UPDATE SET last_seq = h.last_seq
-            RETURNING last_seq, last_hash
-            """)
         guard let row = head.first else { throw TransactionLogError.chainHeadMissing }
         let seq = try row.decode("last_seq", as: Int64.self) + 1
         let previous = try row.decode("last_hash", as: [UInt8].self)
         let hash = record.rowHash(previousHash: previous, chainSeq: seq, key: keys.current)
         let detail = String(decoding: try FaceGateJSON.encode(record.detail), as: UTF8.self)
-        // The row and the head's advance, in one statement.
-        _ = try await connection.query("""
+        return """
             WITH appended AS (
                 INSERT INTO transactions (id, app_id, chain_seq, kind, outcome, user_id, device_id, client_ip, score,
                                           latency_ms, detail, created_at, prev_hash, row_hash, hash_key_id)
@@ -97,7 +105,7 @@ public struct TransactionLog: TransactionRecorder {
                         \(record.createdAt), \(previous), \(hash), \(keys.currentId))
             )
             UPDATE transaction_chain_heads SET last_seq = \(seq), last_hash = \(hash) WHERE app_id = \(app)
-            """)
+            """
     }
 
     /// Publishes a committed record on the audit topic (best effort: PostgreSQL is the record). The caller does

@@ -157,16 +157,17 @@ final class LibpqSession: @unchecked Sendable {
         return collect(nil).map { _ in () }
     }
 
-    /// Runs parameterised statements in a transaction of their own — `begin`, each setting with
-    /// `set_config(name, value, true)`, the statements, COMMIT — sent as one libpq pipeline: one round trip instead of
-    /// one per command. When a statement fails, the server skips the rest and the transaction is left failed, to be
-    /// rolled back when the lease ends (`prepareForReuse`).
-    func executeInTransaction(
-        begin: String, settings: [(name: String, value: String)], _ queries: [PostgresQuery], ticket: UInt64
+    /// Runs parameterised statements as one libpq pipeline — `begin` (when given) and each setting with
+    /// `set_config(name, value, true)`, the statements, then COMMIT (with `commit`) — in one round trip instead of one per
+    /// command. When a statement fails, the server skips the rest and the transaction is left failed, to be rolled back
+    /// when the lease ends (`prepareForReuse`).
+    func executePipeline(
+        begin: String?, settings: [(name: String, value: String)], _ queries: [PostgresQuery], commit: Bool, ticket: UInt64
     ) -> Result<[PostgresRows], PostgresError> {
         guard let first = queries.first else { return .success([]) }
         if let error = queries.dropFirst().lazy.compactMap(unsendable).first { return .failure(error) }
-        if var error = send(first, ticket: ticket, { sendPipeline(begin: begin, settings: settings, queries) }) {
+        let begins = begin == nil ? 0 : 1 + settings.count
+        if var error = send(first, ticket: ticket, { sendPipeline(begin: begin, settings: settings, queries, commit: commit) }) {
             error.wasNotSent = true
             return .failure(error)
         }
@@ -174,10 +175,10 @@ final class LibpqSession: @unchecked Sendable {
         guard let connection else { return .failure(connectionError()) }
         // One result (or an error, or PGRES_PIPELINE_ABORTED after an earlier error) per command, each ended by NULL,
         // then the pipeline's sync.
-        let statements = (1 + settings.count)..<(1 + settings.count + queries.count)
+        let statements = begins..<(begins + queries.count)
         var rows: [ResultHandle?] = Array(repeating: nil, count: queries.count)
         var failure: PostgresError?
-        for command in 0...statements.upperBound {
+        for command in 0..<(statements.upperBound + (commit ? 1 : 0)) {
             while let result = PQgetResult(connection) {
                 let status = PQresultStatus(result)
                 let statement = statements.contains(command) ? command - statements.lowerBound : nil
@@ -203,7 +204,7 @@ final class LibpqSession: @unchecked Sendable {
         return .success(answers)
     }
 
-    private func sendPipeline(begin: String, settings: [(name: String, value: String)], _ queries: [PostgresQuery]) -> Bool {
+    private func sendPipeline(begin: String?, settings: [(name: String, value: String)], _ queries: [PostgresQuery], commit: Bool) -> Bool {
         guard let connection, PQenterPipelineMode(connection) == 1 else { return false }
         func command(_ sql: String, _ parameters: [String] = []) -> Bool {
             var pointers: [UnsafeMutablePointer<CChar>?] = parameters.map { strdup($0) }
@@ -214,8 +215,8 @@ final class LibpqSession: @unchecked Sendable {
                 }
             }
         }
-        let sent = command(begin) && settings.allSatisfy { command("SELECT set_config($1, $2, true)", [$0.name, $0.value]) }
-            && queries.allSatisfy(sendParameterised) && command("COMMIT") && PQpipelineSync(connection) == 1
+        let begun = begin.map { command($0) && settings.allSatisfy { command("SELECT set_config($1, $2, true)", [$0.name, $0.value]) } } ?? true
+        let sent = begun && queries.allSatisfy(sendParameterised) && (!commit || command("COMMIT")) && PQpipelineSync(connection) == 1
         // A pipeline half sent cannot be taken back: the connection goes, and is replaced before the next statement.
         if !sent && PQstatus(connection) == CONNECTION_OK { disconnect() }
         return sent

@@ -38,11 +38,14 @@ public final class PostgresConnection: Sendable {
         try await cancellable(file: file, line: line) { $0.execute(query, ticket: $1) }
     }
 
-    /// Runs parameterised statements in a transaction of their own with `settings` SET LOCAL, in one round trip.
-    func queryInTransaction(
-        begin: PostgresQuery, settings: [(name: String, value: String)], _ queries: [PostgresQuery], file: String, line: Int
+    /// Runs parameterised statements in one round trip: after `begin` with `settings` SET LOCAL when given, followed by
+    /// COMMIT with `commit`.
+    func pipeline(
+        begin: PostgresQuery?, settings: [(name: String, value: String)], _ queries: [PostgresQuery], commit: Bool, file: String, line: Int
     ) async throws(PostgresError) -> [PostgresRows] {
-        try await cancellable(file: file, line: line) { $0.executeInTransaction(begin: begin.sql, settings: settings, queries, ticket: $1) }
+        try await cancellable(file: file, line: line) {
+            $0.executePipeline(begin: begin?.sql, settings: settings, queries, commit: commit, ticket: $1)
+        }
     }
 
     /// Runs `work` on the connection's queue under a fresh ticket; cancelling the task cancels the statement on it.

@@ -74,6 +74,37 @@ public final class PostgresPool: Sendable {
         try await scoped(queries, settings: PostgresScope.current?.settings ?? [], file: file, line: line)
     }
 
+    /// A transaction in two round trips, for writes that depend on what it reads: BEGIN with the scope's settings and
+    /// `read`, then the statements `write` makes of its rows, with COMMIT. It runs again, as `withTransaction` does, after
+    /// a serialization failure, a deadlock or a connection lost before COMMIT was sent, so `write` must have no other
+    /// effect.
+    public func readThenWrite<T: Sendable>(
+        _ read: PostgresQuery, file: String = #fileID, line: Int = #line,
+        _ write: (PostgresRows) throws -> (statements: [PostgresQuery], value: T)
+    ) async throws -> T {
+        let settings = PostgresScope.current?.settings ?? []
+        var attempt = 1
+        while true {
+            let connection = try await acquire()
+            var committing = false
+            do {
+                let rows = try await connection.pipeline(begin: PostgresIsolation.readCommitted.beginStatement, settings: settings, [read],
+                                                         commit: false, file: file, line: line)
+                let (statements, value) = try write(rows[0])
+                committing = true
+                _ = try await connection.pipeline(begin: nil, settings: [], statements, commit: true, file: file, line: line)
+                await release(connection)
+                return value
+            } catch {
+                await release(connection)  // rolls back what the failure left open
+                guard attempt < 5, let failure = error as? PostgresError,
+                      failure.isSerializationFailure || failure.isDeadlock || (failure.isConnectionFailure && !committing) else { throw error }
+                attempt += 1
+                try? await Task.sleep(for: .milliseconds(Int.random(in: 1...(5 << min(attempt, 6)))))
+            }
+        }
+    }
+
     /// Statements in a transaction of their own under the scope's settings: BEGIN, SET LOCAL, the statements and COMMIT
     /// in one round trip. Serialization failures, deadlocks and connections that failed before it was sent run it
     /// again, as `withTransaction` does.
@@ -85,8 +116,8 @@ public final class PostgresPool: Sendable {
             let connection = try await acquire()
             let result: Result<[PostgresRows], PostgresError>
             do {
-                result = .success(try await connection.queryInTransaction(
-                    begin: PostgresIsolation.readCommitted.beginStatement, settings: settings, queries, file: file, line: line))
+                result = .success(try await connection.pipeline(
+                    begin: PostgresIsolation.readCommitted.beginStatement, settings: settings, queries, commit: true, file: file, line: line))
             } catch {
                 result = .failure(error)
             }
