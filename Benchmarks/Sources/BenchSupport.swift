@@ -1,5 +1,8 @@
+import FaceGateCore
 import FaceGateTestSupport
 import Foundation
+import PostgresClient
+import ServiceKit
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -50,6 +53,24 @@ enum Bench {
     }
 
     /// The leading `--name value` pairs of a benchmark's arguments, by name.
+    /// A new, migrated database `name` beside FACEGATE_DATABASE_URL's (dropped first if it exists): its URL, and a pool on
+    /// it that sees every app's rows (row-level security) with statements of up to 10 minutes.
+    static func freshDatabase(_ name: String) async throws -> (url: String, pool: PostgresPool) {
+        let baseURL = try environment("FACEGATE_DATABASE_URL")
+        guard let slash = baseURL.lastIndex(of: "/") else { throw BenchError("FACEGATE_DATABASE_URL has no database part") }
+        let admin = PostgresPool(configuration: try PostgresConfiguration(url: String(baseURL[..<slash]) + "/postgres"))
+        _ = try await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"))
+        _ = try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+        await admin.close()
+        let url = String(baseURL[..<slash]) + "/" + name
+        var configuration = try PostgresConfiguration(url: url)
+        configuration.statementTimeoutMilliseconds = 600_000
+        configuration.sessionSettings = [Tenant.setting: Tenant.everyApp]
+        let pool = PostgresPool(configuration: configuration)
+        try await ServiceRuntime.migrate(pool)
+        return (url, pool)
+    }
+
     static func options(_ arguments: [String]) -> [String: String] {
         var options: [String: String] = [:]
         var index = 0

@@ -9,21 +9,9 @@ import ServiceKit
 func runGalleryLoadBenchmark(arguments: [String]) async throws {
     let count = Int(arguments.first ?? "") ?? 1_000_000
     let binaries = ProcessInfo.processInfo.environment["FACEGATE_RELEASE_DIR"] ?? ".build/release"
-    let baseURL = try Bench.environment("FACEGATE_DATABASE_URL")
     let sealingKey = try Bench.environment("FACEGATE_SEALING_KEY")
     let sealer = try Sealer(base64Key: sealingKey)
-    let name = "bench_gallery_load"
-    guard let slash = baseURL.lastIndex(of: "/") else { throw BenchError("FACEGATE_DATABASE_URL has no database part") }
-    let admin = PostgresPool(configuration: try PostgresConfiguration(url: String(baseURL[..<slash]) + "/postgres"))
-    _ = try await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"))
-    _ = try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
-    await admin.close()
-    let url = String(baseURL[..<slash]) + "/" + name
-    var configuration = try PostgresConfiguration(url: url)
-    configuration.statementTimeoutMilliseconds = 600_000
-    configuration.sessionSettings = [Tenant.setting: Tenant.everyApp]  // row-level security: every app's rows
-    let pool = PostgresPool(configuration: configuration)
-    try await ServiceRuntime.migrate(pool)
+    let (url, pool) = try await Bench.freshDatabase("bench_gallery_load")
 
     // 1,000 users of one app, the templates spread over them; random unit-scale embeddings.
     let appId = UUID()

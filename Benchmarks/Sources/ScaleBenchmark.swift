@@ -20,25 +20,10 @@ func runScaleBenchmark(arguments: [String]) async throws {
     let timed = Int(options["timed"] ?? "") ?? 32
     let dimension = 128
 
-    // Real templates: the planted gallery and the probes, with the rows of each probe's person.
-    var configuration = FaceEngineConfiguration(modelDirectory: try Bench.environment("FACEGATE_MODEL_DIR"))
-    configuration.model = .sface2021dec
-    let engine = try FaceEngine(configuration: configuration)
-    func embedding(_ path: String) throws -> [Float]? {
-        try engine.analyze(Array(try Data(contentsOf: URL(fileURLWithPath: path)))).faces.first?.embedding
-    }
-    var planted: [[Float]] = []
-    var probes: [(embedding: [Float], person: Int)] = []
-    for (_, photos) in Dictionary(grouping: try CalibrationPhoto.list(labelled, labelled: true), by: \.identity).sorted(by: { $0.key < $1.key }) {
-        let paths = photos.map(\.path).sorted()
-        guard paths.count >= 2, let first = try embedding(paths[0]) else { continue }
-        planted.append(first)
-        for path in paths.dropFirst() { if let probe = try embedding(path) { probes.append((probe, planted.count - 1)) } }
-    }
-    let people = planted.count
-    for photo in try CalibrationPhoto.list(impostors, labelled: false) { if let stranger = try embedding(photo.path) { planted.append(stranger) } }
-    let spacing = total / planted.count
-    func plantedIndex(row: Int) -> Int? { row % spacing == 0 && row / spacing < planted.count ? row / spacing : nil }
+    let set = try PlantedSet(labelled: labelled, impostors: impostors)
+    let (planted, probes, people) = (set.planted, set.probes, set.people)
+    let spacing = set.spacing(among: total)
+    func plantedIndex(row: Int) -> Int? { set.plantedIndex(row: row, spacing: spacing) }
     print("[scale] \(people) people and \(planted.count - people) strangers planted among \(total) templates; \(probes.count) probes")
 
     // The gallery file both sides read: seeded random unit vectors, the real ones at every `spacing`-th row.
@@ -56,19 +41,14 @@ func runScaleBenchmark(arguments: [String]) async throws {
         let rows = min(chunkRows, total - written)
         for offset in 0..<rows {
             let base = offset * dimension
-            if let index = plantedIndex(row: written + offset) {
-                for d in 0..<dimension { chunk[base + d] = planted[index][d] }
-                continue
+            chunk.withUnsafeMutableBufferPointer { rows in
+                let vector = UnsafeMutableBufferPointer(rebasing: rows[base..<base + dimension])
+                if let index = plantedIndex(row: written + offset) {
+                    _ = vector.initialize(from: planted[index])
+                } else {
+                    random.unitVector(into: vector)
+                }
             }
-            var norm: Float = 0
-            for d in stride(from: 0, to: dimension, by: 2) {
-                let (a, b) = random.gaussianPair()
-                chunk[base + d] = a
-                chunk[base + d + 1] = b
-                norm += a * a + b * b
-            }
-            let scale = 1 / norm.squareRoot()
-            for d in 0..<dimension { chunk[base + d] *= scale }
         }
         try chunk.withUnsafeBytes { try writer.write(contentsOf: Data(bytes: $0.baseAddress!, count: rows * dimension * 4)) }
         written += rows
@@ -182,5 +162,50 @@ private final class ShardAnswers: @unchecked Sendable {
     deinit {
         parts.deinitialize()
         parts.deallocate()
+    }
+}
+
+/// Real SFace templates to plant among random ones: the first photo of each labelled identity with another photo, then
+/// every impostor photo with a face; every other labelled photo is a probe of its person (`person` indexes `planted`).
+struct PlantedSet {
+    var planted: [[Float]] = []
+    var probes: [(embedding: [Float], person: Int, path: String)] = []
+    var people = 0
+
+    init(labelled: String, impostors: String) throws {
+        var configuration = FaceEngineConfiguration(modelDirectory: try Bench.environment("FACEGATE_MODEL_DIR"))
+        configuration.model = .sface2021dec
+        let engine = try FaceEngine(configuration: configuration)
+        func embedding(_ path: String) throws -> [Float]? {
+            try engine.analyze(Array(try Data(contentsOf: URL(fileURLWithPath: path)))).faces.first?.embedding
+        }
+        for (_, photos) in Dictionary(grouping: try CalibrationPhoto.list(labelled, labelled: true), by: \.identity).sorted(by: { $0.key < $1.key }) {
+            let paths = photos.map(\.path).sorted()
+            guard paths.count >= 2, let first = try embedding(paths[0]) else { continue }
+            planted.append(first)
+            for path in paths.dropFirst() { if let probe = try embedding(path) { probes.append((probe, planted.count - 1, path)) } }
+        }
+        people = planted.count
+        for photo in try CalibrationPhoto.list(impostors, labelled: false) { if let stranger = try embedding(photo.path) { planted.append(stranger) } }
+    }
+
+    /// Planted templates sit at every `spacing`-th row of a gallery of `total`.
+    func spacing(among total: Int) -> Int { total / planted.count }
+
+    func plantedIndex(row: Int, spacing: Int) -> Int? { row % spacing == 0 && row / spacing < planted.count ? row / spacing : nil }
+}
+
+extension BenchRandom {
+    /// A random unit vector (Gaussian components, normalised) written into `vector` (of even length).
+    mutating func unitVector(into vector: UnsafeMutableBufferPointer<Float>) {
+        var norm: Float = 0
+        for d in stride(from: 0, to: vector.count, by: 2) {
+            let (a, b) = gaussianPair()
+            vector[d] = a
+            vector[d + 1] = b
+            norm += a * a + b * b
+        }
+        let scale = 1 / norm.squareRoot()
+        for d in vector.indices { vector[d] *= scale }
     }
 }

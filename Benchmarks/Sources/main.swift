@@ -28,6 +28,8 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
      runSubjectBenchmark),
     ("scale", "10 M templates across 4 shards with real SFace templates planted: memory, load, search p50/p99, GB/s and recall per storage, beside FAISS Flat and SQ8 (not part of all)",
      runScaleBenchmark),
+    ("scale-broker", "the scale gallery end to end: 10 M sealed templates in PostgreSQL, 4 matcher processes, every probe searched over HTTP through the broker, per storage (not part of all)",
+     runScaleBrokerBenchmark),
     ("idle", "the whole stack's CPU while idle, reply partitions paused when idle or always fetched, and the first login after idleness",
      runIdleBenchmark),
     ("enrollment-options", "TPIR at FPIR 0.01 and 0.001 of one or two enrollment photos (two templates or fused), plain or flip-averaged, against the plain model with paired intervals, on searches as taken and degraded (not part of all)",
@@ -38,7 +40,7 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 let selected = arguments.first ?? "help"
 do {
 if selected == "all" {
-    for benchmark in benchmarks where !["accuracy", "frames", "subjects", "enrollment-options", "scale"].contains(benchmark.name) {
+    for benchmark in benchmarks where !["accuracy", "frames", "subjects", "enrollment-options", "scale", "scale-broker"].contains(benchmark.name) {
         print("== \(benchmark.name)")
         try await benchmark.run([])
     }
