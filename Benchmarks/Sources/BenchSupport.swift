@@ -53,14 +53,16 @@ enum Bench {
     }
 
     /// The leading `--name value` pairs of a benchmark's arguments, by name.
-    /// A new, migrated database `name` beside FACEGATE_DATABASE_URL's (dropped first if it exists): its URL, and a pool on
-    /// it that sees every app's rows (row-level security) with statements of up to 10 minutes.
+    /// A new, migrated database `name` beside FACEGATE_DATABASE_URL's, owned by its user (dropped first if it exists; made
+    /// as the superuser of FACEGATE_TEST_DATABASE_URL): its URL, and a pool on it that sees every app's rows (row-level
+    /// security) with statements of up to 10 minutes.
     static func freshDatabase(_ name: String) async throws -> (url: String, pool: PostgresPool) {
         let baseURL = try environment("FACEGATE_DATABASE_URL")
-        guard let slash = baseURL.lastIndex(of: "/") else { throw BenchError("FACEGATE_DATABASE_URL has no database part") }
-        let admin = PostgresPool(configuration: try PostgresConfiguration(url: String(baseURL[..<slash]) + "/postgres"))
+        guard let slash = baseURL.lastIndex(of: "/"), let owner = baseURL.split(separator: "/").dropFirst().first?.split(separator: "@").first?
+            .split(separator: ":").first else { throw BenchError("FACEGATE_DATABASE_URL has no user or database part") }
+        let admin = PostgresPool(configuration: try PostgresConfiguration(url: try environment("FACEGATE_TEST_DATABASE_URL")))
         _ = try await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"))
-        _ = try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+        _ = try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name) OWNER \(owner)"))
         await admin.close()
         let url = String(baseURL[..<slash]) + "/" + name
         var configuration = try PostgresConfiguration(url: url)

@@ -230,6 +230,32 @@ extension StoreContracts {
             }
         }
 
+        /// A face login's module gate, its charges and the device's bound users, sent together (one round trip on
+        /// PostgreSQL), answer as each would alone: a trial's call past its quota answers MODULE_NOT_FORMAL, a refused
+        /// subject false, and the read its rows.
+        @Test(arguments: StoreKind.allCases) func theGateTheChargesAndTheBoundUsersAnswerTogether(_ kind: StoreKind) async throws {
+            let world = try await StoreWorld.make(kind)
+            // A trial of two calls a day, counted under the world's app (the tenant its calls are confined to).
+            var trial = try #require(try await world.apps.find(try await AppStoreContract().newApp(world, AppStoreContract.settings(dailyCalls: 2))))
+            trial.id = world.appId
+            let app = trial
+            let appId = world.appId
+            let device = ClientDevice(id: "phone-\(UUID().wire.prefix(8))", isKey: false)
+            try await world.scoped {
+                let pool = ContractDatabase.current?.gateway
+                for call in 1...3 {
+                    let before = pool?.statistics.roundTrips ?? 0
+                    let (refused, counted, bound) = try await PostgresStep.together(
+                        try world.apps.admission(app, module: .faceLogin), world.attempts.charging(appId: appId, [(device.id, rule)]),
+                        world.bindings.readingBoundUsers(appId: appId, device: device))
+                    if kind == .postgres { #expect(pool!.statistics.roundTrips - before == 1) }
+                    #expect(refused?.code == (call > 2 ? .moduleNotFormal : nil), "call \(call)")
+                    #expect(counted == [true] && bound.isEmpty)
+                }
+                #expect(throws: APIError.self) { try world.apps.admission(app, module: .kiosk) }
+            }
+        }
+
         /// A windowed subject (a client address) takes a burst of `throttleAfter` failures, then one per interval
         /// (`failureWindow / throttleAfter`); a refund gives its interval back.
         @Test(arguments: StoreKind.allCases) func aWindowedSubjectTakesABurstThenOneFailurePerInterval(_ kind: StoreKind) async throws {
@@ -535,6 +561,24 @@ extension StoreContracts {
 }
 
 extension StoreContracts {
+    @Suite struct GalleryRecordsContract {
+        /// A matcher's reconciliation (every 30 s on each matcher) reads the templates and tombstones changed since its
+        /// sequence number or in the last five minutes by index: with sequential scans off, the plan scans no table whole.
+        @Test func reconciliationReadsRecentChangesByIndex() async throws {
+            let database = try #require(ContractDatabase.current).database
+            for query in [GalleryRecords.templates(since: 0), GalleryRecords.tombstones(since: 0)] {
+                var explaining: PostgresQuery = "EXPLAIN "
+                explaining.append(query)
+                let explained = explaining
+                let plan = try await database.pool.withTransaction { connection in
+                    _ = try await connection.query("SET LOCAL enable_seqscan = off")
+                    return try await connection.query(explained).map { try $0.decode("QUERY PLAN", as: String.self) }.joined(separator: "\n")
+                }
+                #expect(!plan.contains("Seq Scan"), "\(query.sql):\n\(plan)")
+            }
+        }
+    }
+
     @Suite struct AppStoreContract {
         static func settings(_ threshold: Float = 0.9, modules: Modules = .initial, dailyCalls: Int = 1000) -> AppSettings {
             AppSettings(modules: modules, matchThreshold: threshold, liveness: .initial, deviceBinding: .dpop, deviceBindingPolicy: .appServerTicket,

@@ -310,6 +310,29 @@ func makeGallery(_ templates: [Template], storage: GalleryStorage = .float32, ke
         #expect(wide.memoryBytes >= n * (512 + 4 + 32))
     }
 
+    @Test func aGrownGalleryTrimmedKeepsWhatItHoldsAndStillGrows() {
+        var rng = SplitMix64(seed: 12)
+        let n = 40_000
+        let gallery = FaceGallery(storage: .int8)
+        let user = rng.uuid()
+        var ids: [UUID] = [], vectors: [[Float]] = []
+        for _ in 0..<n {
+            ids.append(rng.uuid())
+            vectors.append(rng.unitScaleVector())
+            gallery.upsert(templateId: ids.last!, userId: user, embedding: vectors.last!)
+        }
+        let grown = gallery.memoryBytes
+        gallery.trim()
+        #expect(gallery.memoryBytes < grown, "grown by doubling to 65,536 rows: trimming gives room back")
+        #expect(Double(gallery.memoryBytes) / Double(n) <= 200, "\(Double(gallery.memoryBytes) / Double(n)) B per template after the trim")
+        for index in stride(from: 0, to: n, by: 997) { #expect(gallery.search(vectors[index], k: 1).first?.templateId == ids[index]) }
+        let later = rng.uuid(), vector = rng.unitScaleVector()
+        for _ in 0..<3000 { gallery.upsert(templateId: rng.uuid(), userId: user, embedding: rng.unitScaleVector()) }
+        gallery.upsert(templateId: later, userId: user, embedding: vector)
+        #expect(gallery.count == n + 3001)
+        #expect(gallery.search(vector, k: 1).first?.templateId == later)
+    }
+
     @Test func concurrentSearchesDuringWritesNeverSeeTornEntries() {
         var rng = SplitMix64(seed: 31337)
         // Each template has two versions (vector and user); upserts flip rows between them in

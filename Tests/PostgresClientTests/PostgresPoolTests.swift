@@ -119,6 +119,28 @@ private struct DeliberateFailure: Error {}
         }
     }
 
+    /// Steps of three stores on one pool are one transaction in one round trip, each answered from its own rows; when one
+    /// fails none is kept. A computed step among them (a store kept in memory) runs them one after another.
+    @Test func stepsOfOnePoolGoTogetherInOneRoundTrip() async throws {
+        try await withTestDatabase(poolSize: 1) { database in
+            let pool = database.pool
+            _ = try await pool.query("CREATE TABLE notes (id int4 PRIMARY KEY)")
+            func inserting(_ id: Int) -> PostgresStep<Int> {
+                PostgresStep(pool, "INSERT INTO notes VALUES (\(id)) RETURNING id") { rows in try rows.first?.decode("id", as: Int.self) ?? -1 }
+            }
+            let counting = PostgresStep(pool, "SELECT count(*)::int4 AS n FROM notes") { rows in try rows.first?.decode("n", as: Int.self) ?? -1 }
+            let before = pool.statistics.roundTrips
+            let (first, second, count) = try await PostgresStep.together(inserting(1), inserting(2), counting)
+            #expect(pool.statistics.roundTrips - before == 1)
+            #expect(first == 1 && second == 2 && count == 2, "each statement sees the ones before it")
+            let error = await #expect(throws: PostgresError.self) { try await PostgresStep.together(inserting(3), inserting(1), counting) }
+            #expect(error?.sqlState == "23505")
+            let computed = PostgresStep<Int>.computed { 7 }
+            let mixed = try await PostgresStep.together(inserting(4), computed, counting)
+            #expect(mixed == (4, 7, 3), "note 3 was rolled back with the failed step")
+        }
+    }
+
     /// A read-then-write is one transaction in two round trips: the write is made of what the read returned, and a write
     /// that fails takes the read's effect with it and leaves no transaction open.
     @Test func aReadThenWriteIsOneTransactionInTwoRoundTrips() async throws {

@@ -1,6 +1,7 @@
 import FaceGateCore
 import IdentityRecords
 import Foundation
+import PostgresClient
 
 /// Brute-force rule (NIST SP 800-63B §5.2.2), shared by every gateway instance through PostgreSQL and
 /// surviving restarts. Each attempt is charged as a failure to every subject it concerns *before* the
@@ -63,7 +64,28 @@ struct AttemptGuard: Sendable {
     /// number, spoof) and refunds it otherwise.
     func attempt<T>(appId: UUID, _ subjects: [Subject], _ body: () async throws -> (T, Outcome)) async throws -> T {
         // One statement charges them all, in order, none after the first refused.
-        let counted = try await store.charge(appId: appId, subjects.map { ($0.key, rule(for: $0)) })
+        let counted = try await store.charge(appId: appId, charges(subjects))
+        return try await settling(appId: appId, subjects, counted: counted, body)
+    }
+
+    /// `attempt`, its charges sent in one round trip with the module gate's count and a read the attempt needs
+    /// (`reading`, handed to `body`). A gate that refuses (a trial's calls spent) takes the charges back.
+    func attempt<T, Read: Sendable>(appId: UUID, _ subjects: [Subject], admission: PostgresStep<APIError?>, reading: PostgresStep<Read>,
+                                    _ body: (Read) async throws -> (T, Outcome)) async throws -> T {
+        let (refused, counted, read) = try await PostgresStep.together(admission, store.charging(appId: appId, charges(subjects)), reading)
+        if let refused {
+            try? await settle(appId: appId, zip(subjects, counted).filter(\.1).map(\.0), .neutral)
+            throw refused
+        }
+        return try await settling(appId: appId, subjects, counted: counted) { try await body(read) }
+    }
+
+    private func charges(_ subjects: [Subject]) -> [(subject: String, rule: AttemptRule)] {
+        subjects.map { ($0.key, rule(for: $0)) }
+    }
+
+    /// Refuses at the first subject that was not counted (refunding those before it), or runs `body` and settles.
+    private func settling<T>(appId: UUID, _ subjects: [Subject], counted: [Bool], _ body: () async throws -> (T, Outcome)) async throws -> T {
         if let refused = counted.firstIndex(of: false) {
             try? await settle(appId: appId, Array(subjects[..<refused]), .neutral)
             let subject = subjects[refused]

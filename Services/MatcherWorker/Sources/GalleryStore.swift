@@ -49,10 +49,12 @@ final class GalleryStore: Sendable {
         return id
     }
 
-    /// Loads every template of this shard. Returns how many.
+    /// Loads every template of this shard, then gives back the room the galleries grew beyond it. Returns how many.
     @discardableResult
     func loadAll() async throws -> Int {
-        try await load(since: nil)
+        let loaded = try await load(since: nil)
+        registries.values.forEach { $0.trim() }
+        return loaded
     }
 
     /// Catches up on anything a broadcast may have missed. Sequence numbers can commit out of order,

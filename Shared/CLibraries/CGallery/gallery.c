@@ -245,8 +245,10 @@ static int ensure_slots(cg_gallery *g, int64_t rows) {
 
 // ---------------------------------------------------------------- storage
 
-static int grow_rows(cg_gallery *g, int64_t capacity) {
-    if (capacity <= g->capacity) return CG_OK;
+// Moves the rows to arrays of `capacity` (at least the rows held): grows, or trims what is spare.
+static int resize_rows(cg_gallery *g, int64_t capacity) {
+    if (capacity < g->count) capacity = g->count;
+    if (capacity == g->capacity) return CG_OK;
     if (capacity > INT32_MAX) return CG_ERR_FULL;
     size_t used = (size_t)g->count;
     // Allocate everything first so a failure leaves the gallery untouched.
@@ -299,7 +301,7 @@ void cg_destroy(cg_gallery *g) {
 
 int cg_reserve(cg_gallery *g, int64_t capacity) {
     pthread_rwlock_wrlock(&g->lock);
-    int rc = grow_rows(g, capacity);
+    int rc = capacity > g->capacity ? resize_rows(g, capacity) : CG_OK;
     if (rc == CG_OK) rc = ensure_slots(g, capacity);
     pthread_rwlock_unlock(&g->lock);
     return rc;
@@ -320,7 +322,8 @@ int cg_upsert(cg_gallery *g, const uint8_t tid[16], const uint8_t uid[16], const
         row = g->slots[slot];
         rc = CG_REPLACED;
     } else {
-        if (g->count == g->capacity) rc = grow_rows(g, g->capacity < 32 ? 64 : g->capacity * 2);
+        // Doubling while small; by a quarter from a million rows, so a large gallery's spare room stays a quarter at most.
+        if (g->count == g->capacity) rc = resize_rows(g, g->capacity < 32 ? 64 : g->capacity + (g->capacity < (1 << 20) ? g->capacity : g->capacity / 4));
         if (rc == CG_OK) rc = ensure_slots(g, g->count + 1);
         if (rc != CG_OK) { pthread_rwlock_unlock(&g->lock); goto out; }
         row = g->count++;
@@ -380,6 +383,14 @@ int64_t cg_count(cg_gallery *g) {
     int64_t n = g->count;
     pthread_rwlock_unlock(&g->lock);
     return n;
+}
+
+int cg_trim(cg_gallery *g) {
+    pthread_rwlock_wrlock(&g->lock);
+    int64_t room = g->count + g->count / 16 + 64;
+    int rc = room < g->capacity ? resize_rows(g, room) : CG_OK;
+    pthread_rwlock_unlock(&g->lock);
+    return rc;
 }
 
 int64_t cg_memory_bytes(cg_gallery *g) {

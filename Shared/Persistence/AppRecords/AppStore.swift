@@ -214,6 +214,35 @@ package struct AppSettings: Sendable {
 /// The module gate of a client call (`AppStore.admit`).
 package protocol ModuleAdmission: Sendable {
     func admit(_ app: AppRecord, module: Module) async throws
+    /// `admit` as a step to send with other statements: `MODULE_DISABLED` is thrown at once, before anything is counted;
+    /// the step counts the call and answers `MODULE_NOT_FORMAL` once a trial's calls of the day are spent, nil otherwise.
+    func admission(_ app: AppRecord, module: Module) throws -> PostgresStep<APIError?>
+}
+
+extension ModuleAdmission {
+    package func admission(_ app: AppRecord, module: Module) throws -> PostgresStep<APIError?> {
+        .computed {
+            do {
+                try await admit(app, module: module)
+                return nil
+            } catch let refusal as APIError where refusal.code == .moduleNotFormal {
+                return refusal
+            }
+        }
+    }
+}
+
+extension AppRecord {
+    /// `MODULE_DISABLED` when `module` is off for this app.
+    package func ensureEnabled(_ module: Module) throws {
+        if modules[module] == .disabled { throw APIError(.moduleDisabled, "the \(module.rawValue) module is disabled for this app") }
+    }
+
+    /// `MODULE_NOT_FORMAL` when `module` is a trial and `calls` today exceed its quota.
+    package func quotaRefusal(_ module: Module, calls: Int) -> APIError? {
+        guard modules[module] == .trial, calls > quotas.dailyCalls else { return nil }
+        return APIError(.moduleNotFormal, "the \(module.rawValue) trial allows \(quotas.dailyCalls) calls a day; ask for the formal module")
+    }
 }
 
 /// App rows (`apps`) and their daily usage (`usage_counters`); every tenant-owned query elsewhere is scoped by the app id
@@ -337,25 +366,15 @@ package struct PostgresApps: AppStore {
     }
 
     package func admit(_ app: AppRecord, module: Module) async throws {
-        switch app.modules[module] {
-        case .disabled:
-            throw APIError(.moduleDisabled, "the \(module.rawValue) module is disabled for this app")
-        case .formal:
-            _ = try await countCall(app.id, module: module)
-        case .trial:
-            let calls = try await countCall(app.id, module: module)
-            if calls > app.quotas.dailyCalls {
-                throw APIError(.moduleNotFormal, "the \(module.rawValue) trial allows \(app.quotas.dailyCalls) calls a day; ask for the formal module")
-            }
-        }
+        if let refusal = try await admission(app, module: module).run() { throw refusal }
     }
 
-    private func countCall(_ appId: UUID, module: Module) async throws -> Int {
-        let rows = try await database.query("""
-            INSERT INTO usage_counters (app_id, module, day, calls) VALUES (\(appId), \(module.rawValue), (now() AT TIME ZONE 'UTC')::date, 1)
+    package func admission(_ app: AppRecord, module: Module) throws -> PostgresStep<APIError?> {
+        try app.ensureEnabled(module)
+        return PostgresStep(database, """
+            INSERT INTO usage_counters (app_id, module, day, calls) VALUES (\(app.id), \(module.rawValue), (now() AT TIME ZONE 'UTC')::date, 1)
             ON CONFLICT (app_id, module, day) DO UPDATE SET calls = usage_counters.calls + 1
             RETURNING calls
-            """)
-        return try rows.first?.decode("calls", as: Int.self) ?? 0
+            """) { rows in app.quotaRefusal(module, calls: try rows.first?.decode("calls", as: Int.self) ?? 0) }
     }
 }

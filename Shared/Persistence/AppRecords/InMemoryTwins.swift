@@ -1,6 +1,7 @@
 import Crypto
 import FaceGateCore
 import Foundation
+import PostgresClient
 import Synchronization
 
 // In-memory twins of this module's stores, on a clock the test moves (`TwinClock`): for use-case and worker tests
@@ -106,14 +107,17 @@ package final class InMemoryApps: AppStore {
     }
 
     package func admit(_ app: AppRecord, module: Module) async throws {
-        let mode = app.modules[module]
-        if mode == .disabled { throw APIError(.moduleDisabled, "the \(module.rawValue) module is disabled for this app") }
-        let calls = state.withLock { state in
-            state.calls["\(app.id.wire)/\(module.rawValue)", default: 0] += 1
-            return state.calls["\(app.id.wire)/\(module.rawValue)"]!
-        }
-        if mode == .trial, calls > app.quotas.dailyCalls {
-            throw APIError(.moduleNotFormal, "the \(module.rawValue) trial allows \(app.quotas.dailyCalls) calls a day; ask for the formal module")
+        if let refusal = try await admission(app, module: module).run() { throw refusal }
+    }
+
+    package func admission(_ app: AppRecord, module: Module) throws -> PostgresStep<APIError?> {
+        try app.ensureEnabled(module)
+        return .computed { [self] in
+            let calls = state.withLock { state in
+                state.calls["\(app.id.wire)/\(module.rawValue)", default: 0] += 1
+                return state.calls["\(app.id.wire)/\(module.rawValue)"]!
+            }
+            return app.quotaRefusal(module, calls: calls)
         }
     }
 }

@@ -30,6 +30,8 @@ package protocol AttemptCounterStore: Sendable {
     /// one that is refused, in one statement (parallel charges are each counted or refused, never lost); whether each
     /// was counted. Locks a subject once its total reaches `rule.lockAfter` (0: never; the configuration asks at least 2).
     func charge(appId: UUID, _ subjects: [(subject: String, rule: AttemptRule)]) async throws -> [Bool]
+    /// `charge` as a step to send with other statements.
+    func charging(appId: UUID, _ subjects: [(subject: String, rule: AttemptRule)]) -> PostgresStep<[Bool]>
     /// The subject's state under `rule`, or nil when it has no counter.
     func state(appId: UUID, subject: String, rule: AttemptRule) async throws -> AttemptState?
     /// Takes charges back, in one round trip: a success clears the consecutive count, a neutral outcome removes just
@@ -40,6 +42,10 @@ package protocol AttemptCounterStore: Sendable {
 }
 
 extension AttemptCounterStore {
+    package func charging(appId: UUID, _ subjects: [(subject: String, rule: AttemptRule)]) -> PostgresStep<[Bool]> {
+        .computed { try await charge(appId: appId, subjects) }
+    }
+
     package func charge(appId: UUID, subject: String, rule: AttemptRule) async throws -> Bool {
         try await charge(appId: appId, [(subject, rule)]) == [true]
     }
@@ -76,6 +82,10 @@ package struct PostgresAttemptCounters: AttemptCounterStore {
     /// `failureWindow - failureInterval` ahead, and moves it one interval on; a refund moves it back.
     package func charge(appId: UUID, _ subjects: [(subject: String, rule: AttemptRule)]) async throws -> [Bool] {
         guard !subjects.isEmpty else { return [] }
+        return try await charging(appId: appId, subjects).run()
+    }
+
+    package func charging(appId: UUID, _ subjects: [(subject: String, rule: AttemptRule)]) -> PostgresStep<[Bool]> {
         // WITH s0 AS (upsert RETURNING 1), s1 AS (upsert … only if s0 returned a row), … SELECT whether each returned one.
         var statement: PostgresQuery = "WITH "
         for (index, (subject, rule)) in subjects.enumerated() {
@@ -85,8 +95,10 @@ package struct PostgresAttemptCounters: AttemptCounterStore {
             statement.append(")")
         }
         statement.append(PostgresQuery(unsafeSQL: " SELECT " + subjects.indices.map { "EXISTS (SELECT 1 FROM s\($0)) AS s\($0)" }.joined(separator: ", ")))
-        guard let row = try await database.query(statement).first else { return subjects.map { _ in false } }
-        return try subjects.indices.map { try row.decode("s\($0)", as: Bool.self) }
+        return PostgresStep(database, statement) { rows in
+            guard let row = rows.first else { return subjects.map { _ in false } }
+            return try subjects.indices.map { try row.decode("s\($0)", as: Bool.self) }
+        }
     }
 
     /// The upsert of one charge, returning a row when it counted.

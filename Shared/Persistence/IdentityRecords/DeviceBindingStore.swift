@@ -114,6 +114,8 @@ package protocol DeviceBindingStore: Sendable {
     /// The users `device` is bound to, latest first (at most 10). On a `dpop` app only bindings made by a key
     /// count: a row bound under the header cannot be claimed by a proof.
     func boundUsers(appId: UUID, device: ClientDevice) async throws -> [UUID]
+    /// `boundUsers` as a step to send with other statements.
+    func readingBoundUsers(appId: UUID, device: ClientDevice) -> PostgresStep<[UUID]>
     func open(_ confirmation: PendingConfirmation) async throws
     /// The confirmation, if it exists for this app and device.
     func confirmation(_ id: UUID, appId: UUID, deviceId: String) async throws -> ConfirmationState?
@@ -131,6 +133,12 @@ package protocol DeviceBindingStore: Sendable {
     func void(_ confirmation: UUID) async throws
 }
 
+extension DeviceBindingStore {
+    package func readingBoundUsers(appId: UUID, device: ClientDevice) -> PostgresStep<[UUID]> {
+        .computed { try await boundUsers(appId: appId, device: device) }
+    }
+}
+
 package enum DeviceBindings {
     /// Wrong claims a confirmation takes before it is void.
     package static let mismatchesAllowed = 5
@@ -144,10 +152,14 @@ package struct PostgresDeviceBindings: DeviceBindingStore {
     }
 
     package func boundUsers(appId: UUID, device: ClientDevice) async throws -> [UUID] {
-        try await database.query("""
+        try await readingBoundUsers(appId: appId, device: device).run()
+    }
+
+    package func readingBoundUsers(appId: UUID, device: ClientDevice) -> PostgresStep<[UUID]> {
+        PostgresStep(database, """
             SELECT user_id FROM devices WHERE app_id = \(appId) AND device_id = \(device.id) AND key_bound = \(device.isKey)
             ORDER BY confirmed_at DESC LIMIT 10
-            """).map { try $0.decode("user_id") }
+            """) { rows in try rows.map { try $0.decode("user_id") } }
     }
 
     /// The stored candidates name users by their wire ids.

@@ -23,23 +23,30 @@ package struct GalleryRecords: Sendable {
     /// Every template, or (`since`) those whose change sequence is above it or that were stored in the last five minutes:
     /// sequence numbers can commit out of order, so recent rows are read again.
     package func forEachTemplate(since: Int64? = nil, _ body: (StoredTemplate, _ changeSeq: Int64) throws -> Void) async throws {
-        let query: PostgresQuery = if let since {
-            "SELECT id, app_id, user_id, model_id, embedding_sealed, change_seq FROM face_templates WHERE change_seq > \(since) OR created_at > now() - interval '5 minutes'"
-        } else {
-            "SELECT id, app_id, user_id, model_id, embedding_sealed, change_seq FROM face_templates"
-        }
         try await Tenant.acrossApps {
-            try await database.forEachRow(query) { row in try body(try Self.template(row), try row.decode("change_seq")) }
+            try await database.forEachRow(Self.templates(since: since)) { row in try body(try Self.template(row), try row.decode("change_seq")) }
         }
     }
 
     /// The templates deleted since `since` (or in the last five minutes), with their change sequence.
     package func forEachTombstone(since: Int64, _ body: (_ templateId: UUID, _ changeSeq: Int64) throws -> Void) async throws {
         try await Tenant.acrossApps {
-            try await database.forEachRow("""
-                SELECT template_id, change_seq FROM gallery_tombstones WHERE change_seq > \(since) OR deleted_at > now() - interval '5 minutes'
-                """) { row in try body(try row.decode("template_id"), try row.decode("change_seq")) }
+            try await database.forEachRow(Self.tombstones(since: since)) { row in try body(try row.decode("template_id"), try row.decode("change_seq")) }
         }
+    }
+
+    /// The statements of `forEachTemplate` and `forEachTombstone`: with `since`, read by index (change_seq, created_at,
+    /// deleted_at), never by a scan of the whole gallery.
+    package static func templates(since: Int64?) -> PostgresQuery {
+        if let since {
+            "SELECT id, app_id, user_id, model_id, embedding_sealed, change_seq FROM face_templates WHERE change_seq > \(since) OR created_at > now() - interval '5 minutes'"
+        } else {
+            "SELECT id, app_id, user_id, model_id, embedding_sealed, change_seq FROM face_templates"
+        }
+    }
+
+    package static func tombstones(since: Int64) -> PostgresQuery {
+        "SELECT template_id, change_seq FROM gallery_tombstones WHERE change_seq > \(since) OR deleted_at > now() - interval '5 minutes'"
     }
 
     /// One template; nil when it is gone (or was never stored).

@@ -102,6 +102,13 @@ public final class FaceGallery: @unchecked Sendable {
         if rc != Int32(CG_OK) { fatalError("FaceGallery: cannot reserve \(capacity) templates (code \(rc))") }
     }
 
+    /// Gives back the room grown beyond the templates held and a sixteenth more: after a load, which grows the arrays
+    /// step by step, the gallery keeps what it holds rather than what it last grew to.
+    public func trim() {
+        let rc = cg_trim(store)
+        if rc != Int32(CG_OK) { fatalError("FaceGallery: cannot trim (code \(rc))") }
+    }
+
     public var count: Int { Int(cg_count(store)) }
 
     /// Bytes allocated for templates: vectors, norms, scales, both ids and the

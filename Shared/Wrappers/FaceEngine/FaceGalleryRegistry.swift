@@ -25,6 +25,9 @@ public final class GalleryRegistry: Sendable {
         _ = galleries.withLock { $0.removeValue(forKey: appId) }
     }
 
+    /// Gives back every gallery's spare room (`FaceGallery.trim`).
+    public func trim() { snapshot().forEach { $0.trim() } }
+
     /// Templates across all apps.
     public var totalCount: Int { snapshot().reduce(0) { $0 + $1.count } }
 

@@ -2,6 +2,7 @@ import AppRecords
 import FaceGateCore
 import IdentityRecords
 import Foundation
+import PostgresClient
 
 /// Sends a face job to the matchers and waits for their (merged) answer; `SERVICE_UNAVAILABLE` when none comes in time.
 protocol FaceMatching: Sendable {
@@ -52,15 +53,16 @@ struct FaceLogin: Sendable {
     /// Asking to confirm is neither success nor failure (the device's count is cleared only once the person is confirmed).
     func login(app: AppRecord, device: ClientDevice, clientAddress: String, probe: () throws -> Probe,
                draft: inout TransactionDraft) async throws -> Answer {
-        try await admission.admit(app, module: .faceLogin)
-        return try await attempts.attempt(appId: app.id, [.device(device.id), .clientAddress(clientAddress)]) {
-            try await identify(app: app, device: device, probe: try probe(), draft: &draft)
+        // The module gate, the charges and the device's bound users: one round trip.
+        try await attempts.attempt(appId: app.id, [.device(device.id), .clientAddress(clientAddress)],
+                                   admission: try admission.admission(app, module: .faceLogin),
+                                   reading: bindings.readingBoundUsers(appId: app.id, device: device)) { bound in
+            try await identify(app: app, device: device, bound: bound, probe: try probe(), draft: &draft)
         }
     }
 
-    private func identify(app: AppRecord, device: ClientDevice, probe: Probe,
+    private func identify(app: AppRecord, device: ClientDevice, bound: [UUID], probe: Probe,
                           draft: inout TransactionDraft) async throws -> (Answer, AttemptGuard.Outcome) {
-        let bound = try await bindings.boundUsers(appId: app.id, device: device)
         let job: FaceJob
         switch probe {
         case .burst(let challengeId, let frames):

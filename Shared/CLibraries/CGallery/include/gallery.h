@@ -48,6 +48,8 @@ void cg_destroy(cg_gallery *gallery);
 
 /// CG_OK or CG_ERR_NOMEM / CG_ERR_FULL.
 int cg_reserve(cg_gallery *gallery, int64_t capacity);
+/// Gives back spare room beyond the rows held and a sixteenth more (after a load). CG_OK or CG_ERR_NOMEM.
+int cg_trim(cg_gallery *gallery);
 /// CG_OK (inserted), CG_REPLACED (template id existed), or an error.
 int cg_upsert(cg_gallery *gallery, const uint8_t template_id[16], const uint8_t user_id[16],
               const float *embedding);
