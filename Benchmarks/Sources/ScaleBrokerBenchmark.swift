@@ -139,13 +139,14 @@ func runScaleBrokerBenchmark(arguments: [String]) async throws {
         // The probes one at a time, after three to warm up; the shards' own search time from their metrics.
         let searchURL = base + "/v1/apps/\(appId)/faces/search"
         let photos = try set.probes.map { try Data(contentsOf: URL(fileURLWithPath: $0.path)) }
-        for photo in photos.prefix(3) { _ = try await HTTP.call("POST", searchURL, headers: admin.merging(["Content-Type": "image/jpeg"]) { $1 }, body: photo) }
+        let upload = admin.merging(["Content-Type": "image/jpeg"]) { $1 }
+        for photo in photos.prefix(3) { _ = try await HTTP.call("POST", searchURL, headers: upload, body: photo) }
         let searchSum = try await metric("facegate_matcher_stage_seconds_sum", #"stage="search""#)
         let searchCount = try await metric("facegate_matcher_stage_seconds_count", #"stage="search""#)
         var times: [Double] = [], found = 0, matched = 0, wrong = 0, failed = 0
         for (probe, photo) in zip(set.probes, photos) {
             let sent = ContinuousClock.now
-            let (status, answer) = try await HTTP.call("POST", searchURL, headers: admin.merging(["Content-Type": "image/jpeg"]) { $1 }, body: photo)
+            let (status, answer) = try await HTTP.call("POST", searchURL, headers: upload, body: photo)
             times.append((ContinuousClock.now - sent).seconds * 1000)
             guard status == 200 else { failed += 1; continue }
             let json = HTTP.json(answer), own = plantedUsers[probe.person].uuidString.lowercased()
