@@ -81,11 +81,11 @@ package struct PostgresAttemptCounters: AttemptCounterStore {
     /// would all have drained at one per `failureInterval`. A charge is admitted while that time is at most
     /// `failureWindow - failureInterval` ahead, and moves it one interval on; a refund moves it back.
     package func charge(appId: UUID, _ subjects: [(subject: String, rule: AttemptRule)]) async throws -> [Bool] {
-        guard !subjects.isEmpty else { return [] }
-        return try await charging(appId: appId, subjects).run()
+        try await charging(appId: appId, subjects).run()
     }
 
     package func charging(appId: UUID, _ subjects: [(subject: String, rule: AttemptRule)]) -> PostgresStep<[Bool]> {
+        guard !subjects.isEmpty else { return .computed { [] } }
         // WITH s0 AS (upsert RETURNING 1), s1 AS (upsert … only if s0 returned a row), … SELECT whether each returned one.
         var statement: PostgresQuery = "WITH "
         for (index, (subject, rule)) in subjects.enumerated() {
