@@ -158,6 +158,9 @@ private struct DeliberateFailure: Error {}
             }
             #expect(error?.sqlState == "23505")
             #expect(try await pool.query("SELECT n FROM counters ORDER BY id").map { try $0.decode("n", as: Int.self) } == [1])
+            try await pool.readThenWrite("INSERT INTO counters VALUES (3, 7) RETURNING n") { _ in ([], ()) }
+            #expect(try await pool.query("SELECT n FROM counters WHERE id = 3").first?.decode("n", as: Int.self) == 7,
+                    "a read with nothing to write after it is committed")
             let outside = await #expect(throws: PostgresError.self) { try await pool.query("SAVEPOINT probe") }
             #expect(outside?.sqlState == "25P01", "no transaction was left open")
         }

@@ -92,7 +92,11 @@ public final class PostgresPool: Sendable {
                                                          commit: false, file: file, line: line)
                 let (statements, value) = try write(rows[0])
                 committing = true
-                _ = try await connection.pipeline(begin: nil, settings: [], statements, commit: true, file: file, line: line)
+                if statements.isEmpty {
+                    _ = try await connection.query("COMMIT", file: file, line: line)  // the read's effect stands alone
+                } else {
+                    _ = try await connection.pipeline(begin: nil, settings: [], statements, commit: true, file: file, line: line)
+                }
                 await release(connection)
                 return value
             } catch {
