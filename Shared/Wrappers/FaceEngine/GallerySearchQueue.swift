@@ -8,7 +8,7 @@ import Foundation
 public final class GallerySearchQueue: Sendable {
     /// The most queries one scan answers.
     public let maxBatch: Int
-    private let state: State
+    let state: State
 
     /// `maxBatch` 1 scans every query alone (in arrival order, on the queue's thread).
     public init(maxBatch: Int = 16) {
@@ -48,6 +48,8 @@ public final class GallerySearchQueue: Sendable {
         private let condition = NSCondition()
         private var pending: [Pending] = []
         private var closed = false
+        /// While held, queries queue and no scan starts (tests use it to see exactly how queued queries share scans).
+        private var held = false
         private var scans = 0
         private var queries = 0
 
@@ -67,6 +69,19 @@ public final class GallerySearchQueue: Sendable {
             condition.unlock()
         }
 
+        func hold(_ holding: Bool) {
+            condition.lock()
+            held = holding
+            condition.signal()
+            condition.unlock()
+        }
+
+        var waiting: Int {
+            condition.lock()
+            defer { condition.unlock() }
+            return pending.count
+        }
+
         var counts: (scans: Int, queries: Int) {
             condition.lock()
             defer { condition.unlock() }
@@ -77,7 +92,7 @@ public final class GallerySearchQueue: Sendable {
         func run(maxBatch: Int) {
             while true {
                 condition.lock()
-                while pending.isEmpty && !closed { condition.wait() }
+                while (pending.isEmpty || held) && !closed { condition.wait() }
                 if pending.isEmpty {
                     condition.unlock()
                     return
