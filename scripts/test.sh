@@ -105,8 +105,10 @@ else
   #   Swift    one job per module of quick unit tests, per test of the suites that take over a minute, per suite else.
   per_module='^(CryptoTests|FaceGateCoreTests|HTTPServerTests|AuthGatewayTests|PostgresClientTests)$'
   per_test='^(IntegrationTests\.(LivenessTests|TakeoverTests|ClientEndToEndTests)|DocumentOCRTests\.MRZReaderTests)$'
+  # Suites that took 30 s or more in a run here start with the first Swift jobs, so none of them starts last.
+  long_suites='^(IntegrationTests\.(KioskOnboardingTests|CLITests|TrustPolicyTests|ReadinessTests|DPoPTests|MatcherFailoverTests|FaceModelTests)|KafkaClientTests\.ConsumerGroupTests|FaceEngineTests\.(GallerySearchTests|FaceEngineTests))$'
   ids="$("$bundle" --testing-library swift-testing --list-tests 2>/dev/null | grep -E '^[A-Za-z]+\.[A-Za-z]+/')"
-  test_jobs=() suite_jobs=() module_jobs=()
+  long_jobs=() test_jobs=() suite_jobs=() module_jobs=()
   declare -A seen=()
   while IFS= read -r id; do
     suite="${id%%/*}"
@@ -124,11 +126,12 @@ else
     name="$(printf '%s' "$key" | tr -c 'A-Za-z0-9.\n' '-' | sed 's/-*$//')"
     case "$key" in
       */*) test_jobs+=("swift $name $pattern") ;;
-      *.*) suite_jobs+=("swift $name $pattern") ;;
+      *.*) if [[ "$key" =~ $long_suites ]]; then long_jobs+=("swift $name $pattern"); else suite_jobs+=("swift $name $pattern"); fi ;;
       *) module_jobs+=("swift $name $pattern") ;;
     esac
   done <<<"$ids"
-  jobs_list=("python console" "python chaos" "deploy deploy" "python openapi" "${test_jobs[@]}" "${suite_jobs[@]}" "${module_jobs[@]}")
+  jobs_list=("python console" "python chaos" "deploy deploy" "python openapi" "${long_jobs[@]}" "${test_jobs[@]}" "${suite_jobs[@]}"
+             "${module_jobs[@]}")
   echo "[test] $(wc -l <<<"$ids") Swift tests in $(( ${#jobs_list[@]} - 4 )) jobs, 4 other jobs, ${FACEGATE_TEST_JOBS:-6} at a time"
 
   run_job() {  # $1 kind, $2 name, $3 Swift filter; writes $LOGS/<name>.started, .status and .seconds (its wall time)
