@@ -12,7 +12,7 @@ import Testing
         let server = try startServer({ configuration in
             configuration.perIPConnectionLimit = 4096
             configuration.maxConnections = 4096
-            // The test is about requests in flight, not idle timeouts. On a loaded machine (make test runs four jobs on
+            // The test is about requests in flight, not idle timeouts. On a loaded machine (make test runs six jobs on
             // two cores) 275 of the thousand were once closed unanswered after their request went out, which is what the
             // default 30 s idle timeout does to connections the server has not got to.
             configuration.connectionTimeoutSeconds = 300
