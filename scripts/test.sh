@@ -27,15 +27,16 @@ descendants() {  # $1 pid
 trap 'for job in $(jobs -p); do kill "$job" $(descendants "$job") 2>/dev/null || true; done
       for p in "${profiles[@]}"; do scripts/stack.sh down "$p"; done' EXIT
 for p in "${profiles[@]}"; do scripts/stack.sh up "$p"; done
+# The broker's waiting fetches (scripts/stack.sh): every idle consumer of every test's stack asks 1000/W times a
+# second. In a run here the broker took 78 s of CPU at 25 ms (`make run`'s wait) and 60 s at 50 ms, for ~12 ms a hop.
+fetch_wait_ms="${FACEGATE_KAFKA_FETCH_WAIT_MS:-50}"
 # shellcheck disable=SC1091
 . .run/test/env
+export FACEGATE_KAFKA_FETCH_WAIT_MS="$fetch_wait_ms"
 # OpenMP (Tesseract in the OCR tests and the kiosk-orchestrator, ImageMagick's convert in the image fixtures) spins its
-# idle threads: with four jobs on two cores, one thread each does the same work without the spinning (about 20 s of
+# idle threads: with six jobs on two cores, one thread each does the same work without the spinning (about 20 s of
 # CPU in a run here).
 export OMP_NUM_THREADS=1
-# The broker's waiting fetches (scripts/stack.sh): every idle consumer of every test's stack asks 1000/W times a
-# second, and at 25 ms the broker took about 80 s of CPU in a run here. 50 ms halves that for ~12 ms a hop.
-export FACEGATE_KAFKA_FETCH_WAIT_MS="${FACEGATE_KAFKA_FETCH_WAIT_MS_TEST:-50}"
 rm -rf "$LOGS"
 mkdir -p "$LOGS"
 tested=$(date +%s)
@@ -132,7 +133,8 @@ else
   done <<<"$ids"
   jobs_list=("python console" "python chaos" "deploy deploy" "python openapi" "${long_jobs[@]}" "${test_jobs[@]}" "${suite_jobs[@]}"
              "${module_jobs[@]}")
-  echo "[test] $(wc -l <<<"$ids") Swift tests in $(( ${#jobs_list[@]} - 4 )) jobs, 4 other jobs, ${FACEGATE_TEST_JOBS:-6} at a time"
+  at_once="${FACEGATE_TEST_JOBS:-6}"
+  echo "[test] $(wc -l <<<"$ids") Swift tests in $(( ${#jobs_list[@]} - 4 )) jobs, 4 other jobs, $at_once at a time"
 
   run_job() {  # $1 kind, $2 name, $3 Swift filter; writes $LOGS/<name>.started, .status and .seconds (its wall time)
     local outcome=0 began
@@ -165,7 +167,7 @@ else
     while true; do
       live=()
       for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && live+=("$pid"); done
-      [ "${#live[@]}" -lt "${FACEGATE_TEST_JOBS:-6}" ] && break
+      [ "${#live[@]}" -lt "$at_once" ] && break
       wait -n "${live[@]}" 2>/dev/null || true
     done
     read -r kind name pattern <<<"$job"
