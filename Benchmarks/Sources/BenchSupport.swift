@@ -52,19 +52,19 @@ enum Bench {
         print(section)
     }
 
-    /// The leading `--name value` pairs of a benchmark's arguments, by name.
     /// A new, migrated database `name` beside FACEGATE_DATABASE_URL's, owned by its user (dropped first if it exists; made
     /// as the superuser of FACEGATE_TEST_DATABASE_URL): its URL, and a pool on it that sees every app's rows (row-level
     /// security) with statements of up to 10 minutes.
     static func freshDatabase(_ name: String) async throws -> (url: String, pool: PostgresPool) {
-        let baseURL = try environment("FACEGATE_DATABASE_URL")
-        guard let slash = baseURL.lastIndex(of: "/"), let owner = baseURL.split(separator: "/").dropFirst().first?.split(separator: "@").first?
-            .split(separator: ":").first else { throw BenchError("FACEGATE_DATABASE_URL has no user or database part") }
-        let admin = PostgresPool(configuration: try PostgresConfiguration(url: try environment("FACEGATE_TEST_DATABASE_URL")))
+        guard var components = URLComponents(string: try environment("FACEGATE_DATABASE_URL")), let owner = components.user else {
+            throw BenchError("FACEGATE_DATABASE_URL names no user")
+        }
+        let admin = try superuser(on: "postgres")
         _ = try await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"))
         _ = try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name) OWNER \(owner)"))
         await admin.close()
-        let url = String(baseURL[..<slash]) + "/" + name
+        components.path = "/" + name
+        let url = components.string!
         var configuration = try PostgresConfiguration(url: url)
         configuration.statementTimeoutMilliseconds = 600_000
         configuration.sessionSettings = [Tenant.setting: Tenant.everyApp]
@@ -73,6 +73,16 @@ enum Bench {
         return (url, pool)
     }
 
+    /// A pool on `database` as the superuser of FACEGATE_TEST_DATABASE_URL (creating databases, maintenance).
+    static func superuser(on database: String) throws -> PostgresPool {
+        guard var components = URLComponents(string: try environment("FACEGATE_TEST_DATABASE_URL")) else {
+            throw BenchError("FACEGATE_TEST_DATABASE_URL is not a URL")
+        }
+        components.path = "/" + database
+        return PostgresPool(configuration: try PostgresConfiguration(url: components.string!))
+    }
+
+    /// The leading `--name value` pairs of a benchmark's arguments, by name.
     static func options(_ arguments: [String]) -> [String: String] {
         var options: [String: String] = [:]
         var index = 0

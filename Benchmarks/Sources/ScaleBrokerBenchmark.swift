@@ -91,8 +91,7 @@ func runScaleBrokerBenchmark(arguments: [String]) async throws {
     let tableBytes = try await pool.query("SELECT pg_total_relation_size('face_templates') AS bytes").first?.decode("bytes", as: Int64.self) ?? 0
     await pool.close()
     // As after any bulk load: vacuumed, analysed and checkpointed now, not by autovacuum in the middle of the searches.
-    let superuser = try Bench.environment("FACEGATE_TEST_DATABASE_URL")
-    let maintenance = PostgresPool(configuration: try PostgresConfiguration(url: String(superuser[..<superuser.lastIndex(of: "/")!]) + "/bench_scale_broker"))
+    let maintenance = try Bench.superuser(on: "bench_scale_broker")
     _ = try await maintenance.query("VACUUM (ANALYZE) face_templates")
     _ = try await maintenance.query("CHECKPOINT")
     await maintenance.close()
