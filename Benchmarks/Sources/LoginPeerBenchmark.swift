@@ -2,13 +2,14 @@ import FaceEngine
 import Foundation
 
 /// `facegate-bench login-peer [ROUNDS] [REQUESTS] [ENGINES]`: face login of one photo over HTTP through the whole stack (SFace app,
-/// header mode, one client) beside the same photo through the same two ONNX models in Python in-process
-/// (`peers/sface_pipeline_peer.py`: opencv-python's FaceDetectorYN + FaceRecognizerSF, one thread). Rounds alternate
-/// (HTTP, Python, HTTP, …); the ratio is taken per round, then its median.
+/// header mode, one client; ENGINES defaults to the matcher's own default, one per core) beside the same photo through the
+/// same two ONNX models in Python in-process (`peers/sface_pipeline_peer.py`: opencv-python's FaceDetectorYN +
+/// FaceRecognizerSF, one thread), and FaceEngine in this process on one thread (equal terms) and alone on every core (as
+/// the matcher runs a lone login). Rounds alternate; the ratios are taken per round, then their medians.
 func runLoginPeerBenchmark(arguments: [String]) async throws {
     let rounds = Int(arguments.first ?? "") ?? 7
     let requests = Int(arguments.dropFirst().first ?? "") ?? 24
-    let engines = Int(arguments.dropFirst(2).first ?? "") ?? 1
+    let engines = Int(arguments.dropFirst(2).first ?? "") ?? ProcessInfo.processInfo.activeProcessorCount
     let environment = ProcessInfo.processInfo.environment
     let images = try Bench.environment("FACEGATE_TEST_IMAGES")
     let models = try Bench.environment("FACEGATE_MODEL_DIR")
@@ -56,12 +57,14 @@ func runLoginPeerBenchmark(arguments: [String]) async throws {
         return (Bench.percentile(latencies.sorted(), 50), (after.seconds - before.seconds) / max(1, after.jobs - before.jobs) * 1000)
     }
 
-    // The same pipeline in this process on one thread: how much of the gap is the matcher's setting, how much the service.
+    // The same pipeline in this process: on one thread (the peer's terms), and alone on every core (the matcher's
+    // setting for a lone login).
     var configuration = FaceEngineConfiguration(modelDirectory: models)
     configuration.model = .sface2021dec
     let engine = try FaceEngine(configuration: configuration)
     let bytes = Array(probe)
-    func inProcess() throws -> Double {
+    func inProcess(threads: Int?) throws -> Double {
+        FaceEngine.setLoneAnalysisThreads(threads)
         _ = try engine.analyze(bytes)
         var times: [Double] = []
         for _ in 0..<requests {
@@ -76,35 +79,40 @@ func runLoginPeerBenchmark(arguments: [String]) async throws {
     let peerInfo = (try? JSONSerialization.jsonObject(with: Data(peer.readyLine.utf8))) as? [String: Any] ?? [:]
     _ = try await logins()  // warm-up: connections, the matcher's first runs
     var rows: [String] = []
-    var ratios: [Double] = []
+    var ratios: [Double] = [], engineRatios: [Double] = []
     let loadBefore = Bench.loadAverage()
     for round in 1...rounds {
         let http = try await logins()
         let python = try peer.time(variant: "matched", repetitions: requests, path: photoPath)
-        let swift = try inProcess()
+        let oneThread = try inProcess(threads: 1)
+        let everyCore = try inProcess(threads: nil)
         ratios.append(http.p50 / python.totalMs)
-        rows.append(String(format: "| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f |", round, http.p50, http.pipelineMs, http.p50 - http.pipelineMs,
-                           python.totalMs, swift, http.p50 / python.totalMs, swift / python.totalMs))
+        engineRatios.append(oneThread / python.totalMs)
+        rows.append(String(format: "| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f |", round, http.p50, http.pipelineMs,
+                           http.p50 - http.pipelineMs, python.totalMs, oneThread, everyCore, http.p50 / python.totalMs, oneThread / python.totalMs))
     }
-    let median = Bench.percentile(ratios.sorted(), 50)
+    let median = Bench.percentile(ratios.sorted(), 50), engineMedian = Bench.percentile(engineRatios.sorted(), 50)
+    let cores = ProcessInfo.processInfo.activeProcessorCount
 
     try Bench.record("Face login over HTTP vs the same models in Python in-process (`facegate-bench login-peer`)", """
     obama2.jpg (626×1200, \(probe.count / 1024) KB) logs in as the user enrolled with obama.jpg, on a device bound to that user, in an
     SFace app in header mode (1:N search of a \(app.gallerySize)-user gallery); one client, one request at a time, \(requests) logins per
     round, each answered with an identity token. Release build: gateway + one matcher + broker + PostgreSQL, all on
-    this 2-core machine. The matcher runs `MATCHER_ENGINES=\(engines)` (one thread each: a job runs on one core). "Pipeline" is the matcher's decode + detect + embed + search time per login, from its metrics; "outside"
+    this \(cores)-core machine. The matcher runs `MATCHER_ENGINES=\(engines)` and its default thread gate: a login that runs alone uses
+    every core, logins at once one each (`FaceEngine.setLoneAnalysisThreads`). "Pipeline" is the matcher's decode + detect + embed + search time per login, from its metrics; "outside"
     is p50 minus that (HTTP, gateway, broker both ways, PostgreSQL: module gate, throttling, device binding, the audit row).
 
     Peer: the same photo through the same two ONNX files in Python in one process (`peers/sface_pipeline_peer.py matched`:
     cv2.imdecode, FaceDetectorYN on a copy ≤ 1024 px, alignCrop + feature of the largest face; opencv-python
     \(peerInfo["opencv"] as? String ?? "?"), \(peerInfo["threads"] as? Int ?? -1) thread), median of \(requests) runs after one untimed run;
     no search, no HTTP, no token. "FaceEngine in-process" is the same for FaceEngine's SFace pipeline in the benchmark's own
-    process, on one thread. Rounds alternate HTTP, Python, FaceEngine, HTTP, …
+    process, on one thread (the peer's terms) and alone on all \(cores) cores. Rounds alternate HTTP, Python, FaceEngine, HTTP, …
 
-    | round | HTTP login p50 ms | pipeline ms | outside ms | Python in-process ms | FaceEngine in-process ms (1 thread) | HTTP / Python | FaceEngine / Python |
-    | --- | --- | --- | --- | --- | --- | --- | --- |
+    | round | HTTP login p50 ms | pipeline ms | outside ms | Python in-process ms | FaceEngine in-process ms, 1 thread | FaceEngine in-process ms, \(cores) threads | HTTP / Python | FaceEngine 1 thread / Python |
+    | --- | --- | --- | --- | --- | --- | --- | --- | --- |
     \(rows.joined(separator: "\n"))
 
-    Median ratio over \(rounds) rounds: **\(String(format: "%.2f", median))×** (goal ≤ 1.0). Load average before \(loadBefore), after \(Bench.loadAverage()).
+    Median ratios over \(rounds) rounds: HTTP login / Python **\(String(format: "%.2f", median))×**, FaceEngine on one thread / Python
+    **\(String(format: "%.2f", engineMedian))×** (goals ≤ 1.0). Load average before \(loadBefore), after \(Bench.loadAverage()).
     """)
 }

@@ -34,6 +34,39 @@ import Testing
         #expect(abs(euclideanDistance(reference, other) - (2 - 2 * biden).squareRoot()) < 1e-3)
     }
 
+    /// OpenCV's thread count is process-wide: an analysis alone may use several threads, analyses at once get one each,
+    /// and the descriptor is the same either way.
+    @Test func aLoneAnalysisRunsOnSeveralThreadsAndAnalysesAtOnceOnOneEach() async throws {
+        FaceEngine.setLoneAnalysisThreads(2)
+        defer { FaceEngine.setLoneAnalysisThreads(nil) }
+        var configuration = try TestEnvironment.configuration()
+        configuration.model = .sface2021dec
+        let pool = try FaceEnginePool(configuration: configuration, count: 2)
+        let photo = try TestEnvironment.photo("obama2.jpg")
+        func embedding() async throws -> [Float] {
+            try #require(try await pool.analyze(photo).faces.first?.embedding, "no face found")
+        }
+
+        let start = FaceEngine.analysisThreadCounts
+        let alone = try await embedding()
+        let afterAlone = FaceEngine.analysisThreadCounts
+        #expect(afterAlone.severalThreads == start.severalThreads + 1 && afterAlone.oneThread == start.oneThread)
+
+        let together = try await withThrowingTaskGroup(of: [Float].self) { group in
+            for _ in 0..<8 { group.addTask { try await embedding() } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let afterTogether = FaceEngine.analysisThreadCounts
+        // The first may find none waiting yet; once others wait, each runs on one thread until the queue empties.
+        #expect(afterTogether.oneThread - afterAlone.oneThread >= 6, "\(afterAlone) → \(afterTogether)")
+        #expect(afterTogether.oneThread + afterTogether.severalThreads == afterAlone.oneThread + afterAlone.severalThreads + 8)
+        for vector in together { #expect(Self.cosine(vector, alone) > 0.9999) }
+
+        FaceEngine.setLoneAnalysisThreads(1)
+        _ = try await embedding()
+        #expect(FaceEngine.analysisThreadCounts.oneThread == afterTogether.oneThread + 1, "one thread when told")
+    }
+
     @Test func refusesWhatTheDecoderRefuses() throws {
         let engine = try Self.engine()
         let jpeg = try TestEnvironment.photo("obama2.jpg")

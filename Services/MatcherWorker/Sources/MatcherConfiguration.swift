@@ -27,12 +27,16 @@ public struct MatcherConfiguration: Sendable {
     /// The most identify queries of one gallery a single scan answers (`MATCHER_SEARCH_BATCH`, default 16): queries
     /// that arrive while a scan runs wait for the next one and share it. 1 scans each query alone on its job's thread.
     public var searchBatch: Int
+    /// The threads an SFace login may use while no other is wanted (`MATCHER_LONE_JOB_THREADS`, default: every core);
+    /// logins at once run on one thread each. 1: always one thread per job.
+    public var loneJobThreads: Int
 
     public init(environment env: Environment) throws(ConfigurationError) {
         common = try CommonConfiguration(serviceName: "matcher-worker", defaultAdminPort: 9101,
                                           defaultStatementTimeoutMilliseconds: 600_000, environment: env)
         modelDirectory = try env.required("FACEGATE_MODEL_DIR")
         engines = try env.int("MATCHER_ENGINES", default: ProcessInfo.processInfo.activeProcessorCount, range: 1...256)
+        loneJobThreads = try env.int("MATCHER_LONE_JOB_THREADS", default: ProcessInfo.processInfo.activeProcessorCount, range: 1...256)
         shardCount = try env.int("MATCHER_SHARD_COUNT", default: 1, range: 1...1024)
         shardIndex = try env.int("MATCHER_SHARD_INDEX", default: 0, range: 0...1023)
         guard shardIndex < shardCount else {

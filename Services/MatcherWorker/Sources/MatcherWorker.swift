@@ -20,6 +20,7 @@ public final class MatcherWorker: Sendable {
         self.runtime = runtime
         let sealer = try Sealer(key: configuration.sealingKey, previous: configuration.previousSealingKeys)
         var engines: [FaceModel: FaceEnginePool] = [:]
+        FaceEngine.setLoneAnalysisThreads(configuration.loneJobThreads)
         for model in configuration.models {
             var engineConfiguration = FaceEngineConfiguration(modelDirectory: configuration.modelDirectory)
             engineConfiguration.maxPixels = configuration.maxPixels

@@ -34,6 +34,20 @@ public final class FaceEngine {
         fe_engine_destroy(handle)
     }
 
+    /// The OpenCV threads one SFace analysis may use while no other runs or waits in this process: nil, every core
+    /// (the default); 1, always one. While several run, each uses one thread. An analysis that arrives while a lone
+    /// one runs on several threads waits for it to end. Process-wide, like OpenCV's pool.
+    public static func setLoneAnalysisThreads(_ threads: Int?) {
+        fe_set_lone_analysis_threads(Int32(clamping: threads ?? 0))
+    }
+
+    /// How many SFace analyses in this process so far ran on several threads, and on one.
+    public static var analysisThreadCounts: (severalThreads: Int, oneThread: Int) {
+        var several: UInt64 = 0, one: UInt64 = 0
+        fe_analysis_thread_counts(&several, &one)
+        return (Int(several), Int(one))
+    }
+
     public func analyze(_ image: [UInt8], options: FaceAnalysisOptions = .init()) throws(FaceEngineError) -> FaceAnalysis {
         var settings = fe_analyze_options(
             embeddings: options.embeddings ? 1 : 0,

@@ -10,6 +10,8 @@ import Synchronization
 public final class FaceEnginePool: Sendable {
     public let count: Int
     private let queue: FaceJobQueue
+    /// SFace pools tell OpenCV's thread gate what they have queued (`FaceEngine.setLoneAnalysisThreads`).
+    private let notesQueue: Bool
     private let workersExited: DispatchGroup
 
     /// Starts `count` threads and loads one engine on each (in parallel); returns once all are ready.
@@ -55,6 +57,7 @@ public final class FaceEnginePool: Sendable {
         }
         self.count = count
         self.queue = queue
+        self.notesQueue = configuration.model == .sface2021dec
         self.workersExited = workersExited
     }
 
@@ -76,8 +79,11 @@ public final class FaceEnginePool: Sendable {
     private func run<T: Sendable>(
         _ work: @escaping @Sendable (FaceEngine) throws(FaceEngineError) -> T
     ) async throws(FaceEngineError) -> T {
+        let notesQueue = notesQueue
         let result: Result<T, FaceEngineError> = await withCheckedContinuation { continuation in
+            if notesQueue { fe_note_queued_analyses(1) }
             queue.submit { engine in
+                if notesQueue { fe_note_queued_analyses(-1) }
                 continuation.resume(returning: Result { () throws(FaceEngineError) -> T in try work(engine) })
             }
         }
