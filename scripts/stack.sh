@@ -342,9 +342,11 @@ write_env() {
     echo "export PGPASSFILE=$RUN/$profile/pgpass"
     echo "export FACEGATE_KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"
     echo "export FACEGATE_MODEL_DIR=$RUN/models"
-    # The local broker (tansu) re-reads storage on a timer inside a waiting fetch instead of answering when data
-    # arrives: 25 ms keeps an idle stack cheap (Benchmarks/RESULTS.md, "Idle cost") for ~8 ms per request–reply.
+    # The local broker (tansu) re-reads its storage inside a waiting fetch at half the remaining wait (0, W/2, 3W/4, …),
+    # not when data arrives: a hop waits up to W/2. 25 ms keeps the idle job consumers cheap (Benchmarks/RESULTS.md,
+    # "Idle cost"); reply partitions are paused while idle, so theirs can be short.
     echo "export FACEGATE_KAFKA_FETCH_WAIT_MS=\${FACEGATE_KAFKA_FETCH_WAIT_MS:-25}"
+    echo "export FACEGATE_KAFKA_REPLY_FETCH_WAIT_MS=\${FACEGATE_KAFKA_REPLY_FETCH_WAIT_MS:-5}"
     # The local broker forgets producer ids when it restarts; librdkafka's idempotence recovery then loops against it.
     echo "export FACEGATE_KAFKA_IDEMPOTENCE=\${FACEGATE_KAFKA_IDEMPOTENCE:-false}"
     echo "export FACEGATE_SIGNING_KEY=\${FACEGATE_SIGNING_KEY:-$FACEGATE_SIGNING_KEY}"

@@ -106,6 +106,9 @@ public struct CommonConfiguration: Sendable {
     /// How long the broker may hold a fetch that has no data (librdkafka `fetch.wait.max.ms`): Apache Kafka
     /// answers it as soon as data arrives, so a long wait costs no latency and saves the idle polling.
     public var kafkaFetchWaitMilliseconds: Int
+    /// The same for a requester's reply partition (`FACEGATE_KAFKA_REPLY_FETCH_WAIT_MS`, default: the fetch wait above).
+    /// The partition is paused while idle, so a short wait costs fetches only while requests wait for replies.
+    public var kafkaReplyFetchWaitMilliseconds: Int
     /// A requester that has waited for no reply this long stops fetching its reply partition until its next request
     /// (`FACEGATE_KAFKA_REPLY_PAUSE_MS`, default 2000; 0: always fetch), so an idle service costs the broker no fetches.
     public var kafkaReplyPauseMilliseconds: Int
@@ -143,6 +146,8 @@ public struct CommonConfiguration: Sendable {
         statementTimeoutMilliseconds = try env.int("FACEGATE_DATABASE_STATEMENT_TIMEOUT_MS", default: defaultStatementTimeoutMilliseconds,
                                                    range: 100...86_400_000)
         kafkaFetchWaitMilliseconds = try env.int("FACEGATE_KAFKA_FETCH_WAIT_MS", default: 500, range: 1...5000)
+        kafkaReplyFetchWaitMilliseconds = try env.int("FACEGATE_KAFKA_REPLY_FETCH_WAIT_MS", default: kafkaFetchWaitMilliseconds,
+                                                      range: 1...5000)
         kafkaReplyPauseMilliseconds = try env.int("FACEGATE_KAFKA_REPLY_PAUSE_MS", default: 2000, range: 0...600_000)
         kafkaIdempotence = try env.bool("FACEGATE_KAFKA_IDEMPOTENCE", default: true)
         guard let seed = Data(base64Encoded: try env.required("FACEGATE_SERVICE_KEY")) else {

@@ -39,7 +39,9 @@ public final class RequesterService: Service {
                 attempt += 1
                 do {
                     try await runtime.ensureTopics()
-                    let candidate = KafkaRequester(configuration: runtime.kafka, replyTopic: runtime.topics.replies(service: service),
+                    var replies = runtime.kafka
+                    replies.consumer.fetchWait = .milliseconds(runtime.configuration.kafkaReplyFetchWaitMilliseconds)
+                    let candidate = KafkaRequester(configuration: replies, replyTopic: runtime.topics.replies(service: service),
                                                    lease: PostgresPartitionLease(database: runtime.database),
                                                    owner: runtime.configuration.instanceId, producer: producer,
                                                    pauseWhenIdle: pauseWhenIdle)
