@@ -67,6 +67,32 @@ import Testing
         #expect(FaceEngine.analysisThreadCounts.oneThread == afterTogether.oneThread + 1, "one thread when told")
     }
 
+    /// The engine reduces photos (the detection copy) and large faces (before the chip) with its own area averaging,
+    /// which must be OpenCV's INTER_AREA value for value, so that detection and descriptors are those OpenCV would give.
+    @Test func areaReductionEqualsOpenCVs() throws {
+        var generator = SystemRandomNumberGenerator()
+        var compared = 0
+        for name in ["obama.jpg", "obama2.jpg", "obama3.jpg", "biden.jpg", "32bit.png", "obama_partial_face.jpg"] {
+            let image = try decodeRGB(try TestEnvironment.photo(name), maxPixels: 0)
+            for trial in 0..<40 {
+                // The whole photo to a detection size, or a crop (as a face under its chip) by any factor.
+                let width = trial % 2 == 0 ? image.width : Int.random(in: 8...image.width, using: &generator)
+                let height = trial % 2 == 0 ? image.height : Int.random(in: 8...image.height, using: &generator)
+                let left = Int.random(in: 0...(image.width - width), using: &generator)
+                let top = Int.random(in: 0...(image.height - height), using: &generator)
+                let factor = Double.random(in: 0.05...1, using: &generator)
+                let region = FaceBox(left: left, top: top, right: left + width - 1, bottom: top + height - 1)
+                let targetWidth = max(1, Int((Double(width) * factor).rounded())), targetHeight = max(1, Int((Double(height) * factor).rounded()))
+                let differences = areaReductionDifferences(image, region: region, width: targetWidth, height: targetHeight)
+                #expect(differences == 0, "\(name): \(width)×\(height) at (\(left), \(top)) to \(targetWidth)×\(targetHeight)")
+                compared += 1
+            }
+            #expect(areaReductionDifferences(image, region: FaceBox(left: 0, top: 0, right: image.width - 1, bottom: image.height - 1),
+                                             width: image.width + 1, height: image.height) == nil, "an enlargement is refused")
+        }
+        #expect(compared == 240)
+    }
+
     @Test func refusesWhatTheDecoderRefuses() throws {
         let engine = try Self.engine()
         let jpeg = try TestEnvironment.photo("obama2.jpg")

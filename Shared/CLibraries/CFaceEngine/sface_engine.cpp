@@ -26,6 +26,7 @@
 
 #include <dlib/image_processing/shape_predictor.h>
 
+#include "area_reduce.hpp"
 #include "image_decoder.hpp"
 #include "landmark_models.hpp"
 #include "rgb_image_dlib.hpp"
@@ -133,8 +134,8 @@ cv::Mat alignedChip(const cv::Mat &rgb, const Detection &face, bool antialias) {
     }
     const cv::Size reducedSize(std::max(1, static_cast<int>(std::lround(region.width * scale))),
                                std::max(1, static_cast<int>(std::lround(region.height * scale))));
-    cv::Mat reduced;
-    cv::resize(rgb(region), reduced, reducedSize, 0, 0, cv::INTER_AREA);
+    cv::Mat reduced(reducedSize, CV_8UC3);
+    areaReduce(rgb(region), reduced, false);
     // cv::resize maps pixel centres: x' = (x − x0 + ½)·fx − ½, so an image point is
     // x = (x' + ½)/fx − ½ + x0; the chip transform applied to that point takes reduced pixels to the chip.
     const double fx = static_cast<double>(reducedSize.width) / region.width;
@@ -331,14 +332,6 @@ private:
 
 }  // namespace
 
-void setLoneAnalysisThreads(int threads) { ThreadGate::shared().setLoneThreads(threads); }
-
-void noteQueuedAnalyses(int delta) { ThreadGate::shared().noteQueued(delta); }
-
-void analysisThreadCounts(uint64_t &severalThreads, uint64_t &oneThread) {
-    ThreadGate::shared().counts(severalThreads, oneThread);
-}
-
 struct SFaceEngine::Impl {
     SFaceSettings settings;
     cv::dnn::Net detector;
@@ -374,22 +367,24 @@ std::vector<Detection> SFaceEngine::Impl::detect(const cv::Mat &rgb) {
 // The faces YuNet finds on a copy of the image scaled by `scale`, largest first, in image coordinates.
 std::vector<Detection> SFaceEngine::Impl::detectAt(const cv::Mat &rgb, double scale) {
     const long width = rgb.cols, height = rgb.rows;
-    cv::Mat bgr;
+    const cv::Size size = scale == 1 ? rgb.size()
+                                     : cv::Size(std::max(1, static_cast<int>(std::lround(width * scale))),
+                                                std::max(1, static_cast<int>(std::lround(height * scale))));
+    const double sx = static_cast<double>(size.width) / width, sy = static_cast<double>(size.height) / height;
+    // The network halves the resolution five times: each side must be a multiple of 32. The copy (B, G, R) is written
+    // straight into the top left of the zero-padded input.
+    const int paddedWidth = (size.width + 31) / 32 * 32, paddedHeight = (size.height + 31) / 32 * 32;
+    cv::Mat padded(paddedHeight, paddedWidth, CV_8UC3, cv::Scalar::all(0));
+    cv::Mat bgr = padded(cv::Rect(0, 0, size.width, size.height));
     if (scale == 1) {
         cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
+    } else if (scale < 1) {
+        areaReduce(rgb, bgr, true);
     } else {
-        cv::Mat resized;
-        const cv::Size size(std::max(1, static_cast<int>(std::lround(width * scale))),
-                            std::max(1, static_cast<int>(std::lround(height * scale))));
-        cv::resize(rgb, resized, size, 0, 0, scale < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
-        cv::cvtColor(resized, bgr, cv::COLOR_RGB2BGR);
+        cv::Mat enlarged;
+        cv::resize(rgb, enlarged, size, 0, 0, cv::INTER_LINEAR);
+        cv::cvtColor(enlarged, bgr, cv::COLOR_RGB2BGR);
     }
-    const double sx = static_cast<double>(bgr.cols) / width, sy = static_cast<double>(bgr.rows) / height;
-    // The network halves the resolution five times: each side must be a multiple of 32.
-    const int paddedWidth = (bgr.cols + 31) / 32 * 32, paddedHeight = (bgr.rows + 31) / 32 * 32;
-    cv::Mat padded;
-    cv::copyMakeBorder(bgr, padded, 0, paddedHeight - bgr.rows, 0, paddedWidth - bgr.cols, cv::BORDER_CONSTANT,
-                       cv::Scalar::all(0));
     detector.setInput(cv::dnn::blobFromImage(padded));   // 1×3×H×W, B G R, 0–255
     std::vector<cv::Mat> outputs;
     detector.forward(outputs, detectorOutputs);
@@ -606,3 +601,34 @@ fe_status SFaceEngine::embedBox(const uint8_t *data, size_t size, int64_t left, 
 }
 
 }  // namespace faceengine
+
+// The C entry points of face_engine.h that belong to the SFace engine alone.
+using faceengine::ThreadGate;
+
+extern "C" void fe_set_lone_analysis_threads(int32_t threads) { ThreadGate::shared().setLoneThreads(threads); }
+
+extern "C" void fe_note_queued_analyses(int32_t delta) { ThreadGate::shared().noteQueued(delta); }
+
+extern "C" int64_t fe_area_reduction_differences(const uint8_t *rgb, int32_t width, int32_t height, int32_t x,
+                                                 int32_t y, int32_t regionWidth, int32_t regionHeight,
+                                                 int32_t targetWidth, int32_t targetHeight) {
+    if (rgb == nullptr || x < 0 || y < 0 || regionWidth < 1 || regionHeight < 1 || x + regionWidth > width ||
+        y + regionHeight > height || targetWidth < 1 || targetHeight < 1 || targetWidth > regionWidth ||
+        targetHeight > regionHeight)
+        return -1;
+    const cv::Mat image(height, width, CV_8UC3, const_cast<uint8_t *>(rgb), static_cast<size_t>(width) * 3);
+    const cv::Mat region = image(cv::Rect(x, y, regionWidth, regionHeight));
+    cv::Mat expected, reduced(targetHeight, targetWidth, CV_8UC3), difference;
+    cv::resize(region, expected, reduced.size(), 0, 0, cv::INTER_AREA);
+    faceengine::areaReduce(region, reduced, false);
+    cv::absdiff(expected, reduced, difference);
+    return cv::countNonZero(difference.reshape(1));
+}
+
+extern "C" void fe_analysis_thread_counts(uint64_t *several_threads, uint64_t *one_thread) {
+    uint64_t several = 0, one = 0;
+    ThreadGate::shared().counts(several, one);
+    if (several_threads != nullptr) *several_threads = several;
+    if (one_thread != nullptr) *one_thread = one;
+}
+

@@ -14,11 +14,6 @@ namespace faceengine {
 
 class LazyPredictor;
 
-// fe_set_lone_analysis_threads, fe_note_queued_analyses and fe_analysis_thread_counts (face_engine.h).
-void setLoneAnalysisThreads(int threads);
-void noteQueuedAnalyses(int delta);
-void analysisThreadCounts(uint64_t &severalThreads, uint64_t &oneThread);
-
 struct SFaceSettings {
     uint64_t maxPixels = FE_DEFAULT_MAX_PIXELS;
     long detectionMaxSide = FE_DEFAULT_DETECTION_MAX_SIDE;

@@ -30,3 +30,15 @@ func decodeRGB(_ bytes: [UInt8], maxPixels: Int) throws(FaceEngineError) -> (wid
     let count = Int(image.width) * Int(image.height) * 3
     return (Int(image.width), Int(image.height), Array(UnsafeBufferPointer(start: image.pixels, count: count)))
 }
+
+/// How many values of the SFace engine's area reduction of `region` of decoded pixels to `width` × `height` differ from
+/// OpenCV's `cv::resize` with INTER_AREA; nil for a region outside the image or a target larger than it. Internal: the
+/// tests hold the engine's faster reduction to OpenCV's, value for value.
+func areaReductionDifferences(_ image: (width: Int, height: Int, pixels: [UInt8]), region: FaceBox, width: Int, height: Int) -> Int? {
+    let differences = image.pixels.withUnsafeBufferPointer { buffer in
+        fe_area_reduction_differences(buffer.baseAddress, Int32(clamping: image.width), Int32(clamping: image.height),
+                                      Int32(clamping: region.left), Int32(clamping: region.top), Int32(clamping: region.width),
+                                      Int32(clamping: region.height), Int32(clamping: width), Int32(clamping: height))
+    }
+    return differences < 0 ? nil : Int(differences)
+}
