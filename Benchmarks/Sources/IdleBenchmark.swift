@@ -41,9 +41,11 @@ func runIdleBenchmark(arguments: [String]) async throws {
             print(rows.last!)
         }
     }
+    let environment = ProcessInfo.processInfo.environment
+    let wait = environment["FACEGATE_KAFKA_FETCH_WAIT_MS"] ?? "500"
     try Bench.record("Idle cost of the whole stack (`facegate-bench idle`)", """
     The four services (release build, one matcher engine), the local broker (tansu, `FACEGATE_KAFKA_FETCH_WAIT_MS` \
-    \(ProcessInfo.processInfo.environment["FACEGATE_KAFKA_FETCH_WAIT_MS"] ?? "500")) and PostgreSQL, idle for \
+    \(wait), `FACEGATE_KAFKA_REPLY_FETCH_WAIT_MS` \(environment["FACEGATE_KAFKA_REPLY_FETCH_WAIT_MS"] ?? wait)) and PostgreSQL, idle for \
     \(Int(seconds)) s after 12 face logins, as % of one core (user + system time from /proc); then logins of obama2.jpg \
     (header mode, 1:N over a 2-user gallery): p50 of the 12 back to back before, and of 6 each after 3 s of idleness. The \
     requesters (gateway, ctid-verifier, kiosk-orchestrator) pause their reply partition after \

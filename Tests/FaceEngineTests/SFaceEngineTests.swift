@@ -57,8 +57,9 @@ import Testing
             return try await group.reduce(into: []) { $0.append($1) }
         }
         let afterTogether = FaceEngine.analysisThreadCounts
-        // The first may find none waiting yet; once others wait, each runs on one thread until the queue empties.
-        #expect(afterTogether.oneThread - afterAlone.oneThread >= 6, "\(afterAlone) → \(afterTogether)")
+        // The first one or two may find none waiting yet (the others are still being queued); once others wait, each runs
+        // on one thread until the queue empties.
+        #expect(afterTogether.oneThread - afterAlone.oneThread >= 5, "\(afterAlone) → \(afterTogether)")
         #expect(afterTogether.oneThread + afterTogether.severalThreads == afterAlone.oneThread + afterAlone.severalThreads + 8)
         for vector in together { #expect(Self.cosine(vector, alone) > 0.9999) }
 

@@ -616,13 +616,17 @@ extern "C" int64_t fe_area_reduction_differences(const uint8_t *rgb, int32_t wid
         y + regionHeight > height || targetWidth < 1 || targetHeight < 1 || targetWidth > regionWidth ||
         targetHeight > regionHeight)
         return -1;
-    const cv::Mat image(height, width, CV_8UC3, const_cast<uint8_t *>(rgb), static_cast<size_t>(width) * 3);
-    const cv::Mat region = image(cv::Rect(x, y, regionWidth, regionHeight));
-    cv::Mat expected, reduced(targetHeight, targetWidth, CV_8UC3), difference;
-    cv::resize(region, expected, reduced.size(), 0, 0, cv::INTER_AREA);
-    faceengine::areaReduce(region, reduced, false);
-    cv::absdiff(expected, reduced, difference);
-    return cv::countNonZero(difference.reshape(1));
+    try {
+        const cv::Mat image(height, width, CV_8UC3, const_cast<uint8_t *>(rgb), static_cast<size_t>(width) * 3);
+        const cv::Mat region = image(cv::Rect(x, y, regionWidth, regionHeight));
+        cv::Mat expected, reduced(targetHeight, targetWidth, CV_8UC3), difference;
+        cv::resize(region, expected, reduced.size(), 0, 0, cv::INTER_AREA);
+        faceengine::areaReduce(region, reduced, false);
+        cv::absdiff(expected, reduced, difference);
+        return cv::countNonZero(difference.reshape(1));
+    } catch (...) {
+        return -1;
+    }
 }
 
 extern "C" void fe_analysis_thread_counts(uint64_t *several_threads, uint64_t *one_thread) {
