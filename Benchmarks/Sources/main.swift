@@ -1,4 +1,5 @@
 // facegate-bench <benchmark> [options]: one subcommand per benchmark; `all` runs every one in turn.
+import FaceEngine
 import Foundation
 
 let benchmarks: [(name: String, summary: String, run: ([String]) async throws -> Void)] = [
@@ -37,6 +38,9 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
 ]
 
 let arguments = Array(CommandLine.arguments.dropFirst())
+// An SFace analysis in this process runs on one thread, as the benchmarks' tables say and their peers run, unless a
+// benchmark asks for more (login-peer's column on every core). The services it starts keep their own setting.
+FaceEngine.setLoneAnalysisThreads(1)
 let selected = arguments.first ?? "help"
 do {
 if selected == "all" {

@@ -34,9 +34,10 @@ public final class FaceEngine {
         fe_engine_destroy(handle)
     }
 
-    /// The OpenCV threads one SFace analysis may use while no other runs or waits in this process: nil, every core
-    /// (the default); 1, always one. While several run, each uses one thread. An analysis that arrives while a lone
-    /// one runs on several threads waits for it to end. Process-wide, like OpenCV's pool.
+    /// The OpenCV threads one SFace analysis may use when it starts while no other is wanted in this process (running,
+    /// decoding, or queued in a `FaceEnginePool`): nil, every core (the default); 1, always one. While several are
+    /// wanted, each runs on one thread. An analysis that arrives while a lone one runs on several threads waits for it
+    /// to end. Process-wide, like OpenCV's pool.
     public static func setLoneAnalysisThreads(_ threads: Int?) {
         fe_set_lone_analysis_threads(Int32(clamping: threads ?? 0))
     }
