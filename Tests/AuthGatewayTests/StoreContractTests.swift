@@ -230,15 +230,19 @@ extension StoreContracts {
             }
         }
 
+        /// A world and a trial app of two calls a day, counted under the world's app (the tenant its calls are confined to).
+        static func trial(_ kind: StoreKind) async throws -> (StoreWorld, AppRecord) {
+            let world = try await StoreWorld.make(kind)
+            var trial = try #require(try await world.apps.find(try await AppStoreContract().newApp(world, AppStoreContract.settings(dailyCalls: 2))))
+            trial.id = world.appId
+            return (world, trial)
+        }
+
         /// A face login's module gate, its charges and the device's bound users, sent together (one round trip on
         /// PostgreSQL), answer as each would alone: a trial's call past its quota answers MODULE_NOT_FORMAL, a refused
         /// subject false, and the read its rows.
         @Test(arguments: StoreKind.allCases) func theGateTheChargesAndTheBoundUsersAnswerTogether(_ kind: StoreKind) async throws {
-            let world = try await StoreWorld.make(kind)
-            // A trial of two calls a day, counted under the world's app (the tenant its calls are confined to).
-            var trial = try #require(try await world.apps.find(try await AppStoreContract().newApp(world, AppStoreContract.settings(dailyCalls: 2))))
-            trial.id = world.appId
-            let app = trial
+            let (world, app) = try await Self.trial(kind)
             let appId = world.appId
             let device = ClientDevice(id: "phone-\(UUID().wire.prefix(8))", isKey: false)
             try await world.scoped {
@@ -253,6 +257,30 @@ extension StoreContracts {
                     #expect(counted == [true] && bound.isEmpty)
                 }
                 #expect(throws: APIError.self) { try world.apps.admission(app, module: .kiosk) }
+            }
+        }
+
+        /// A DPoP login's proof spend goes first with them (`then`), still in one round trip; a replayed proof is refused
+        /// (`TokenIdSpentBefore`) and nothing sent with it is kept: the trial's call is not counted.
+        @Test(arguments: StoreKind.allCases) func aProofSpendGoesFirstAndAReplayKeepsNothing(_ kind: StoreKind) async throws {
+            let (world, app) = try await Self.trial(kind)
+            let appId = world.appId
+            let device = ClientDevice(id: "key-\(UUID().wire.prefix(8))", isKey: true)
+            let until = Int64(Date().timeIntervalSince1970) + 300
+            try await world.scoped { () async throws in
+                let pool = ContractDatabase.current?.gateway
+                func login(proof jti: String) async throws -> APIError? {
+                    let gate = try world.apps.admission(app, module: .faceLogin)
+                    return try await PostgresStep.together(world.spentIds.spending(jti, appId: appId, expiresAt: until).then(gate),
+                                                           world.attempts.charging(appId: appId, [(device.id, rule)]),
+                                                           world.bindings.readingBoundUsers(appId: appId, device: device)).0
+                }
+                let before = pool?.statistics.roundTrips ?? 0
+                #expect(try await login(proof: "dpop:first") == nil)
+                if kind == .postgres { #expect(pool!.statistics.roundTrips - before == 1) }
+                await #expect(throws: TokenIdSpentBefore.self) { _ = try await login(proof: "dpop:first") }
+                #expect(try await login(proof: "dpop:second") == nil, "the replay's call was not counted")
+                #expect(try await login(proof: "dpop:third")?.code == .moduleNotFormal)
             }
         }
 

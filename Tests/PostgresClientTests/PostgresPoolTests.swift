@@ -138,6 +138,25 @@ private struct DeliberateFailure: Error {}
             let computed = PostgresStep<Int>.computed { 7 }
             let mixed = try await PostgresStep.together(inserting(4), computed, counting)
             #expect(mixed == (4, 7, 3), "note 3 was rolled back with the failed step")
+
+            // A step sent before another (`then`) travels with it. Its refusal names its own failure, recognised by what the
+            // server says (here the key's value; a spent token id by its table), and the others' failures stay as they are.
+            struct Duplicate: Error { let id: Int }
+            func claiming(_ id: Int) -> PostgresStep<Void> {
+                PostgresStep(pool, "INSERT INTO notes VALUES (\(id))") { _ in }
+                    .refusing { $0.sqlState == "23505" && $0.detail?.contains("=(\(id))") == true ? Duplicate(id: id) : nil }
+            }
+            let trips = pool.statistics.roundTrips
+            let joined = try await PostgresStep.together(claiming(5).then(inserting(6)), inserting(7), counting)
+            #expect(pool.statistics.roundTrips - trips == 1)
+            #expect(joined == (6, 7, 6))
+            let refused = await #expect(throws: Duplicate.self) { try await PostgresStep.together(claiming(5).then(inserting(8)), inserting(9), counting) }
+            #expect(refused?.id == 5)
+            let other = await #expect(throws: PostgresError.self) { try await PostgresStep.together(claiming(10).then(inserting(6)), inserting(11), counting) }
+            #expect(other?.sqlState == "23505", "a failure the refusal does not name stays the server's")
+            #expect(try await counting.run() == 6, "neither failed batch kept a note")
+            let mapped = await #expect(throws: Duplicate.self) { try await claiming(5).mappingError { Duplicate(id: ($0 as? Duplicate)?.id ?? 0 + 100) }.run() }
+            #expect(mapped?.id == 5)
         }
     }
 

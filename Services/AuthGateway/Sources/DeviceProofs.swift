@@ -5,6 +5,7 @@ import Foundation
 import HTTPServer
 import JWT
 import KioskSessionRecords
+import PostgresClient
 import ServiceKit
 
 extension TransactionDraft {
@@ -28,9 +29,18 @@ struct DeviceProofs: Sendable {
 
     /// Who is calling, by the app's device binding: a verified, unused DPoP proof (`dpop`) or the header (`header`).
     func device(_ request: HTTPRequest, app: AppRecord) async throws -> ClientDevice {
-        guard app.deviceBinding == .dpop else { return ClientDevice(id: try request.deviceId(), isKey: false) }
-        let proof = try await proof(request, appId: app.id)
-        return ClientDevice(id: proof.thumbprint, isKey: true, label: try? request.deviceId())
+        let (device, spend) = try deviceSpendingLater(request, app: app)
+        if let spend { try await spend.run() }
+        return device
+    }
+
+    /// `device`, with the proof's `jti` not spent yet: the step that spends it, to be sent first with the call's other
+    /// statements (`PostgresStep.then`), refuses a replay as `device` does and keeps nothing sent with it. nil on a
+    /// `header` app.
+    func deviceSpendingLater(_ request: HTTPRequest, app: AppRecord) throws -> (ClientDevice, spend: PostgresStep<Void>?) {
+        guard app.deviceBinding == .dpop else { return (ClientDevice(id: try request.deviceId(), isKey: false), nil) }
+        let (proof, spend) = try verified(request, appId: app.id)
+        return (ClientDevice(id: proof.thumbprint, isKey: true, label: try? request.deviceId()), spend)
     }
 
     /// The key that signed the request, whatever the app's binding (a registered kiosk signs on every app); nil without a
@@ -42,6 +52,13 @@ struct DeviceProofs: Sendable {
     /// Verifies the request's `DPoP` header against its method, URL, access token and body, then spends
     /// its `jti` in PostgreSQL (shared by every gateway instance) for as long as the proof is fresh.
     private func proof(_ request: HTTPRequest, appId: UUID) async throws -> DPoPProof {
+        let (proof, spend) = try verified(request, appId: appId)
+        try await spend.run()
+        return proof
+    }
+
+    /// The verified proof and the step that spends its `jti` (a replay fails it with `dpopProofInvalid`).
+    private func verified(_ request: HTTPRequest, appId: UUID) throws -> (DPoPProof, spend: PostgresStep<Void>) {
         guard let header = request.headers["DPoP"] else {
             throw APIError(.dpopProofInvalid, "this app identifies devices by their keys: sign the request with a DPoP proof (RFC 9449, ES256)")
         }
@@ -52,9 +69,9 @@ struct DeviceProofs: Sendable {
         do {
             let proof = try DPoP.verify(header, method: request.method, urls: urls, accessToken: try? bearer(request, missing: .accessTokenInvalid),
                                         body: request.body, maxAge: TimeInterval(maxAge))
-            guard try await spentTokenIds.spend("dpop:" + proof.thumbprint + ":" + proof.jti, appId: appId,
-                                                expiresAt: proof.issuedAt + Int64(maxAge) + 60) else { throw DPoPError.replayed }
-            return proof
+            let spend = spentTokenIds.spending("dpop:" + proof.thumbprint + ":" + proof.jti, appId: appId,
+                                               expiresAt: proof.issuedAt + Int64(maxAge) + 60)
+            return (proof, spend.mappingError { $0 is TokenIdSpentBefore ? APIError(.dpopProofInvalid, DPoPError.replayed.description) : $0 })
         } catch let error as DPoPError {
             throw APIError(.dpopProofInvalid, error.description)
         }

@@ -23,9 +23,9 @@ struct FaceLoginRoutes: RouteCollection {
                     doors: [.faceLogin]) { request, context in
             let app = context.caller
             return try await context.recorded(kind: "face.login", appId: app.id) { draft in
-                let device = try await devices.device(request, app: app)
+                let (device, proofSpend) = try devices.deviceSpendingLater(request, app: app)
                 draft.note(device)
-                let answer = try await faceLogin.login(app: app, device: device, clientAddress: context.clientAddress,
+                let answer = try await faceLogin.login(app: app, device: device, proofSpend: proofSpend, clientAddress: context.clientAddress,
                                                        probe: { try Self.probe(request, app: app) }, draft: &draft)
                 return response(answer, transaction: draft.id)
             }

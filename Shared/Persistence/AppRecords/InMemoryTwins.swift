@@ -15,6 +15,12 @@ package final class InMemorySpentTokenIds: SpentTokenIds {
     private let spentIds = Mutex<Set<String>>([])
 
     package func spend(_ id: String, appId: UUID, expiresAt: Int64) async throws -> Bool { spentIds.withLock { $0.insert(id).inserted } }
+
+    package func spending(_ id: String, appId: UUID, expiresAt: Int64) -> PostgresStep<Void> {
+        .computed { [self] in
+            guard try await spend(id, appId: appId, expiresAt: expiresAt) else { throw TokenIdSpentBefore() }
+        }
+    }
 }
 
 /// `AppStore` in memory, on the test's clock (calls are counted per app and module; a test stays inside one day). The

@@ -8,7 +8,13 @@ import ServiceKit
 package protocol SpentTokenIds: Sendable {
     /// Spends `id` until `expiresAt` (Unix seconds); false when it was spent before.
     func spend(_ id: String, appId: UUID, expiresAt: Int64) async throws -> Bool
+    /// The same spend as a step to send with other statements (`PostgresStep.then`, `together`): it fails with
+    /// `TokenIdSpentBefore` when the id was spent before, and then nothing sent with it is kept.
+    func spending(_ id: String, appId: UUID, expiresAt: Int64) -> PostgresStep<Void>
 }
+
+/// The id of a token was spent before: a replay.
+package struct TokenIdSpentBefore: Error {}
 
 extension PostgresSpentTokenIds {
     /// Deletes the ids an hour after their token expired: the token's own `exp` refuses it from then on.
@@ -31,5 +37,11 @@ package struct PostgresSpentTokenIds: SpentTokenIds {
             INSERT INTO used_token_ids (jti, app_id, expires_at) VALUES (\(id), \(appId), to_timestamp(\(expiresAt)))
             ON CONFLICT (jti) DO NOTHING
             """).affectedRows == 1
+    }
+
+    /// A plain insert: an id spent before violates the key, which aborts the transaction it is sent in.
+    package func spending(_ id: String, appId: UUID, expiresAt: Int64) -> PostgresStep<Void> {
+        PostgresStep(database, "INSERT INTO used_token_ids (jti, app_id, expires_at) VALUES (\(id), \(appId), to_timestamp(\(expiresAt)))") { _ in }
+            .refusing { error in error.sqlState == "23505" && error.tableName == "used_token_ids" ? TokenIdSpentBefore() : nil }
     }
 }

@@ -51,12 +51,21 @@ struct FaceLogin: Sendable {
     ///   within the threshold of.
     /// - A match on a header-identified device, or on a key bound to others, asks to confirm that user.
     /// Asking to confirm is neither success nor failure (the device's count is cleared only once the person is confirmed).
-    func login(app: AppRecord, device: ClientDevice, clientAddress: String, probe: () throws -> Probe,
-               draft: inout TransactionDraft) async throws -> Answer {
-        // The module gate, the charges and the device's bound users: one round trip.
-        try await attempts.attempt(appId: app.id, [.device(device.id), .clientAddress(clientAddress)],
-                                   admission: try admission.admission(app, module: .faceLogin),
-                                   reading: bindings.readingBoundUsers(appId: app.id, device: device)) { bound in
+    /// - `proofSpend`: the device proof's `jti` still to spend (`DeviceProofs.deviceSpendingLater`); it goes first, so a
+    ///   replayed proof is refused before the gate counts the call or the attempt is charged.
+    func login(app: AppRecord, device: ClientDevice, proofSpend: PostgresStep<Void>? = nil, clientAddress: String,
+               probe: () throws -> Probe, draft: inout TransactionDraft) async throws -> Answer {
+        let gate: PostgresStep<APIError?>
+        do {
+            gate = try admission.admission(app, module: .faceLogin)
+        } catch {
+            try await proofSpend?.run()   // a replay is still refused as one, before the module
+            throw error
+        }
+        // The proof's spend, the module gate, the charges and the device's bound users: one round trip.
+        return try await attempts.attempt(appId: app.id, [.device(device.id), .clientAddress(clientAddress)],
+                                          admission: proofSpend.map { $0.then(gate) } ?? gate,
+                                          reading: bindings.readingBoundUsers(appId: app.id, device: device)) { bound in
             try await identify(app: app, device: device, bound: bound, probe: try probe(), draft: &draft)
         }
     }
