@@ -1,5 +1,6 @@
-/// One store's statement, prepared to be sent with other stores' statements (`together`): in one transaction, in one
-/// round trip. It holds the statement and how its rows become the store's answer.
+/// One store's statements, prepared to be sent with other stores' statements (`then`, `together`): in one transaction, in
+/// one round trip. It holds the statements, how their rows become the store's answer, and what a server error of theirs
+/// means to the caller (`refusing`).
 ///
 /// A store kept in memory (a test's twin) answers with `computed` instead. Steps that are not all statements of one
 /// pool run one after another, in order.
@@ -42,7 +43,8 @@ public struct PostgresStep<Answer: Sendable>: Sendable {
         return nil
     }
 
-    static func reading(_ error: PostgresError, by refusals: [@Sendable (PostgresError) -> (any Error)?]) -> any Error {
+    /// What the first refusal that recognises `error` makes of it, or `error` itself.
+    static func meaning(of error: PostgresError, by refusals: [@Sendable (PostgresError) -> (any Error)?]) -> any Error {
         recognised(error, by: refusals) ?? error
     }
 
@@ -81,7 +83,7 @@ public struct PostgresStep<Answer: Sendable>: Sendable {
             do {
                 rows = queries.count == 1 ? [try await database.query(queries[0])] : try await database.query(queries)
             } catch {
-                throw Self.reading(error, by: [refusal])
+                throw Self.meaning(of: error, by: [refusal])
             }
             return try answer(rows)
         case .computed(let body): return try await body()
@@ -97,7 +99,7 @@ public struct PostgresStep<Answer: Sendable>: Sendable {
             do {
                 rows = try await database.query(first + second + third)
             } catch {
-                throw Self.reading(error, by: [a.refusal, b.refusal, c.refusal])
+                throw Self.meaning(of: error, by: [a.refusal, b.refusal, c.refusal])
             }
             let (end, middle) = (first.count, first.count + second.count)
             return (try answerA(Array(rows[..<end])), try answerB(Array(rows[end..<middle])), try answerC(Array(rows[middle...])))
