@@ -274,7 +274,7 @@ public:
         oneThread = oneThreadRuns_;
     }
 
-    // One analysis, wanted from its construction (before decoding) to its end; `run` waits for its turn with OpenCV.
+    // One analysis, wanted from its construction (before decoding) to its end; `run` (once) waits for its turn with OpenCV.
     class Analysis {
     public:
         Analysis() : gate_(ThreadGate::shared()) { gate_.arrive(); }
@@ -283,7 +283,7 @@ public:
         Analysis &operator=(const Analysis &) = delete;
 
         void run() {
-            if (!running_) gate_.enter();
+            gate_.enter();
             running_ = true;
         }
 
