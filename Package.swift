@@ -137,7 +137,7 @@ let package = Package(
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient"], path: "Tests/PostgresClientTests"),
         .testTarget(name: "KafkaClientTests", dependencies: ["KafkaClient"], path: "Tests/KafkaClientTests"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], path: "Tests/HTTPServerTests"),
-        .testTarget(name: "FaceEngineTests", dependencies: ["FaceEngine", "FaceGateTestSupport"], path: "Tests/FaceEngineTests"),
+        .testTarget(name: "FaceEngineTests", dependencies: ["FaceEngine", "FaceGateContracts", "FaceGateTestSupport"], path: "Tests/FaceEngineTests"),
         .testTarget(name: "FaceGateCoreTests", dependencies: ["FaceGateCore", "FaceGateTestSupport"], path: "Tests/FaceGateCoreTests"),
         .testTarget(
             name: "DocumentOCRTests", dependencies: ["DocumentOCR", "FaceGateCore", "FaceGateTestSupport", "FaceEngine"],

@@ -1,4 +1,5 @@
 @_spi(Benchmarking) import FaceEngine
+import FaceGateContracts
 import Foundation
 
 /// `facegate-bench scale LABELLED --impostors DIR [--templates 10000000] [--shards 4] [--timed 32]`

@@ -66,7 +66,7 @@ func runScaleBrokerBenchmark(arguments: [String]) async throws {
                 var vector = [Float](repeating: 0, count: 128)
                 for start in stride(from: lane * batch, to: total, by: batch * lanes) {
                     // Enrolled a day ago: a gallery in service, not one a matcher's reconciliation reads again as just stored.
-                    var sql = "INSERT INTO face_templates (id, app_id, user_id, embedding_sealed, model_id, quality, created_at) VALUES "
+                    var sql = "INSERT INTO face_templates (id, app_id, user_id, embedding_sealed, model_id, quality, created_at, shard_hash) VALUES "
                     var binds: [any PostgresEncodable & Sendable] = []
                     for row in start..<min(start + batch, total) {
                         let id = UUID(), user: UUID
@@ -77,8 +77,8 @@ func runScaleBrokerBenchmark(arguments: [String]) async throws {
                             user = fillerUsers[row % fillerUsers.count]
                         }
                         let at = binds.count
-                        sql += (row == start ? "" : ",") + "($\(at + 1), $\(at + 2), $\(at + 3), $\(at + 4), 'sface-2021dec', '{}'::jsonb, now() - interval '1 day')"
-                        binds += [id, appId, user, try sealer.sealTemplate(vector, templateId: id)]
+                        sql += (row == start ? "" : ",") + "($\(at + 1), $\(at + 2), $\(at + 3), $\(at + 4), 'sface-2021dec', '{}'::jsonb, now() - interval '1 day', $\(at + 5))"
+                        binds += [id, appId, user, try sealer.sealTemplate(vector, templateId: id), Int64(bitPattern: templateShardHash(id))]
                     }
                     _ = try await pool.query(PostgresQuery(unsafeSQL: sql, binds: binds))
                     if (start / batch) % 1000 == lane { print("[scale-broker] written \(start + batch) of \(total)") }

@@ -605,6 +605,42 @@ extension StoreContracts {
                 #expect(!plan.contains("Seq Scan"), "\(query.sql):\n\(plan)")
             }
         }
+
+        /// A sharded matcher's load reads its own slice of the gallery, not the whole of it: the rows whose stored hash falls
+        /// on it, and those stored without one, which it places itself. The migration's function, which filled the hash of
+        /// the templates stored before it, computes the writers' hash (negative bit patterns included).
+        @Test func aShardReadsItsOwnSliceAndTheRowsWithoutAHash() async throws {
+            let database = try #require(ContractDatabase.current).database
+            let appId = UUID(), user = UUID()
+            _ = try await database.pool.query("INSERT INTO apps (id, name, secret_hash, modules, liveness, quotas) VALUES (\(appId), 'shards', '\\x00', '{}', '{}', '{}')")
+            _ = try await database.pool.query("INSERT INTO users (id, app_id, employee_number, name) VALUES (\(user), \(appId), 'E1', 'shards')")
+            let hashed = (0..<60).map { _ in UUID() }, unhashed = (0..<6).map { _ in UUID() }
+            for id in hashed + unhashed {
+                let hash = hashed.contains(id) ? Int64(bitPattern: templateShardHash(id)) : nil
+                _ = try await database.pool.query("""
+                    INSERT INTO face_templates (id, app_id, user_id, embedding_sealed, model_id, quality, shard_hash)
+                    VALUES (\(id), \(appId), \(user), '\\x00', 'sface-2021dec', '{}', \(hash))
+                    """)
+            }
+            let computed = try await database.pool.query("SELECT id, template_shard_hash(id) AS hash FROM face_templates WHERE app_id = \(appId)")
+            #expect(computed.count == 66)
+            for row in computed {
+                #expect(try row.decode("hash", as: Int64.self) == Int64(bitPattern: templateShardHash(try row.decode("id", as: UUID.self))))
+            }
+            #expect(hashed.contains { Int64(bitPattern: templateShardHash($0)) < 0 }, "a negative bit pattern is among them")
+
+            let records = GalleryRecords(database: database.pool)
+            for count in [1, 3, 7] {
+                for index in 0..<count {
+                    var read = Set<UUID>()
+                    try await records.forEachTemplate(shard: TemplateSlice(index: index, count: count)) { template, _ in
+                        if template.appId == appId { read.insert(template.id) }
+                    }
+                    let own = hashed.filter { shardIndex(templateId: $0, shardCount: count) == index }
+                    #expect(read == Set(own + unhashed), "shard \(index) of \(count)")
+                }
+            }
+        }
     }
 
     @Suite struct AppStoreContract {

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @_spi(Benchmarking) @testable import FaceEngine
+import FaceGateContracts
 
 /// Deterministic generator so a failure reproduces.
 struct SplitMix64: RandomNumberGenerator {

@@ -88,7 +88,7 @@ final class GalleryStore: Sendable {
     @discardableResult
     private func load(since: Int64?) async throws -> Int {
         var loaded = 0
-        try await records.forEachTemplate(since: since) { template, changeSeq in
+        try await records.forEachTemplate(since: since, shard: TemplateSlice(index: shard, count: shards)) { template, changeSeq in
             self.noteSeq(changeSeq)
             if try self.hold(template) { loaded += 1 }
         }

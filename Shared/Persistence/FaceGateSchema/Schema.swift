@@ -39,6 +39,7 @@ public enum Schema {
         Step(version: 16, name: "app deletion", sql: appDeletion),
         Step(version: 17, name: "gallery tombstones follow their app", sql: tombstonesFollowTheirApp),
         Step(version: 18, name: "recent gallery changes by index", sql: recentGalleryChanges),
+        Step(version: 19, name: "template shard hash", sql: templateShardHash),
     ]
 
     /// The tables that hold an app's data, each with an `app_id` column.
@@ -540,5 +541,27 @@ public enum Schema {
     static let recentGalleryChanges = """
     CREATE INDEX face_templates_created ON face_templates (created_at);
     CREATE INDEX gallery_tombstones_deleted ON gallery_tombstones (deleted_at);
+    """
+
+    /// Each template's shard hash (`templateShardHash`, FNV-1a 64 over the id's bytes, as its signed bit pattern), so that
+    /// a sharded matcher's load reads only its own slice instead of the whole gallery. The writers set it; the templates
+    /// stored before are filled here by a function of the same rule (numeric arithmetic: it runs once, not per load). A
+    /// row without one (a writer older than this step) is read by every shard, which keeps what hashes to it.
+    static let templateShardHash = """
+    ALTER TABLE face_templates ADD COLUMN shard_hash bigint;
+    CREATE FUNCTION template_shard_hash(id uuid) RETURNS bigint LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+    DECLARE
+        bytes bytea := uuid_send(id);
+        hash numeric := 14695981039346656037;
+        low int;
+    BEGIN
+        FOR i IN 0..15 LOOP
+            low := mod(hash, 256)::int;
+            hash := mod((hash - low + (low # get_byte(bytes, i))) * 1099511628211, 18446744073709551616);
+        END LOOP;
+        RETURN (CASE WHEN hash >= 9223372036854775808 THEN hash - 18446744073709551616 ELSE hash END)::bigint;
+    END $$;
+    SELECT set_config('facegate.app_id', '*', true);
+    UPDATE face_templates SET shard_hash = template_shard_hash(id);
     """
 }

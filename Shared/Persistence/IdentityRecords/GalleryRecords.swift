@@ -13,6 +13,19 @@ package struct StoredTemplate: Sendable {
     package var sealedEmbedding: [UInt8]
 }
 
+/// The part of a sharded gallery one matcher holds: the templates whose `shardIndex` over `count` shards is `index`.
+package struct TemplateSlice: Sendable {
+    package var index: Int
+    package var count: Int
+
+    package init(index: Int, count: Int) {
+        precondition(count > 0 && (0..<count).contains(index), "a slice of a gallery in count > 0 shards")
+        (self.index, self.count) = (index, count)
+    }
+
+    package static let whole = TemplateSlice(index: 0, count: 1)
+}
+
 /// The matcher's reads of the galleries (`face_templates`, `gallery_tombstones`) and of each app's face model. They
 /// read across apps: a matcher serves every app.
 package struct GalleryRecords: Sendable {
@@ -21,10 +34,12 @@ package struct GalleryRecords: Sendable {
     package init(database: PostgresPool) { self.database = database }
 
     /// Every template, or (`since`) those whose change sequence is above it or that were stored in the last five minutes:
-    /// sequence numbers can commit out of order, so recent rows are read again.
-    package func forEachTemplate(since: Int64? = nil, _ body: (StoredTemplate, _ changeSeq: Int64) throws -> Void) async throws {
+    /// sequence numbers can commit out of order, so recent rows are read again. With `shard`, only that slice of a sharded
+    /// gallery (`shardIndex`), and any row stored without its hash, for the caller to place.
+    package func forEachTemplate(since: Int64? = nil, shard: TemplateSlice = .whole,
+                                 _ body: (StoredTemplate, _ changeSeq: Int64) throws -> Void) async throws {
         try await Tenant.acrossApps {
-            try await database.forEachRow(Self.templates(since: since)) { row in try body(try Self.template(row), try row.decode("change_seq")) }
+            try await database.forEachRow(Self.templates(since: since, shard: shard)) { row in try body(try Self.template(row), try row.decode("change_seq")) }
         }
     }
 
@@ -37,12 +52,21 @@ package struct GalleryRecords: Sendable {
 
     /// The statements of `forEachTemplate` and `forEachTombstone`: with `since`, read by index (change_seq, created_at,
     /// deleted_at), never by a scan of the whole gallery.
-    package static func templates(since: Int64?) -> PostgresQuery {
+    package static func templates(since: Int64?, shard: TemplateSlice = .whole) -> PostgresQuery {
+        var query: PostgresQuery = "SELECT id, app_id, user_id, model_id, embedding_sealed, change_seq FROM face_templates WHERE "
         if let since {
-            "SELECT id, app_id, user_id, model_id, embedding_sealed, change_seq FROM face_templates WHERE change_seq > \(since) OR created_at > now() - interval '5 minutes'"
+            query.append("(change_seq > \(since) OR created_at > now() - interval '5 minutes')")
         } else {
-            "SELECT id, app_id, user_id, model_id, embedding_sealed, change_seq FROM face_templates"
+            query.append("true")
         }
+        if shard.count > 1 {
+            // The hash is unsigned and stored as its signed bit pattern: under a negative one, 2^64 modulo the count is added back.
+            let count = Int64(shard.count), wrap = Int64((UInt64.max % UInt64(shard.count) + 1) % UInt64(shard.count))
+            query.append("""
+                 AND (shard_hash IS NULL OR (shard_hash % \(count) + \(count) + CASE WHEN shard_hash < 0 THEN \(wrap) ELSE 0 END) % \(count) = \(Int64(shard.index)))
+                """)
+        }
+        return query
     }
 
     package static func tombstones(since: Int64) -> PostgresQuery {

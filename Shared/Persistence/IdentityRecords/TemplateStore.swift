@@ -106,8 +106,9 @@ package struct TemplateStore: TemplateRecords {
                 if let limit, held >= limit { return .limitReached(held: held) }
             }
             let inserted = try await connection.query("""
-                INSERT INTO face_templates (id, app_id, user_id, embedding_sealed, model_id, quality)
-                SELECT \(template.id), \(template.appId), id, \(sealed), \(template.model.rawValue), \(quality)::jsonb
+                INSERT INTO face_templates (id, app_id, user_id, embedding_sealed, model_id, quality, shard_hash)
+                SELECT \(template.id), \(template.appId), id, \(sealed), \(template.model.rawValue), \(quality)::jsonb,
+                       \(Int64(bitPattern: templateShardHash(template.id)))
                 FROM users WHERE id = \(template.userId) AND app_id = \(template.appId)
                 RETURNING change_seq
                 """)

@@ -174,18 +174,3 @@ extension GalleryMatch {
 func withBytes<R>(of id: UUID, _ body: (UnsafePointer<UInt8>) -> R) -> R {
     withUnsafeBytes(of: id.uuid) { body($0.bindMemory(to: UInt8.self).baseAddress!) }
 }
-
-/// The shard (0..<shardCount) that owns a template when a gallery is split
-/// across matcher groups: FNV-1a 64 over the UUID's 16 bytes in RFC 4122 order,
-/// modulo shardCount. Stable across processes, versions and languages.
-public func shardIndex(templateId: UUID, shardCount: Int) -> Int {
-    precondition(shardCount > 0, "shardCount must be positive")
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    withUnsafeBytes(of: templateId.uuid) { bytes in
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01b3
-        }
-    }
-    return Int(hash % UInt64(shardCount))
-}
