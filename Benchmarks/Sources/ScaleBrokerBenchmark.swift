@@ -101,7 +101,7 @@ func runScaleBrokerBenchmark(arguments: [String]) async throws {
     var lines: [String] = []
     for storage in storages {
         let elementBytes = ["int8": 1, "float16": 2, "float32": 4][storage] ?? 4
-        // Every shard at once, each streaming the table and keeping its own slice; loaded when each logs so.
+        // Every shard at once, each reading its own slice (`shard_hash`, filtered in PostgreSQL); loaded when each logs so.
         let started = ContinuousClock.now
         let matchers = try (0..<shardCount).map { shard in
             try ServiceProcess(binaries + "/matcher-worker", name: "scale-matcher-\(shard)", environment: common.merging([
@@ -152,6 +152,22 @@ func runScaleBrokerBenchmark(arguments: [String]) async throws {
             if ((json["candidates"] as? [[String: Any]])?.first?["userId"] as? String)?.lowercased() == own { found += 1 }
             if let match = (json["match"] as? [String: Any])?["userId"] as? String { if match.lowercased() == own { matched += 1 } else { wrong += 1 } }
         }
+        if failed > 0 {
+            // Where a failed search's job went: each shard's jobs by disposition, its redeliveries and embeddings.
+            for shard in 0..<shardCount {
+                let (_, text) = try await HTTP.call("GET", "http://127.0.0.1:\(adminPort + 1 + shard)/metrics")
+                for line in String(decoding: text, as: UTF8.self).split(separator: "\n")
+                where ["facegate_jobs_total", "facegate_messages_redelivered_total", "facegate_matcher_outcomes_total", "facegate_dead_letters_total"]
+                    .contains(where: { line.hasPrefix($0) }) {
+                    print("[scale-broker] shard \(shard): \(line)")
+                }
+            }
+            let (_, text) = try await HTTP.call("GET", "http://127.0.0.1:\(adminPort)/metrics")
+            for line in String(decoding: text, as: UTF8.self).split(separator: "\n")
+            where ["facegate_messages_rejected_total", "facegate_deadline_misses_total", "facegate_messages_redelivered_total"].contains(where: { line.hasPrefix($0) }) {
+                print("[scale-broker] gateway: \(line)")
+            }
+        }
         times.sort()
         let shardSearches = try await metric("facegate_matcher_stage_seconds_count", #"stage="search""#) - searchCount
         let shardMs = (try await metric("facegate_matcher_stage_seconds_sum", #"stage="search""#) - searchSum) / max(shardSearches, 1) * 1000
@@ -168,7 +184,8 @@ func runScaleBrokerBenchmark(arguments: [String]) async throws {
     indexes, written in \(String(format: "%.0f", written)) s, then vacuumed, analysed and checkpointed): seeded random unit vectors with \(set.planted.count) real SFace templates planted among
     them, as in `facegate-bench scale` (\(set.people) labelled people's first photo and \(set.planted.count - set.people) impostor photos, each
     its own user; the random ones spread over 1,000 users; all stored a day before). \(shardCount) release matcher-worker processes, one per shard
-    (`MATCHER_SHARD_INDEX`, one face engine each), start at once and each streams the whole table, keeping its own slice;
+    (`MATCHER_SHARD_INDEX`, one face engine each), start at once and each reads only its own slice of the table (its rows'
+    `shard_hash`, filtered by PostgreSQL's scan);
     "load" is from their start to the last one's "gallery loaded". Then each of the \(set.probes.count) other photos of the labelled
     people is searched over HTTP, one at a time (`POST /v1/apps/{appId}/faces/search`, operator key): one shard
     decodes, detects and embeds the photo, then the gateway sends its sealed template to every shard over the broker and

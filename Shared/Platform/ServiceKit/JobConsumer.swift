@@ -67,7 +67,8 @@ public final class JobConsumer: Service {
         configuration.consumer.sessionTimeout = .seconds(10)
         configuration.consumer.heartbeatInterval = .seconds(1)
         self.init(name: name, runtime: runtime, topic: topic, groupId: groupId,
-                  source: try KafkaConsumer(configuration: configuration, groupId: groupId, autoOffsetReset: .beginning),
+                  source: try KafkaConsumer(configuration: configuration, groupId: groupId, autoOffsetReset: .beginning,
+                                            readsGapsAgain: .milliseconds(500)),
                   producer: producer, concurrency: concurrency, maxAttempts: maxAttempts, handler: handler)
     }
 

@@ -74,7 +74,7 @@ public struct ServiceKeys: Sendable {
 
 /// Why a message was refused.
 public struct MessageRejection: Error, CustomStringConvertible, Sendable {
-    /// unsigned, unknown-key, bad-signature, producer-not-allowed, replayed, wrong-responder
+    /// unsigned, unknown-key, bad-signature, producer-not-allowed, replayed, wrong-responder, unsealed, unreadable, undecodable
     public var reason: String
     public var detail: String
     public var description: String { "\(reason): \(detail)" }
@@ -146,6 +146,11 @@ public final class MessageAuthenticator: Sendable {
         }
         if case .failure(let rejection) = result { rejected.increment(["topic": message.topic, "reason": rejection.reason]) }
         return result
+    }
+
+    /// Counts `message` as refused after it was authenticated and opened (a reply that is not of its job's reply type).
+    public func countRejected(_ message: KafkaMessage, reason: String) {
+        rejected.increment(["topic": message.topic, "reason": reason])
     }
 
     /// The service that produced `message`, or why it is refused (and counted).

@@ -74,13 +74,20 @@ public final class RequesterService: Service {
         let messages = runtime.messages
         let responder = runtime.topics.responder(of: topic) ?? ""
         let replyType = job.replyType
+        let logger = runtime.logger
         do {
             return try await requester.request(correlationId: correlationId, deadline: .now + timeout, expectedReplies: expectedReplies,
                                                vet: { reply -> Job.Reply? in
                                                    guard let opened = try? messages.authenticate(reply, from: responder)
                                                        .flatMap({ _ in messages.open(reply) }).get()
                                                    else { return nil }
-                                                   return try? MessageEnvelope<Job.Reply>.decode(opened, expectingType: replyType).payload
+                                                   do {
+                                                       return try MessageEnvelope<Job.Reply>.decode(opened, expectingType: replyType).payload
+                                                   } catch {
+                                                       messages.countRejected(reply, reason: "undecodable")
+                                                       logger.warning("reply refused: not a \(replyType)", ["error": "\(error)", "kafka.offset": String(reply.offset)])
+                                                       return nil
+                                                   }
                                                }) { replyTo in
                 let envelope = MessageEnvelope(type: job.messageType, id: messageId ?? UUID().wire, correlationId: correlationId, appId: appId.wire, deadline: wallDeadline,
                                                replyTo: ReplyTo(topic: replyTo.topic, partition: replyTo.partition), payload: job)

@@ -25,10 +25,20 @@ public final class KafkaConsumer: Sendable {
     /// Serialises polls and holds messages polled on behalf of a later caller (see `waitForAssignment`).
     private let pollGate = Mutex<[KafkaMessage]>([])
     private let closed = Atomic<Bool>(false)
+    /// With `readsGapsAgain`: how long a partition is read again from an offset that was skipped before reading on.
+    private let gapPatience: Duration?
+    private let continuity = Mutex(OffsetContinuity())
 
+    /// - Parameter readsGapsAgain: a message whose offset lies past the next one expected on its partition is held back,
+    ///   and the partition read again from the expected offset, for up to that long; then the gap is reported and
+    ///   reading goes on. The local broker (tansu 0.6) has been seen to answer a fetch with a record while an earlier
+    ///   one, written at the same moment by another producer, was not yet readable: without this, the earlier record
+    ///   (a reply, a job) is never delivered. Messages keep their order. nil (topics that are compacted) reads on at once.
     public init(
-        configuration: KafkaConfiguration, groupId: String?, autoOffsetReset: KafkaOffset = .beginning
+        configuration: KafkaConfiguration, groupId: String?, autoOffsetReset: KafkaOffset = .beginning,
+        readsGapsAgain gapPatience: Duration? = nil
     ) throws(KafkaError) {
+        self.gapPatience = gapPatience
         var defaults = Self.defaultProperties
         switch autoOffsetReset {
         case .beginning: defaults["auto.offset.reset"] = "earliest"
@@ -95,7 +105,9 @@ public final class KafkaConsumer: Sendable {
         list.add(topic: partition.topic, partition: partition.partition, offset: Int64(RD_KAFKA_OFFSET_INVALID))
         var err = rd_kafka_position(client.handle, list.pointer)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err) }
-        let position = list.pointer.pointee.elems[0].offset
+        // A message held back for a gap was polled, so librdkafka's position is past the gap: reading resumes at the gap.
+        let held = continuity.withLock { $0.heldBack(partition) }
+        let position = held ?? list.pointer.pointee.elems[0].offset
         err = rd_kafka_pause_partitions(client.handle, list.pointer)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err) }
         return position >= 0 ? .exact(position) : start
@@ -294,6 +306,28 @@ public final class KafkaConsumer: Sendable {
         if isClosed { throw KafkaError.closed }
     }
 
+    /// `message`, or nil while it is held back for a gap before it (`readsGapsAgain`, `OffsetContinuity`).
+    private func inOrder(_ message: KafkaMessage, patience: Duration) -> KafkaMessage? {
+        let partition = KafkaTopicPartition(topic: message.topic, partition: message.partition)
+        let changes = client.context.assignmentChanges.load(ordering: .acquiring)
+        switch continuity.withLock({ $0.admit(message.offset, of: partition, assignmentChanges: changes, patience: patience) }) {
+        case .deliver:
+            return message
+        case .readOn(let missing):
+            client.report(level: 4, facility: "GAP", message: "\(partition.topic) [\(partition.partition)]: offsets \(missing) never arrived; reading on")
+            return message
+        case .readAgain(let offset):
+            client.report(level: 6, facility: "GAP", message: "\(partition.topic) [\(partition.partition)]: offset \(offset) skipped; reading from it again")
+            let list = RDKafkaTopicPartitionList(capacity: 1)
+            list.add(topic: partition.topic, partition: partition.partition, offset: offset)
+            if let failure = rd_kafka_seek_partitions(client.handle, list.pointer, 0) {
+                defer { rd_kafka_error_destroy(failure) }
+                client.report(level: 4, facility: "GAP", message: "seek back failed: \(KafkaError(rd_kafka_error_code(failure)))")
+            }
+            return nil
+        }
+    }
+
     /// One `rd_kafka_consumer_poll`; the caller holds `pollGate`.
     private func pollOnce(timeoutMilliseconds: Int) throws(KafkaError) -> KafkaMessage? {
         guard let raw = rd_kafka_consumer_poll(client.handle, Int32(clamping: timeoutMilliseconds)) else {
@@ -301,7 +335,10 @@ public final class KafkaConsumer: Sendable {
         }
         defer { rd_kafka_message_destroy(raw) }
         let err = raw.pointee.err
-        if err == RD_KAFKA_RESP_ERR_NO_ERROR { return KafkaMessage(copying: raw) }
+        if err == RD_KAFKA_RESP_ERR_NO_ERROR {
+            let message = KafkaMessage(copying: raw)
+            return gapPatience.map { inOrder(message, patience: $0) } ?? message
+        }
         if err == RD_KAFKA_RESP_ERR__PARTITION_EOF { return nil }
         if err == RD_KAFKA_RESP_ERR__FATAL {
             var errstr = [CChar](repeating: 0, count: 512)
@@ -419,5 +456,48 @@ final class ConsumerFeeder: Sendable {
             }
         }
         continuation?.resume(with: result)
+    }
+}
+
+/// What a consumer that reads gaps again (`readsGapsAgain`) does with each message: per partition, the offset the next
+/// message should carry and since when a later one has been held back. Forgotten whenever the assignment changes.
+struct OffsetContinuity {
+    enum Step: Equatable {
+        case deliver
+        /// Hold the message back and read the partition again from this offset.
+        case readAgain(from: Int64)
+        /// The gap outlasted the patience: deliver the message; these offsets were never read.
+        case readOn(missing: Range<Int64>)
+    }
+
+    private struct Expected {
+        var next: Int64
+        var gapSince: ContinuousClock.Instant?
+    }
+
+    private var assignmentChanges = 0
+    private var partitions: [KafkaTopicPartition: Expected] = [:]
+
+    /// A message at or before the expected offset (the first one, a redelivery, a seek back, a broker that starts its
+    /// log again) is delivered and followed on; one past it is held back until the gap is read or `patience` passes.
+    mutating func admit(_ offset: Int64, of partition: KafkaTopicPartition, assignmentChanges changes: Int, patience: Duration,
+                        now: ContinuousClock.Instant = .now) -> Step {
+        if changes != assignmentChanges { (assignmentChanges, partitions) = (changes, [:]) }
+        guard let expected = partitions[partition], offset > expected.next else {
+            partitions[partition] = Expected(next: offset + 1)
+            return .deliver
+        }
+        let since = expected.gapSince ?? now
+        guard now - since < patience else {
+            partitions[partition] = Expected(next: offset + 1)
+            return .readOn(missing: expected.next..<offset)
+        }
+        partitions[partition] = Expected(next: expected.next, gapSince: since)
+        return .readAgain(from: expected.next)
+    }
+
+    /// Where reading must resume on `partition` while a message is held back for a gap there; nil when none is.
+    func heldBack(_ partition: KafkaTopicPartition) -> Int64? {
+        partitions[partition].flatMap { $0.gapSince == nil ? nil : $0.next }
     }
 }

@@ -92,7 +92,7 @@ public final class KafkaRequester: Sendable {
         do {
             let partition = try await claimPartition()
             claimed = ReplyAddress(topic: replyTopic, partition: partition)
-            let reader = try KafkaConsumer(configuration: configuration, groupId: nil, autoOffsetReset: .end)
+            let reader = try KafkaConsumer(configuration: configuration, groupId: nil, autoOffsetReset: .end, readsGapsAgain: .milliseconds(500))
             consumer = reader
             let start = try await Self.attach(reader, to: ReplyAddress(topic: replyTopic, partition: partition))
             let exited = DispatchSemaphore(value: 0)

@@ -8,6 +8,8 @@ final class RDKafkaClientContext: Sendable {
     let configuration: KafkaConfiguration
     /// Partitions currently assigned (consumers); updated by the rebalance callback and by `assign`.
     let assignment = Mutex<[KafkaTopicPartition]>([])
+    /// Counts the assignment's changes, so that what a consumer remembers of its partitions' offsets starts afresh.
+    let assignmentChanges = Atomic<Int>(0)
 
     init(configuration: KafkaConfiguration) {
         self.configuration = configuration
@@ -20,6 +22,7 @@ final class RDKafkaClientContext: Sendable {
             KafkaTopicPartition(topic: $0.topic, partition: $0.partition)
         }
         assignment.withLock { $0 = partitions }
+        assignmentChanges.add(1, ordering: .releasing)
     }
 }
 
