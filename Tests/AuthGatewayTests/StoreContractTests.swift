@@ -638,6 +638,12 @@ extension StoreContracts {
                     }
                     let own = hashed.filter { shardIndex(templateId: $0, shardCount: count) == index }
                     #expect(read == Set(own + unhashed), "shard \(index) of \(count)")
+                    // A reconciliation's read (stored in the last five minutes: every row here) keeps to the slice too.
+                    var recent = Set<UUID>()
+                    try await records.forEachTemplate(since: 0, shard: TemplateSlice(index: index, count: count)) { template, _ in
+                        if template.appId == appId { recent.insert(template.id) }
+                    }
+                    #expect(recent == read, "shard \(index) of \(count), recent changes")
                 }
             }
         }

@@ -68,7 +68,7 @@ public final class JobConsumer: Service {
         configuration.consumer.heartbeatInterval = .seconds(1)
         self.init(name: name, runtime: runtime, topic: topic, groupId: groupId,
                   source: try KafkaConsumer(configuration: configuration, groupId: groupId, autoOffsetReset: .beginning,
-                                            readsGapsAgain: .milliseconds(500)),
+                                            readsGapsAgain: KafkaConsumer.defaultGapPatience),
                   producer: producer, concurrency: concurrency, maxAttempts: maxAttempts, handler: handler)
     }
 

@@ -27,6 +27,8 @@ public final class KafkaConsumer: Sendable {
     private let closed = Atomic<Bool>(false)
     /// With `readsGapsAgain`: how long a partition is read again from an offset that was skipped before reading on.
     private let gapPatience: Duration?
+    /// The patience of job consumers and reply readers: a skipped offset has been seen to arrive at the first re-read.
+    public static let defaultGapPatience = Duration.milliseconds(500)
     private let continuity = Mutex(OffsetContinuity())
 
     /// - Parameter readsGapsAgain: a message whose offset lies past the next one expected on its partition is held back,

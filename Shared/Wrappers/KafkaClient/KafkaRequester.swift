@@ -92,7 +92,8 @@ public final class KafkaRequester: Sendable {
         do {
             let partition = try await claimPartition()
             claimed = ReplyAddress(topic: replyTopic, partition: partition)
-            let reader = try KafkaConsumer(configuration: configuration, groupId: nil, autoOffsetReset: .end, readsGapsAgain: .milliseconds(500))
+            let reader = try KafkaConsumer(configuration: configuration, groupId: nil, autoOffsetReset: .end,
+                                           readsGapsAgain: KafkaConsumer.defaultGapPatience)
             consumer = reader
             let start = try await Self.attach(reader, to: ReplyAddress(topic: replyTopic, partition: partition))
             let exited = DispatchSemaphore(value: 0)
