@@ -15,9 +15,9 @@ import Testing
         #expect(continuity.admit(10, of: replies, assignmentChanges: 1, patience: patience, now: start) == .deliver)
         #expect(continuity.admit(11, of: replies, assignmentChanges: 1, patience: patience, now: start) == .deliver)
         // 12 is not there yet: 13 waits, and the partition is read from 12 again.
-        #expect(continuity.admit(13, of: replies, assignmentChanges: 1, patience: patience, now: start) == .readAgain(from: 12))
+        #expect(continuity.admit(13, of: replies, assignmentChanges: 1, patience: patience, now: start) == .readAgain(from: 12, first: true))
         #expect(continuity.heldBack(replies) == 12)
-        #expect(continuity.admit(13, of: replies, assignmentChanges: 1, patience: patience, now: start + .milliseconds(2)) == .readAgain(from: 12))
+        #expect(continuity.admit(13, of: replies, assignmentChanges: 1, patience: patience, now: start + .milliseconds(2)) == .readAgain(from: 12, first: false))
         #expect(continuity.admit(12, of: replies, assignmentChanges: 1, patience: patience, now: start + .milliseconds(3)) == .deliver)
         #expect(continuity.heldBack(replies) == nil)
         #expect(continuity.admit(13, of: replies, assignmentChanges: 1, patience: patience, now: start + .milliseconds(3)) == .deliver)
@@ -30,8 +30,8 @@ import Testing
         var continuity = OffsetContinuity()
         let patience = Duration.milliseconds(500)
         _ = continuity.admit(10, of: replies, assignmentChanges: 1, patience: patience, now: start)
-        #expect(continuity.admit(14, of: replies, assignmentChanges: 1, patience: patience, now: start + .milliseconds(1)) == .readAgain(from: 11))
-        #expect(continuity.admit(14, of: replies, assignmentChanges: 1, patience: patience, now: start + .milliseconds(400)) == .readAgain(from: 11))
+        #expect(continuity.admit(14, of: replies, assignmentChanges: 1, patience: patience, now: start + .milliseconds(1)) == .readAgain(from: 11, first: true))
+        #expect(continuity.admit(14, of: replies, assignmentChanges: 1, patience: patience, now: start + .milliseconds(400)) == .readAgain(from: 11, first: false))
         #expect(continuity.admit(14, of: replies, assignmentChanges: 1, patience: patience, now: start + .milliseconds(501)) == .readOn(missing: 11..<14))
         #expect(continuity.admit(15, of: replies, assignmentChanges: 1, patience: patience, now: start + .milliseconds(502)) == .deliver)
     }

@@ -318,8 +318,10 @@ public final class KafkaConsumer: Sendable {
         case .readOn(let missing):
             client.report(level: 4, facility: "GAP", message: "\(partition.topic) [\(partition.partition)]: offsets \(missing) never arrived; reading on")
             return message
-        case .readAgain(let offset):
-            client.report(level: 6, facility: "GAP", message: "\(partition.topic) [\(partition.partition)]: offset \(offset) skipped; reading from it again")
+        case .readAgain(let offset, let first):
+            if first {
+                client.report(level: 6, facility: "GAP", message: "\(partition.topic) [\(partition.partition)]: offset \(offset) skipped; reading from it again")
+            }
             let list = RDKafkaTopicPartitionList(capacity: 1)
             list.add(topic: partition.topic, partition: partition.partition, offset: offset)
             if let failure = rd_kafka_seek_partitions(client.handle, list.pointer, 0) {
@@ -466,8 +468,8 @@ final class ConsumerFeeder: Sendable {
 struct OffsetContinuity {
     enum Step: Equatable {
         case deliver
-        /// Hold the message back and read the partition again from this offset.
-        case readAgain(from: Int64)
+        /// Hold the message back and read the partition again from this offset (`first`: the gap was just found).
+        case readAgain(from: Int64, first: Bool)
         /// The gap outlasted the patience: deliver the message; these offsets were never read.
         case readOn(missing: Range<Int64>)
     }
@@ -495,7 +497,7 @@ struct OffsetContinuity {
             return .readOn(missing: expected.next..<offset)
         }
         partitions[partition] = Expected(next: expected.next, gapSince: since)
-        return .readAgain(from: expected.next)
+        return .readAgain(from: expected.next, first: expected.gapSince == nil)
     }
 
     /// Where reading must resume on `partition` while a message is held back for a gap there; nil when none is.
