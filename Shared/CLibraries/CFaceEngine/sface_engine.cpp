@@ -635,4 +635,3 @@ extern "C" void fe_analysis_thread_counts(uint64_t *several_threads, uint64_t *o
     if (several_threads != nullptr) *several_threads = several;
     if (one_thread != nullptr) *one_thread = one;
 }
-
