@@ -146,6 +146,36 @@ import Testing
         #expect(Self.cosine(try #require(analysis.faces[0].embedding), obama) > 0.8, "the larger face is obama's")
     }
 
+    /// With a first scan, faces are found on a small copy and scanned again at full scale around each: on a photo where
+    /// they are small the detector runs on a fraction of the pixels and answers the whole scan's faces; a face that fills
+    /// the photo is scanned whole, as without the first scan.
+    @Test func aFirstScanFindsTheFacesAndTheRefinementDescribesThemAsTheWholeScanDoes() throws {
+        let whole = try Self.engine()
+        let refining = try TestEnvironment.engine { $0.model = .sface2021dec; $0.detectionFirstSide = 320 }
+        let scratch = try ScratchDirectory()
+        let directory = try TestEnvironment.imageDirectory()
+        try scratch.convert(["-size", "3000x2000", "xc:gray70",
+                             directory + "/obama.jpg", "-geometry", "+200+300", "-composite",
+                             "(", directory + "/biden.jpg", "-resize", "50%", ")", "-geometry", "+2000+700", "-composite",
+                             scratch.file("two.jpg")])
+        let photo = try scratch.read("two.jpg")
+        let options = FaceAnalysisOptions(maxFaces: 2)
+        let reference = try whole.analyze(photo, options: options), refined = try refining.analyze(photo, options: options)
+        print("first scan: \(refined.detectorPixels) detector pixels against \(reference.detectorPixels), detect "
+              + "\(refined.detectMilliseconds) against \(reference.detectMilliseconds) ms; faces \(reference.faces.map(\.box.width))")
+        #expect(reference.faceCount == 2 && refined.faceCount == 2)
+        #expect(refined.detectorPixels * 2 < reference.detectorPixels, "the regions cost under half the whole scan")
+        for (a, b) in zip(reference.faces, refined.faces) {
+            #expect(abs(a.box.left - b.box.left) <= 2 && abs(a.box.top - b.box.top) <= 2 && abs(a.box.width - b.box.width) <= 2)
+            #expect(Self.cosine(try #require(a.embedding), try #require(b.embedding)) > 0.99)
+        }
+
+        let selfie = try TestEnvironment.photo("obama2.jpg")
+        let alone = try whole.analyze(selfie), scannedWhole = try refining.analyze(selfie)
+        #expect(scannedWhole.detectorPixels > alone.detectorPixels, "a face filling the photo: the first scan, then the whole copy")
+        #expect(Self.cosine(try #require(alone.faces.first?.embedding), try #require(scannedWhole.faces.first?.embedding)) > 0.9999)
+    }
+
     @Test func landmarks68ComeFromTheOptionalModel() throws {
         let engine = try Self.engine()
         let analysis = try engine.analyze(try TestEnvironment.photo("obama2.jpg"), options: FaceAnalysisOptions(embeddings: false, landmarks68: true))

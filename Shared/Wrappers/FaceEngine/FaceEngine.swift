@@ -65,7 +65,7 @@ public final class FaceEngine {
         return FaceAnalysis(
             width: Int(result.width), height: Int(result.height), faceCount: faces.count, faces: faces,
             decodeMilliseconds: result.decode_ms, detectMilliseconds: result.detect_ms,
-            embedMilliseconds: result.embed_ms)
+            embedMilliseconds: result.embed_ms, detectorPixels: Int(result.detector_pixels))
     }
 
     /// Descriptor of the face in `box` (image coordinates, inclusive right/bottom), computed exactly as

@@ -26,10 +26,10 @@ public struct FaceEngineConfiguration: Sendable {
     /// The HOG detector scans a copy reduced to this longest side (at least 80, the detector's window);
     /// faces narrower than about 80 / scale pixels are missed. Boxes are mapped back to the full image.
     public var detectionMaxSide: Int = 1024
-    /// SFace only: a photo whose longest side exceeds this is first scanned on a copy this size, and scanned again at
-    /// `detectionMaxSide` only when that finds no face 64 pixels wide in the copy; nil (the default): one scan at
-    /// `detectionMaxSide`. Measured at 640: a quarter less detection time on photos over 640 px, and a loss of accuracy
-    /// (`facegate-bench detection-size`, Benchmarks/RESULTS.md), so it stays off in the services.
+    /// SFace only: a photo whose detection copy (`detectionMaxSide`) is at least twice this long is first scanned on a
+    /// copy this long, only to find its faces; each is then scanned again at the full detection scale in a region around
+    /// it, so boxes and landmarks are the full scan's. nil (the default): one scan of the whole copy. It stays off in
+    /// the services: a face the small copy misses is never looked for (`FE_SFACE_DEFAULT_DETECTION_FIRST_SIDE`).
     public var detectionFirstSide: Int?
     /// When nothing is found in an image whose longest side is at most `detectionMaxSide / 2`,
     /// scan it once more at twice its size (finds faces down to ~40 px).
@@ -146,9 +146,11 @@ public struct FaceAnalysis: Sendable {
     public var detectMilliseconds: Double
     /// Landmarks, aligned chips, quality and descriptors.
     public var embedMilliseconds: Double
+    /// SFace: the pixels YuNet ran on, every scan and its padding counted (0 for dlib).
+    public var detectorPixels: Int
 
     public init(width: Int, height: Int, faceCount: Int, faces: [DetectedFace], decodeMilliseconds: Double,
-                detectMilliseconds: Double, embedMilliseconds: Double) {
+                detectMilliseconds: Double, embedMilliseconds: Double, detectorPixels: Int = 0) {
         self.width = width
         self.height = height
         self.faceCount = faceCount
@@ -156,6 +158,7 @@ public struct FaceAnalysis: Sendable {
         self.decodeMilliseconds = decodeMilliseconds
         self.detectMilliseconds = detectMilliseconds
         self.embedMilliseconds = embedMilliseconds
+        self.detectorPixels = detectorPixels
     }
 }
 

@@ -97,11 +97,14 @@ typedef enum fe_model {
    the recognizer twice per face (about +40 ms per face on one core). */
 #define FE_SFACE_DEFAULT_FLIP_AUGMENTATION 1
 
-/* SFace engine, detection_first_side: a photo whose longest side exceeds it is first scanned on a copy reduced to
-   it; the full scan (detection_max_side) runs only when that finds no face at least 64 pixels wide in the copy.
-   Off by default: measured at 640 it saved a quarter of the detection time on 161 photos over 640 px, but YuNet's
-   boxes and landmarks on the smaller copy cost accuracy on labelled composites at 1200×800 (Benchmarks/RESULTS.md,
-   "SFace detection size"). */
+/* SFace engine, detection_first_side: a photo whose detection copy (detection_max_side) is at least twice as long
+   is first scanned on a copy reduced to it, only to find its faces; then each face is scanned again at the full
+   detection scale in a region around it (a face's longer side beyond it on every side). The whole copy is scanned
+   when the first scan finds nothing or the regions would cost more than 80 % of it. Off by default: at 320 it cut
+   the detector's pixels by a third on 161 photos over 640 px and the largest face's descriptor stayed the whole
+   scan's (median cosine 1.0000), but a face the small copy misses is never looked for (5 of 25 group photos lost
+   one, and a face cut by the border was lost beside a near-equal one, which the strict subject rule must see)
+   (Benchmarks/RESULTS.md, "SFace detection size"). */
 #define FE_SFACE_DEFAULT_DETECTION_FIRST_SIDE 0
 
 /* A zero-filled config means: dlib model, every default. */
@@ -205,6 +208,8 @@ typedef struct fe_analysis {
     double decode_ms;                  /* decode + orientation */
     double detect_ms;                  /* downscale (or, for SFace, enlargement of small images) + detector */
     double embed_ms;                   /* landmarks, aligned chips, quality, descriptors */
+    uint64_t detector_pixels;          /* SFace: pixels the detector network ran on, every scan (padding included);
+                                          dlib: 0 */
 } fe_analysis;
 
 /* Decodes (same cap, orientation and errors for both models), detects, and describes the faces.
