@@ -30,20 +30,30 @@ func runLoginPeerBenchmark(arguments: [String]) async throws {
                                                    body: Data(#"{"confirmationId":"\#(confirmation)","employeeNumber":"B1"}"#.utf8))
     guard bound == 200 else { throw BenchError("binding failed: \(String(decoding: boundAnswer, as: UTF8.self))") }
 
-    /// The matcher's own decode + detect + embed + search seconds so far, and its jobs.
-    func pipeline() async throws -> (seconds: Double, jobs: Double) {
-        let (_, metrics) = try await HTTP.call("GET", "http://127.0.0.1:19101/metrics")
-        var seconds = 0.0, jobs = 0.0
-        for line in String(decoding: metrics, as: UTF8.self).split(separator: "\n") {
-            let value = Double(line.split(separator: " ").last ?? "") ?? 0
-            if line.hasPrefix("facegate_matcher_stage_seconds_sum") { seconds += value }
-            if line.hasPrefix("facegate_matcher_stage_seconds_count{stage=\"embed\"}") { jobs += value }
+    /// Seconds spent so far in each hop a login crosses, from the gateway's and the matcher's metrics.
+    struct Hops {
+        var logins = 0.0, gateway = 0.0, jobRoundTrip = 0.0, database = 0.0, matcherJob = 0.0, pipeline = 0.0
+
+        /// Per login, in ms, since `start`.
+        func perLogin(since start: Hops) -> Hops {
+            let logins = self.logins - start.logins, scale = 1000 / max(1, logins)
+            return Hops(logins: logins, gateway: (gateway - start.gateway) * scale, jobRoundTrip: (jobRoundTrip - start.jobRoundTrip) * scale,
+                        database: (database - start.database) * scale, matcherJob: (matcherJob - start.matcherJob) * scale,
+                        pipeline: (pipeline - start.pipeline) * scale)
         }
-        return (seconds, jobs)
     }
-    /// p50 of `requests` logins one after another, and the matcher's mean pipeline time per login in them.
-    func logins() async throws -> (p50: Double, pipelineMs: Double) {
-        let before = try await pipeline()
+    func hops() async throws -> Hops {
+        func value(_ name: String, _ process: Int) async throws -> Double { try await stack.metric(name, process: process) ?? 0 }
+        return Hops(logins: try await value("facegate_http_request_seconds_count{route=\"/v1/face-login\"}", 0),
+                    gateway: try await value("facegate_http_request_seconds_sum{route=\"/v1/face-login\"}", 0),
+                    jobRoundTrip: try await value("facegate_face_job_round_trip_seconds_sum", 0),
+                    database: try await value("facegate_db_round_trip_seconds_total", 0),
+                    matcherJob: try await value("facegate_job_seconds_sum", 1),
+                    pipeline: try await value("facegate_matcher_stage_seconds_sum", 1))
+    }
+    /// p50 and mean of `requests` logins one after another, and the mean milliseconds per login of each hop in them.
+    func logins() async throws -> (p50: Double, mean: Double, hops: Hops) {
+        let before = try await hops()
         var latencies: [Double] = []
         for _ in 0..<requests {
             let started = ContinuousClock.now
@@ -53,8 +63,8 @@ func runLoginPeerBenchmark(arguments: [String]) async throws {
             }
             latencies.append((ContinuousClock.now - started).milliseconds)
         }
-        let after = try await pipeline()
-        return (Bench.percentile(latencies.sorted(), 50), (after.seconds - before.seconds) / max(1, after.jobs - before.jobs) * 1000)
+        return (Bench.percentile(latencies.sorted(), 50), latencies.reduce(0, +) / Double(latencies.count),
+                try await hops().perLogin(since: before))
     }
 
     // The same pipeline in this process: on one thread (the peer's terms), and alone on every core (the matcher's
@@ -78,7 +88,7 @@ func runLoginPeerBenchmark(arguments: [String]) async throws {
     defer { peer.stop() }
     let peerInfo = (try? JSONSerialization.jsonObject(with: Data(peer.readyLine.utf8))) as? [String: Any] ?? [:]
     _ = try await logins()  // warm-up: connections, the matcher's first runs
-    var rows: [String] = []
+    var rows: [String] = [], hopRows: [String] = []
     var ratios: [Double] = [], engineRatios: [Double] = []
     let loadBefore = Bench.loadAverage()
     for round in 1...rounds {
@@ -88,8 +98,12 @@ func runLoginPeerBenchmark(arguments: [String]) async throws {
         let everyCore = try inProcess(threads: nil)
         ratios.append(http.p50 / python.totalMs)
         engineRatios.append(oneThread / python.totalMs)
-        rows.append(String(format: "| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f |", round, http.p50, http.pipelineMs,
-                           http.p50 - http.pipelineMs, python.totalMs, oneThread, everyCore, http.p50 / python.totalMs, oneThread / python.totalMs))
+        let hop = http.hops
+        rows.append(String(format: "| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f |", round, http.p50, hop.pipeline,
+                           http.p50 - hop.pipeline, python.totalMs, oneThread, everyCore, http.p50 / python.totalMs, oneThread / python.totalMs))
+        hopRows.append(String(format: "| %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |", round, http.mean, http.mean - hop.gateway,
+                              hop.gateway - hop.jobRoundTrip - hop.database, hop.database, hop.jobRoundTrip - hop.matcherJob,
+                              hop.matcherJob - hop.pipeline, hop.pipeline, http.mean - hop.pipeline))
     }
     let median = Bench.percentile(ratios.sorted(), 50), engineMedian = Bench.percentile(engineRatios.sorted(), 50)
     let cores = ProcessInfo.processInfo.activeProcessorCount
@@ -114,5 +128,18 @@ func runLoginPeerBenchmark(arguments: [String]) async throws {
 
     Median ratios over \(rounds) rounds: HTTP login / Python **\(String(format: "%.2f", median))×**, FaceEngine on one thread / Python
     **\(String(format: "%.2f", engineMedian))×** (goals ≤ 1.0). Load average before \(loadBefore), after \(Bench.loadAverage()).
+
+    Where a login's time goes, per hop (means over each round's logins, ms, from the services' metrics): *client ↔ gateway*
+    is the benchmark's HTTP call minus the gateway's own request time (`facegate_http_request_seconds`: loopback TCP, the
+    HTTP client and server before and after the route runs); *gateway* is its request time minus its PostgreSQL round trips
+    (`facegate_db_round_trip_seconds_total`) and the job's round trip (`facegate_face_job_round_trip_seconds`): token checks,
+    JSON, sealing the job and opening the reply, signing the identity token; *broker both ways* is that round trip minus the
+    matcher's handling of the job (`facegate_job_seconds`): the job's and the reply's hops through the broker and the
+    consumers' waits; *matcher outside the pipeline* is that handling minus its pipeline stages (opening the job, sealing and
+    sending the reply).
+
+    | round | login mean | client ↔ gateway | gateway | PostgreSQL | broker both ways | matcher outside the pipeline | pipeline | outside the pipeline |
+    | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+    \(hopRows.joined(separator: "\n"))
     """)
 }

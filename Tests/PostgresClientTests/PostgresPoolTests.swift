@@ -101,6 +101,19 @@ private struct DeliberateFailure: Error {}
         }
     }
 
+    /// The pool counts its round trips and the time spent in them (what `facegate_db_round_trip_seconds_total` publishes).
+    @Test func aRoundTripsTimeIsCounted() async throws {
+        try await withTestDatabase(poolSize: 1) { database in
+            let pool = database.pool
+            let before = pool.statistics
+            _ = try await pool.query("SELECT pg_sleep(0.05)")
+            let after = pool.statistics
+            #expect(after.roundTrips - before.roundTrips == 1)
+            #expect(after.roundTripSeconds - before.roundTripSeconds >= 0.05)
+            #expect(after.roundTripSeconds - before.roundTripSeconds < 5)
+        }
+    }
+
     /// Statements sent together are one transaction in one round trip: their rows come back in order, and when one fails
     /// none of them is kept.
     @Test func statementsSentTogetherAreOneTransactionInOneRoundTrip() async throws {

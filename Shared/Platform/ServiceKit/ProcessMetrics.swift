@@ -49,6 +49,9 @@ enum ProcessMetrics {
                         help: "Round trips to PostgreSQL: a statement, or statements sent together in one pipeline") {
             Double(database.statistics.roundTrips)
         }
+        metrics.counter("facegate_db_round_trip_seconds_total", help: "Time spent in those round trips, from sending to the last row") {
+            database.statistics.roundTripSeconds
+        }
     }
 
     /// A field of /proc/self/statm (in pages): 0 size, 1 resident.

@@ -52,14 +52,15 @@ public final class PostgresConnection: Sendable {
     private func cancellable<Rows: Sendable>(
         file: String, line: Int, _ work: @escaping @Sendable (LibpqSession, UInt64) -> Result<Rows, PostgresError>
     ) async throws(PostgresError) -> Rows {
-        roundTrips.add()
         let session = self.session
         let ticket = session.newTicket()
+        let started = ContinuousClock.now
         let result = await withTaskCancellationHandler {
             await onQueue { work($0, ticket) }
         } onCancel: {
             session.requestCancel(ticket)
         }
+        roundTrips.add(ContinuousClock.now - started)
         do {
             return try result.get()
         } catch {
@@ -89,9 +90,10 @@ public final class PostgresConnection: Sendable {
     static let streamBatchSize = 1_000
 
     private func stream(_ query: PostgresQuery, ticket: UInt64, _ body: (PostgresRow) throws -> Void) async throws {
-        roundTrips.add()
+        let started = ContinuousClock.now
         try await onQueue { $0.startStream(query, ticket: ticket) }.get()
         var batch = try await onQueue { $0.nextBatch(limit: Self.streamBatchSize) }.get()
+        roundTrips.add(ContinuousClock.now - started)   // to the first batch: the rest is the caller's pace
         while !batch.isLast {
             async let next = onQueue { $0.nextBatch(limit: Self.streamBatchSize) }
             do {
@@ -109,7 +111,8 @@ public final class PostgresConnection: Sendable {
 
     /// Runs trusted SQL text that may hold several statements (simple query protocol, no parameters).
     func executeScript(_ sql: String) async throws(PostgresError) {
-        roundTrips.add()
+        let started = ContinuousClock.now
+        defer { roundTrips.add(ContinuousClock.now - started) }
         try await onQueue { $0.executeScript(sql) }.get()
     }
 
@@ -127,9 +130,15 @@ public final class PostgresConnection: Sendable {
     }
 }
 
-/// A count of round trips to the server, shared by a pool's connections.
+/// A count of round trips to the server and of the time spent in them, shared by a pool's connections.
 final class RoundTrips: Sendable {
     private let count = Atomic<Int>(0)
-    func add() { count.add(1, ordering: .relaxed) }
+    private let nanoseconds = Atomic<Int>(0)
+    func add(_ duration: Duration) {
+        count.add(1, ordering: .relaxed)
+        nanoseconds.add(Int(duration.components.seconds) * 1_000_000_000 + Int(duration.components.attoseconds / 1_000_000_000),
+                        ordering: .relaxed)
+    }
     var total: Int { count.load(ordering: .relaxed) }
+    var seconds: Double { Double(nanoseconds.load(ordering: .relaxed)) / 1e9 }
 }

@@ -369,12 +369,16 @@ public final class PostgresPool: Sendable {
         public var waiting: Int
         /// Round trips to the server since the pool was made: a statement, or statements sent together as one pipeline.
         public var roundTrips: Int
+        /// Seconds spent in those round trips, from sending to the last row.
+        public var roundTripSeconds: Double
         public var inUse: Int { open - idle }
     }
 
     public var statistics: Statistics {
-        let roundTrips = roundTrips.total
-        return state.withLock { Statistics(open: $0.opened, idle: $0.idle.count, waiting: $0.waiters.count, roundTrips: roundTrips) }
+        let (count, seconds) = (roundTrips.total, roundTrips.seconds)
+        return state.withLock {
+            Statistics(open: $0.opened, idle: $0.idle.count, waiting: $0.waiters.count, roundTrips: count, roundTripSeconds: seconds)
+        }
     }
 
     /// The most connections the pool opens.
