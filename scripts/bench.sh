@@ -5,7 +5,7 @@
 #   scripts/bench.sh NAME [ARGS]   one (see: .build/release/facegate-bench help)
 #   scripts/bench.sh accuracy      lays out the public calibration photos (scripts/calibration-data.sh) and records
 #                                  open-set accuracy of both face models on them
-# face-engine, sface-engine, detection-size, accuracy, scale, enrollment-options and subjects need no stack: they run
+# face-engine, sface-engine, area-reduction, detection-size, accuracy, scale, enrollment-options and subjects need no stack: they run
 # without PostgreSQL and the broker.
 set -euo pipefail
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -29,7 +29,7 @@ fi
 export FACEGATE_PEER_PYTHON="$ROOT/$PEER_VENV/bin/python"
 export FACEGATE_MODEL_DIR="${FACEGATE_MODEL_DIR:-$ROOT/.run/models}"
 case "${1:-all}" in
-  accuracy|face-engine|sface-engine|detection-size|scale|enrollment-options|subjects) ;;
+  accuracy|face-engine|sface-engine|area-reduction|detection-size|scale|enrollment-options|subjects) ;;
   *)
     scripts/stack.sh up test
     trap 'scripts/stack.sh down test' EXIT
@@ -44,7 +44,7 @@ if [ $# -eq 1 ] && [ "$1" = accuracy ]; then
     --model dlib-resnet-v1,sface-2021dec --record
 fi
 case "${1:-all}" in
-  accuracy|face-engine|sface-engine|detection-size|scale|enrollment-options|subjects) ;;
+  accuracy|face-engine|sface-engine|area-reduction|detection-size|scale|enrollment-options|subjects) ;;
   *) swift build -c release ;;   # the services, for the benchmarks that start them
 esac
 # `policy`, `throughput` (and `all`) compare with the release before the trust policy: its services built in a worktree of their own

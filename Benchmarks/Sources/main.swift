@@ -8,6 +8,7 @@ let benchmarks: [(name: String, summary: String, run: ([String]) async throws ->
     ("http", "trivial JSON route driven by wrk at 1, 64 and 1000 connections", runHTTPBenchmark),
     ("face-engine", "per-image pipeline and embedding equality vs Python face_recognition", runFaceEngineBenchmark),
     ("sface-engine", "YuNet + SFace pipeline per photo vs opencv-python (same ONNX files) and face_recognition", runSFaceEngineBenchmark),
+    ("area-reduction", "the SFace engine's area reduction vs OpenCV's INTER_AREA on the test photos: time and differing values", runAreaReductionBenchmark),
     ("detection-size", "SFace detection on a reduced copy first vs one scan at 1024 px: time, faces, box and descriptor drift", runDetectionSizeBenchmark),
     ("gallery", "1:N search at 10k/100k/1M templates vs numpy and FAISS; memory per template", runGalleryBenchmark),
     ("batching", "identify throughput of one matcher's pipeline with and without search batching at concurrency 1, 4, 16", runSearchBatchingBenchmark),

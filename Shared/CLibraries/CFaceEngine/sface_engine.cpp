@@ -674,18 +674,20 @@ fe_status SFaceEngine::embedBox(const uint8_t *data, size_t size, int64_t left, 
 }  // namespace faceengine
 
 // The C entry points of face_engine.h that belong to the SFace engine alone.
+using faceengine::Clock;
+using faceengine::millisecondsSince;
 using faceengine::ThreadGate;
 
 extern "C" void fe_set_lone_analysis_threads(int32_t threads) { ThreadGate::shared().setLoneThreads(threads); }
 
 extern "C" void fe_note_queued_analyses(int32_t delta) { ThreadGate::shared().noteQueued(delta); }
 
-extern "C" int64_t fe_area_reduction_differences(const uint8_t *rgb, int32_t width, int32_t height, int32_t x,
-                                                 int32_t y, int32_t regionWidth, int32_t regionHeight,
-                                                 int32_t targetWidth, int32_t targetHeight) {
+extern "C" int64_t fe_area_reduction_compare(const uint8_t *rgb, int32_t width, int32_t height, int32_t x, int32_t y,
+                                             int32_t regionWidth, int32_t regionHeight, int32_t targetWidth,
+                                             int32_t targetHeight, int32_t repeats, double *engine_ms, double *opencv_ms) {
     if (rgb == nullptr || x < 0 || y < 0 || regionWidth < 1 || regionHeight < 1 || x + regionWidth > width ||
         y + regionHeight > height || targetWidth < 1 || targetHeight < 1 || targetWidth > regionWidth ||
-        targetHeight > regionHeight)
+        targetHeight > regionHeight || repeats < 0)
         return -1;
     try {
         const cv::Mat image(height, width, CV_8UC3, const_cast<uint8_t *>(rgb), static_cast<size_t>(width) * 3);
@@ -694,7 +696,26 @@ extern "C" int64_t fe_area_reduction_differences(const uint8_t *rgb, int32_t wid
         cv::resize(region, expected, reduced.size(), 0, 0, cv::INTER_AREA);
         faceengine::areaReduce(region, reduced, false);
         cv::absdiff(expected, reduced, difference);
-        return cv::countNonZero(difference.reshape(1));
+        const int64_t differing = cv::countNonZero(difference.reshape(1));
+        if (repeats > 0) {
+            // One thread, the two in turn; medians.
+            const int threads = cv::getNumThreads();
+            cv::setNumThreads(1);
+            std::vector<double> ours, theirs;
+            for (int32_t i = 0; i < repeats; ++i) {
+                auto start = Clock::now();
+                faceengine::areaReduce(region, reduced, false);
+                ours.push_back(millisecondsSince(start));
+                start = Clock::now();
+                cv::resize(region, expected, reduced.size(), 0, 0, cv::INTER_AREA);
+                theirs.push_back(millisecondsSince(start));
+            }
+            cv::setNumThreads(threads);
+            for (std::vector<double> *times : {&ours, &theirs}) std::sort(times->begin(), times->end());
+            if (engine_ms != nullptr) *engine_ms = ours[ours.size() / 2];
+            if (opencv_ms != nullptr) *opencv_ms = theirs[theirs.size() / 2];
+        }
+        return differing;
     } catch (...) {
         return -1;
     }

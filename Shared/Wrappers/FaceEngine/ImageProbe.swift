@@ -35,10 +35,27 @@ func decodeRGB(_ bytes: [UInt8], maxPixels: Int) throws(FaceEngineError) -> (wid
 /// OpenCV's `cv::resize` with INTER_AREA; nil for a region outside the image or a target larger than it. Internal: the
 /// tests hold the engine's faster reduction to OpenCV's, value for value.
 func areaReductionDifferences(_ image: (width: Int, height: Int, pixels: [UInt8]), region: FaceBox, width: Int, height: Int) -> Int? {
-    let differences = image.pixels.withUnsafeBufferPointer { buffer in
-        fe_area_reduction_differences(buffer.baseAddress, Int32(clamping: image.width), Int32(clamping: image.height),
-                                      Int32(clamping: region.left), Int32(clamping: region.top), Int32(clamping: region.width),
-                                      Int32(clamping: region.height), Int32(clamping: width), Int32(clamping: height))
+    AreaReduction.compare(image, region: region, width: width, height: height, repeats: 0).map(\.differences)
+}
+
+/// The SFace engine's area reduction beside OpenCV's INTER_AREA, for `facegate-bench area-reduction`.
+public enum AreaReduction {
+    /// A photo's decoded pixels (upright RGB).
+    public static func decode(_ bytes: [UInt8]) throws(FaceEngineError) -> (width: Int, height: Int, pixels: [UInt8]) {
+        try decodeRGB(bytes, maxPixels: 0)
     }
-    return differences < 0 ? nil : Int(differences)
+
+    /// `region` of `image` reduced to `width` × `height` by both: the values that differ and, with `repeats`, the median
+    /// milliseconds of each on one thread, run in turn. nil for a region outside the image or a target larger than it.
+    public static func compare(_ image: (width: Int, height: Int, pixels: [UInt8]), region: FaceBox, width: Int, height: Int,
+                               repeats: Int) -> (differences: Int, engineMilliseconds: Double, openCVMilliseconds: Double)? {
+        var engine = 0.0, openCV = 0.0
+        let differences = image.pixels.withUnsafeBufferPointer { buffer in
+            fe_area_reduction_compare(buffer.baseAddress, Int32(clamping: image.width), Int32(clamping: image.height),
+                                      Int32(clamping: region.left), Int32(clamping: region.top), Int32(clamping: region.width),
+                                      Int32(clamping: region.height), Int32(clamping: width), Int32(clamping: height),
+                                      Int32(clamping: repeats), &engine, &openCV)
+        }
+        return differences < 0 ? nil : (Int(differences), engine, openCV)
+    }
 }

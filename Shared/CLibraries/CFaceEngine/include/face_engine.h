@@ -140,12 +140,13 @@ void fe_set_lone_analysis_threads(int32_t threads);
 void fe_note_queued_analyses(int32_t delta);
 /* How many SFace analyses (and box embeddings) so far ran on several threads, and on one. */
 void fe_analysis_thread_counts(uint64_t *several_threads, uint64_t *one_thread);
-/* For tests: how many of the values of the SFace engine's area reduction of a region of an RGB image (width × height
- * × 3 bytes) to target_width × target_height differ from cv::resize with INTER_AREA's; -1 for a region outside the
- * image or a target larger than it. */
-int64_t fe_area_reduction_differences(const uint8_t *rgb, int32_t width, int32_t height, int32_t x, int32_t y,
-                                      int32_t region_width, int32_t region_height, int32_t target_width,
-                                      int32_t target_height);
+/* For tests and benchmarks: how many of the values of the SFace engine's area reduction of a region of an RGB image
+ * (width × height × 3 bytes) to target_width × target_height differ from cv::resize with INTER_AREA's; -1 for a region
+ * outside the image or a target larger than it. With repeats > 0, each is also run that many times on one thread, in
+ * turn, and the medians go to engine_ms and opencv_ms. */
+int64_t fe_area_reduction_compare(const uint8_t *rgb, int32_t width, int32_t height, int32_t x, int32_t y,
+                                  int32_t region_width, int32_t region_height, int32_t target_width, int32_t target_height,
+                                  int32_t repeats, double *engine_ms, double *opencv_ms);
 
 /* Loads the models of config->model (config NULL: the dlib model, defaults) from model_directory. Returns
    NULL on failure.
