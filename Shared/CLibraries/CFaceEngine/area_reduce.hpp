@@ -5,9 +5,9 @@
 // time. Here each source row is reduced across with every cell padded to the same number of taps (unrolled), the rows
 // are then summed down, and the sums are rounded sixteen at a time: 0.37× OpenCV's time over the test photos, against
 // 0.62× before the padded taps and the wide rounding (`facegate-bench area-reduction`, Benchmarks/RESULTS.md); under
-// load the reduction had been 5.7 % of a matcher's CPU by `perf`. The same cells, weights
-// and order of float sums are kept, so the result is the same image: compared on 2,100 random reductions of three test
-// photos and crops of them (factors 0.05 to 1, a third of them swapping to B, G, R), no value differed.
+// load the reduction had been 5.7 % of a matcher's CPU by `perf`. The same cells, weights and order of float sums are
+// kept, so the result is the same image: compared on 2,100 random reductions of three test photos and crops of them
+// (factors 0.05 to 1, a third of them swapping to B, G, R), no value differed.
 #pragma once
 
 #include <algorithm>
