@@ -115,10 +115,11 @@ import Testing
         #expect(looping.rounds.load(ordering: .relaxed) > 0 && looping.cancelled.load(ordering: .relaxed))
     }
 
-    /// Cancelling the task that runs the group stops it as a signal would.
+    /// Cancelling the task that runs the group stops it as a signal would: `run` returns once the parts have stopped,
+    /// though the cancelled task's own waits would end at once.
     @Test func cancellingTheRunningTaskStopsTheGroup() async throws {
         let events = Events()
-        let group = ServiceGroup(services: [Part("http", events)], logger: Self.logger, shutdownTimeout: .seconds(5))
+        let group = ServiceGroup(services: [Part("http", events, drain: .milliseconds(100))], logger: Self.logger, shutdownTimeout: .seconds(5))
         let run = Task { try await group.run(handleSignals: false) }
         await group.started()
         run.cancel()

@@ -104,7 +104,8 @@ public final class ServiceGroup: Sendable {
         } onCancel: { [self] in
             requestStop(reason: "the task running the group was cancelled")
         }
-        if await !finished.wait(atMost: shutdownTimeout) {
+        // A task of its own: a cancelled caller's waits end at once, and the services must still be waited for.
+        if await !Task(operation: { await finished.wait(atMost: shutdownTimeout) }).value {
             logger.error("shutdown took longer than \(shutdownTimeout); exiting with work in flight")
         }
         logger.info("stopped")
