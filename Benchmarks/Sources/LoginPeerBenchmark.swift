@@ -134,9 +134,9 @@ func runLoginPeerBenchmark(arguments: [String]) async throws {
     HTTP client and server before and after the route runs); *gateway* is its request time minus its PostgreSQL round trips
     (`facegate_db_round_trip_seconds_total`) and the job's round trip (`facegate_face_job_round_trip_seconds`): token checks,
     JSON, sealing the job and opening the reply, signing the identity token; *broker both ways* is that round trip minus the
-    matcher's handling of the job (`facegate_job_seconds`): the job's and the reply's hops through the broker and the
-    consumers' waits; *matcher outside the pipeline* is that handling minus its pipeline stages (opening the job, sealing and
-    sending the reply).
+    matcher's handling of the job (`facegate_job_seconds`): the job's hop through the broker, the reply's fetch and the
+    consumers' waits; *matcher outside the pipeline* is that handling minus its pipeline stages (opening the job, sealing the
+    reply and waiting for the broker to acknowledge it, which overlaps the reply's way to the gateway).
 
     | round | login mean | client ↔ gateway | gateway | PostgreSQL | broker both ways | matcher outside the pipeline | pipeline | outside the pipeline |
     | --- | --- | --- | --- | --- | --- | --- | --- | --- |
