@@ -90,10 +90,13 @@ public final class PostgresConnection: Sendable {
     static let streamBatchSize = 1_000
 
     private func stream(_ query: PostgresQuery, ticket: UInt64, _ body: (PostgresRow) throws -> Void) async throws {
+        // One round trip, timed to the first batch (the rest is the caller's pace), counted whether or not it fails.
         let started = ContinuousClock.now
-        try await onQueue { $0.startStream(query, ticket: ticket) }.get()
-        var batch = try await onQueue { $0.nextBatch(limit: Self.streamBatchSize) }.get()
-        roundTrips.add(ContinuousClock.now - started)   // to the first batch: the rest is the caller's pace
+        let first = await onQueue { session -> Result<StreamBatch, PostgresError> in
+            session.startStream(query, ticket: ticket).flatMap { session.nextBatch(limit: Self.streamBatchSize) }
+        }
+        roundTrips.add(ContinuousClock.now - started)
+        var batch = try first.get()
         while !batch.isLast {
             async let next = onQueue { $0.nextBatch(limit: Self.streamBatchSize) }
             do {
