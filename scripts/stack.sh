@@ -347,6 +347,8 @@ write_env() {
     # "Idle cost"); reply partitions are paused while idle, so theirs can be short.
     echo "export FACEGATE_KAFKA_FETCH_WAIT_MS=\${FACEGATE_KAFKA_FETCH_WAIT_MS:-25}"
     echo "export FACEGATE_KAFKA_REPLY_FETCH_WAIT_MS=\${FACEGATE_KAFKA_REPLY_FETCH_WAIT_MS:-5}"
+    # Job consumers idle for 2 s stop fetching until a requester's doorbell (a PostgreSQL NOTIFY) names their partition.
+    echo "export FACEGATE_KAFKA_JOB_PAUSE_MS=\${FACEGATE_KAFKA_JOB_PAUSE_MS:-2000}"
     # The local broker forgets producer ids when it restarts; librdkafka's idempotence recovery then loops against it.
     echo "export FACEGATE_KAFKA_IDEMPOTENCE=\${FACEGATE_KAFKA_IDEMPOTENCE:-false}"
     echo "export FACEGATE_SIGNING_KEY=\${FACEGATE_SIGNING_KEY:-$FACEGATE_SIGNING_KEY}"

@@ -2,10 +2,11 @@ import Foundation
 
 /// `facegate-bench idle [SECONDS]`
 ///
-/// What the whole stack costs while nobody calls it, with the requesters' idle reply partitions paused
-/// (`FACEGATE_KAFKA_REPLY_PAUSE_MS`, default 2000) and fetched always (0), runs alternating: the four services, the
-/// broker and PostgreSQL, as % of one core over SECONDS (20) of idleness after some logins; and what it costs a login:
-/// the p50 of logins back to back, and of the first login after 3 s of idleness (when the partition is paused).
+/// What the whole stack costs while nobody calls it, with the job consumers' idle partitions paused until the job
+/// doorbell rings (`FACEGATE_KAFKA_JOB_PAUSE_MS` 2000, as `make run`) and fetched always (0), runs alternating: the four
+/// services, the broker and PostgreSQL, as % of one core over SECONDS (20) of idleness after some logins; and what it
+/// costs a login: the p50 of logins back to back, and of the first login after 3 s of idleness (when the partitions
+/// are paused). The requesters' reply partitions are paused while idle in both (`FACEGATE_KAFKA_REPLY_PAUSE_MS` 2000).
 func runIdleBenchmark(arguments: [String]) async throws {
     let seconds = Double(arguments.first ?? "") ?? 20
     let images = try Bench.environment("FACEGATE_TEST_IMAGES")
@@ -16,7 +17,8 @@ func runIdleBenchmark(arguments: [String]) async throws {
     var columns: [String] = []
     for round in 1...2 {
         for pause in [2000, 0] {
-            let stack = try await BenchStack.start(extra: ["FACEGATE_KAFKA_REPLY_PAUSE_MS": String(pause)], workers: true)
+            let stack = try await BenchStack.start(extra: ["FACEGATE_KAFKA_JOB_PAUSE_MS": String(pause), "FACEGATE_KAFKA_REPLY_PAUSE_MS": "2000"],
+                                                   workers: true)
             defer { stack.stop() }
             let app = try await stack.app(binding: "header", gallery: images)
             let phones = BenchPhones(base: stack.base)
@@ -48,10 +50,12 @@ func runIdleBenchmark(arguments: [String]) async throws {
     \(wait), `FACEGATE_KAFKA_REPLY_FETCH_WAIT_MS` \(environment["FACEGATE_KAFKA_REPLY_FETCH_WAIT_MS"] ?? wait)) and PostgreSQL, idle for \
     \(Int(seconds)) s after 12 face logins, as % of one core (user + system time from /proc); then logins of obama2.jpg \
     (header mode, 1:N over a 2-user gallery): p50 of the 12 back to back before, and of 6 each after 3 s of idleness. The \
-    requesters (gateway, ctid-verifier, kiosk-orchestrator) pause their reply partition after \
-    `FACEGATE_KAFKA_REPLY_PAUSE_MS` without a request, or fetch it always (0). Settings alternate, each on a fresh stack.
+    job consumers (matcher, ctid-verifier, kiosk-orchestrator) stop fetching after `FACEGATE_KAFKA_JOB_PAUSE_MS` without \
+    a job until the job doorbell (a PostgreSQL NOTIFY from the requester) names their partition, or fetch always (0); the \
+    requesters' reply partitions are paused after 2000 ms without a request in both. Settings alternate, each on a \
+    fresh stack.
 
-    | reply partitions | round | \(columns.joined(separator: " | ")) | all, % of a core | login p50 ms, back to back | first login after 3 s idle, p50 ms |
+    | job partitions | round | \(columns.joined(separator: " | ")) | all, % of a core | login p50 ms, back to back | first login after 3 s idle, p50 ms |
     | --- | --- | \(columns.map { _ in "---" }.joined(separator: " | ")) | --- | --- | --- |
     \(rows.joined(separator: "\n"))
     """)

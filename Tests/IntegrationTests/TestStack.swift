@@ -75,6 +75,8 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
             // scripts/test.sh sets the run's wait (the broker's CPU against a hop's latency); 25 as in `make run` else.
             "FACEGATE_KAFKA_FETCH_WAIT_MS": ProcessInfo.processInfo.environment["FACEGATE_KAFKA_FETCH_WAIT_MS"] ?? "25",
             "FACEGATE_KAFKA_IDEMPOTENCE": "false",
+            // As `make run`: idle job consumers stop fetching until the doorbell rings.
+            "FACEGATE_KAFKA_JOB_PAUSE_MS": ProcessInfo.processInfo.environment["FACEGATE_KAFKA_JOB_PAUSE_MS"] ?? "2000",
             "FACEGATE_SERVICE_PUBLIC_KEYS": serviceKeys.publicKeys,
             "FACEGATE_KIOSK_SIGNING_KEY": Data(kioskKey.seed).base64EncodedString(),
             "FACEGATE_AUDIT_KEY": Data(SecureRandom.bytes(32)).base64EncodedString(),

@@ -112,6 +112,11 @@ public struct CommonConfiguration: Sendable {
     /// A requester that has waited for no reply this long stops fetching its reply partition until its next request
     /// (`FACEGATE_KAFKA_REPLY_PAUSE_MS`, default 2000; 0: always fetch), so an idle service costs the broker no fetches.
     public var kafkaReplyPauseMilliseconds: Int
+    /// A job consumer that has had no job for this long stops fetching until the job doorbell (`JobDoorbell`, a
+    /// PostgreSQL NOTIFY every requester sends) rings for one of its partitions (`FACEGATE_KAFKA_JOB_PAUSE_MS`, 0 or at
+    /// least 2000; default 0: always fetch). For a broker that holds every empty fetch for its whole wait (the local stack
+    /// sets 2000); it needs a PostgreSQL connection that can LISTEN (not a transaction-pooling PgBouncer).
+    public var kafkaJobPauseMilliseconds: Int
     /// Idempotent producers (`FACEGATE_KAFKA_IDEMPOTENCE`, default on): no duplicate or reordered record when a
     /// send is retried. Off, records are produced one request at a time per partition, so retries still keep
     /// their order, and a rare duplicate is left to the consumers, which are idempotent anyway. The local broker
@@ -149,6 +154,10 @@ public struct CommonConfiguration: Sendable {
         kafkaReplyFetchWaitMilliseconds = try env.int("FACEGATE_KAFKA_REPLY_FETCH_WAIT_MS", default: kafkaFetchWaitMilliseconds,
                                                       range: 1...5000)
         kafkaReplyPauseMilliseconds = try env.int("FACEGATE_KAFKA_REPLY_PAUSE_MS", default: 2000, range: 0...600_000)
+        kafkaJobPauseMilliseconds = try env.int("FACEGATE_KAFKA_JOB_PAUSE_MS", default: 0, range: 0...600_000)
+        if (1..<Int(JobDoorbell.shortestPause.milliseconds)).contains(kafkaJobPauseMilliseconds) {
+            throw ConfigurationError(variable: "FACEGATE_KAFKA_JOB_PAUSE_MS", problem: "must be 0 or at least \(Int(JobDoorbell.shortestPause.milliseconds))")
+        }
         kafkaIdempotence = try env.bool("FACEGATE_KAFKA_IDEMPOTENCE", default: true)
         guard let seed = Data(base64Encoded: try env.required("FACEGATE_SERVICE_KEY")) else {
             throw ConfigurationError(variable: "FACEGATE_SERVICE_KEY", problem: "must be base64 of a 32-byte Ed25519 seed")

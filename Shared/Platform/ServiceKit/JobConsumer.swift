@@ -2,6 +2,7 @@ import Crypto
 import FaceGateCore
 import Foundation
 import KafkaClient
+import PostgresClient
 import Synchronization
 
 /// What a job handler tells the consumer loop.
@@ -57,6 +58,9 @@ public final class JobConsumer: Service {
     private let retries: Counter
     private let duration: Histogram
     private let running = Atomic<Bool>(false)
+    /// With `FACEGATE_KAFKA_JOB_PAUSE_MS`: the idle pause and the doorbell's listener.
+    public let idle: IdleFetching?
+    private let doorbell: PostgresListener?
 
     /// A member of `groupId` on the broker.
     public convenience init(name: String, runtime: ServiceRuntime, topic: String, groupId: String, producer: KafkaProducer,
@@ -66,14 +70,24 @@ public final class JobConsumer: Service {
         // A member that dies is noticed within seconds, so its partitions (and unfinished jobs) move on.
         configuration.consumer.sessionTimeout = .seconds(10)
         configuration.consumer.heartbeatInterval = .seconds(1)
-        self.init(name: name, runtime: runtime, topic: topic, groupId: groupId,
-                  source: try KafkaConsumer(configuration: configuration, groupId: groupId, autoOffsetReset: .beginning,
-                                            readsGapsAgain: KafkaConsumer.defaultGapPatience),
-                  producer: producer, concurrency: concurrency, maxAttempts: maxAttempts, handler: handler)
+        let source = try KafkaConsumer(configuration: configuration, groupId: groupId, autoOffsetReset: .beginning,
+                                       readsGapsAgain: KafkaConsumer.defaultGapPatience)
+        let pause = runtime.configuration.kafkaJobPauseMilliseconds
+        let idle = pause > 0 ? IdleFetching(source: source, pauseAfter: .milliseconds(pause), logger: runtime.logger.with(["consumer": name]),
+                                            metrics: runtime.metrics) : nil
+        let doorbell = idle.map { idle in
+            PostgresListener(configuration: runtime.database.configuration, channels: [JobDoorbell.channel]) { idle.heard($0) }
+        }
+        self.init(name: name, runtime: runtime, topic: topic, groupId: groupId, source: source, producer: producer,
+                  concurrency: concurrency, maxAttempts: maxAttempts, idle: idle, doorbell: doorbell, handler: handler)
     }
 
+    /// `idle` pauses `source` while no job comes; `doorbell` feeds it what it hears (it is started and stopped with the loop).
     public init(name: String, runtime: ServiceRuntime, topic: String, groupId: String, source: any JobSource, producer: any RecordSink,
-                concurrency: Int, maxAttempts: Int = 3, handler: @escaping @Sendable (KafkaMessage) async -> JobDisposition) {
+                concurrency: Int, maxAttempts: Int = 3, idle: IdleFetching? = nil, doorbell: PostgresListener? = nil,
+                handler: @escaping @Sendable (KafkaMessage) async -> JobDisposition) {
+        self.idle = idle
+        self.doorbell = doorbell
         self.name = name
         consumer = source
         self.producer = producer
@@ -103,6 +117,13 @@ public final class JobConsumer: Service {
         context.ready()
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { [self] in await watchLag(every: .seconds(15)) }
+            if let idle {
+                doorbell?.start()
+                group.addTask {
+                    while (try? await Task.sleep(for: .milliseconds(100))) != nil { idle.sweep() }
+                }
+            }
+            defer { doorbell?.stop() }
             group.addTask { [consumer] in
                 await context.shutdownRequested()
                 consumer.close()
@@ -153,6 +174,7 @@ public final class JobConsumer: Service {
                         inFlight -= 1
                     }
                     tracker.begin(message)
+                    idle?.began()
                     inFlight += 1
                     group.addTask { [self] in await process(message) }
                 }
@@ -207,6 +229,7 @@ public final class JobConsumer: Service {
         if let storable = tracker.finish(message) {
             do { try consumer.storeOffset(storable) } catch { logger.warning("offset not stored", ["error": "\(error)"]) }
         }
+        idle?.finished()
     }
 
     private func deadLetter(_ message: KafkaMessage, cause: String, reason: String, attempts: Int) async {

@@ -14,6 +14,7 @@ public final class RequesterService: Service {
     private let service: String
     private let timeout: Duration
     private let requester = Mutex<KafkaRequester?>(nil)
+    private let doorbell: DoorbellRinger
 
     /// `service` names the reply topic (`replies.<service>.v1`); `timeout` bounds every request.
     public init(runtime: ServiceRuntime, producer: KafkaProducer, service: String, timeout: Duration) {
@@ -21,6 +22,7 @@ public final class RequesterService: Service {
         self.producer = producer
         self.service = service
         self.timeout = timeout
+        doorbell = DoorbellRinger(runtime: runtime)
     }
 
     public var isReady: Bool { requester.withLock { $0 != nil } }
@@ -44,7 +46,7 @@ public final class RequesterService: Service {
                     let candidate = KafkaRequester(configuration: replies, replyTopic: runtime.topics.replies(service: service),
                                                    lease: PostgresPartitionLease(database: runtime.database),
                                                    owner: runtime.configuration.instanceId, producer: producer,
-                                                   pauseWhenIdle: pauseWhenIdle)
+                                                   pauseWhenIdle: pauseWhenIdle, delivered: { [doorbell] in doorbell.delivered($0) })
                     try await candidate.start()
                     requester.withLock { $0 = candidate }
                     runtime.logger.info("reply partition claimed", ["kafka.partition": String(candidate.replyAddress.partition)])

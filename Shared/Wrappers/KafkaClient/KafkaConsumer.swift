@@ -105,15 +105,50 @@ public final class KafkaConsumer: Sendable {
         try ensureOpen()
         let list = RDKafkaTopicPartitionList(capacity: 1)
         list.add(topic: partition.topic, partition: partition.partition, offset: Int64(RD_KAFKA_OFFSET_INVALID))
-        var err = rd_kafka_position(client.handle, list.pointer)
+        // Paused first, then asked where: a message polled by another thread meanwhile is then behind the answer.
+        var err = rd_kafka_pause_partitions(client.handle, list.pointer)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err) }
+        err = rd_kafka_position(client.handle, list.pointer)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err) }
         // A message held back for a gap was polled, so librdkafka's position is past the gap: reading resumes at the gap.
         let held = continuity.withLock { $0.heldBack(partition) }
         let position = held ?? list.pointer.pointee.elems[0].offset
-        err = rd_kafka_pause_partitions(client.handle, list.pointer)
-        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err) }
         return position >= 0 ? .exact(position) : start
     }
+
+    /// Stops fetching an idle group partition (see `pause`); where nothing was read since it was assigned, reading resumes at
+    /// the group's committed offset, or at the beginning when none is (where `auto.offset.reset` started it). Blocks the
+    /// calling thread for that lookup.
+    public func pauseIdle(_ partition: KafkaTopicPartition) throws(KafkaError) -> KafkaOffset {
+        let committed = try committedOffsets(for: [partition], timeoutMilliseconds: 5000).first ?? nil
+        return try pause(partition, readingFrom: committed.map { .exact($0) } ?? .beginning)
+    }
+
+    /// Clears any pause on these partitions without moving their position: what a new assignment needs, whose fetch
+    /// starts at the group's committed offsets.
+    public func resumeAsAssigned(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
+        try ensureOpen()
+        guard !partitions.isEmpty else { return }
+        let list = RDKafkaTopicPartitionList(capacity: partitions.count)
+        for partition in partitions {
+            list.add(topic: partition.topic, partition: partition.partition, offset: Int64(RD_KAFKA_OFFSET_INVALID))
+        }
+        let err = rd_kafka_resume_partitions(client.handle, list.pointer)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(err) }
+    }
+
+    /// Whether the broker holds a message of `partition` at or after `offset` (asked of the broker; blocks the caller).
+    public func hasMessages(_ partition: KafkaTopicPartition, from offset: KafkaOffset) throws(KafkaError) -> Bool {
+        let marks = try watermarkOffsets(for: partition, timeoutMilliseconds: 5000)
+        switch offset {
+        case .exact(let next): return marks.high > next
+        case .beginning, .stored: return marks.high > marks.low
+        case .end: return false
+        }
+    }
+
+    /// Changes whenever the assignment does (a rebalance, `assign`).
+    public var assignmentGeneration: Int { client.context.assignmentChanges.load(ordering: .acquiring) }
 
     /// Fetches a paused partition again from `offset` (what `pause` answered), at once: a plain resume waits for the
     /// fetcher's next turn, measured at about a second against the local broker.

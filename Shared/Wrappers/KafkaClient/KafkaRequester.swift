@@ -59,15 +59,19 @@ public final class KafkaRequester: Sendable {
     private let producer: KafkaProducer
     private let leaseRenewInterval: Duration
     private let pauseWhenIdle: Duration?
+    private let delivered: (@Sendable (KafkaTopicPartition) -> Void)?
     private let state = Mutex(State())
     private let dropped = Atomic<Int>(0)
 
     /// `pauseWhenIdle`: once no request has waited for that long, the reply partition is paused (no fetches, so an
-    /// idle requester costs the broker nothing) until the next request; nil fetches it always.
+    /// idle requester costs the broker nothing) until the next request; nil fetches it always. `delivered` hears where
+    /// each request's record landed, once the broker has it.
     public init(
         configuration: KafkaConfiguration, replyTopic: String, lease: any ReplyPartitionLease, owner: String,
-        producer: KafkaProducer, leaseRenewInterval: Duration = .seconds(10), pauseWhenIdle: Duration? = .seconds(2)
+        producer: KafkaProducer, leaseRenewInterval: Duration = .seconds(10), pauseWhenIdle: Duration? = .seconds(2),
+        delivered: (@Sendable (KafkaTopicPartition) -> Void)? = nil
     ) {
+        self.delivered = delivered
         self.configuration = configuration
         self.replyTopic = replyTopic
         self.lease = lease
@@ -183,8 +187,12 @@ public final class KafkaRequester: Sendable {
         }
         defer { timer.cancel() }
         // Not awaiting the delivery report: the deadline bounds the whole request, even a stalled send.
+        let delivered = delivered
         try producer.enqueue(record) { outcome in
-            if case .failure(let error) = outcome { waiter.finish(.failure(error)) }
+            switch outcome {
+            case .success(let landed): delivered?(KafkaTopicPartition(topic: record.topic, partition: landed.partition))
+            case .failure(let error): waiter.finish(.failure(error))
+            }
         }
         return try await waiter.wait()
     }

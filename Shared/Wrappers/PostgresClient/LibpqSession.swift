@@ -434,6 +434,25 @@ final class LibpqSession: @unchecked Sendable {
         }
     }
 
+    // MARK: Notifications
+
+    /// Waits up to `timeoutMilliseconds` for the server to send something; answers the notifications (LISTEN) that came,
+    /// possibly none, or the connection's failure.
+    func awaitNotifications(timeoutMilliseconds: Int32) -> Result<[PostgresNotification], PostgresError> {
+        guard let connection, PQstatus(connection) == CONNECTION_OK else { return .failure(connectionError()) }
+        var descriptor = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
+        if poll(&descriptor, 1, timeoutMilliseconds) > 0, PQconsumeInput(connection) != 1 || serverIsClosing {
+            return .failure(markingBrokenConnection(connectionError()))
+        }
+        var received: [PostgresNotification] = []
+        while let notification = PQnotifies(connection) {
+            received.append(PostgresNotification(channel: String(cString: notification.pointee.relname),
+                                                 payload: String(cString: notification.pointee.extra)))
+            PQfreemem(notification)
+        }
+        return .success(received)
+    }
+
     // MARK: Errors
 
     /// A statement error after which the connection is gone is (also) a connection failure.
