@@ -343,9 +343,10 @@ write_env() {
     echo "export FACEGATE_KAFKA_BROKERS=127.0.0.1:$KAFKA_PORT"
     echo "export FACEGATE_MODEL_DIR=$RUN/models"
     # The local broker (tansu) re-reads its storage inside a waiting fetch at half the remaining wait (0, W/2, 3W/4, …),
-    # not when data arrives: a hop waits up to W/2. 25 ms keeps the idle job consumers cheap (Benchmarks/RESULTS.md,
-    # "Idle cost"); reply partitions are paused while idle, so theirs can be short.
-    echo "export FACEGATE_KAFKA_FETCH_WAIT_MS=\${FACEGATE_KAFKA_FETCH_WAIT_MS:-25}"
+    # not when data arrives: a hop waits up to W/2. Idle job consumers and reply partitions are paused (the doorbell
+    # below), so the waits can be short: 10 ms took 5 ms off a login against 25 and cost no throughput (Benchmarks/RESULTS.md,
+    # "Job fetch wait with the doorbell").
+    echo "export FACEGATE_KAFKA_FETCH_WAIT_MS=\${FACEGATE_KAFKA_FETCH_WAIT_MS:-10}"
     echo "export FACEGATE_KAFKA_REPLY_FETCH_WAIT_MS=\${FACEGATE_KAFKA_REPLY_FETCH_WAIT_MS:-5}"
     # Job consumers idle for 2 s stop fetching until a requester's doorbell (a PostgreSQL NOTIFY) names their partition.
     echo "export FACEGATE_KAFKA_JOB_PAUSE_MS=\${FACEGATE_KAFKA_JOB_PAUSE_MS:-2000}"

@@ -28,7 +28,7 @@ trap 'for job in $(jobs -p); do kill "$job" $(descendants "$job") 2>/dev/null ||
       for p in "${profiles[@]}"; do scripts/stack.sh down "$p"; done' EXIT
 for p in "${profiles[@]}"; do scripts/stack.sh up "$p"; done
 # The broker's waiting fetches (scripts/stack.sh): every idle consumer of every test's stack asks 1000/W times a
-# second. In a run here the broker took 78 s of CPU at 25 ms (`make run`'s wait) and 60 s at 50 ms, for ~12 ms a hop.
+# second. In a run here the broker took 78 s of CPU at 25 ms and 60 s at 50 ms, for ~12 ms a hop.
 # Replies wait as long as jobs here (the tests' CPU, not a login's latency).
 fetch_wait_ms="${FACEGATE_KAFKA_FETCH_WAIT_MS:-50}"
 reply_fetch_wait_ms="${FACEGATE_KAFKA_REPLY_FETCH_WAIT_MS:-$fetch_wait_ms}"

@@ -72,8 +72,8 @@ final class TestStack: @unchecked Sendable {  // fields are set once in start() 
             "FACEGATE_CTID_PRIVATE_KEY": Data(ctid.rawRepresentation).base64EncodedString(),
             "MATCHER_ENGINES": "1",
             "MATCHER_RECONCILE_SECONDS": "2",
-            // scripts/test.sh sets the run's wait (the broker's CPU against a hop's latency); 25 as in `make run` else.
-            "FACEGATE_KAFKA_FETCH_WAIT_MS": ProcessInfo.processInfo.environment["FACEGATE_KAFKA_FETCH_WAIT_MS"] ?? "25",
+            // scripts/test.sh sets the run's wait (the broker's CPU against a hop's latency); 10 as in `make run` else.
+            "FACEGATE_KAFKA_FETCH_WAIT_MS": ProcessInfo.processInfo.environment["FACEGATE_KAFKA_FETCH_WAIT_MS"] ?? "10",
             "FACEGATE_KAFKA_IDEMPOTENCE": "false",
             // As `make run`: idle job consumers stop fetching until the doorbell rings.
             "FACEGATE_KAFKA_JOB_PAUSE_MS": ProcessInfo.processInfo.environment["FACEGATE_KAFKA_JOB_PAUSE_MS"] ?? "2000",

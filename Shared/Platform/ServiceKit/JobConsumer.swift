@@ -119,11 +119,12 @@ public final class JobConsumer: Service {
             group.addTask { [self] in await watchLag(every: .seconds(15)) }
             if let idle {
                 doorbell?.start()
-                group.addTask {
-                    while (try? await Task.sleep(for: .milliseconds(100))) != nil { idle.sweep() }
-                }
+                idle.start()
             }
-            defer { doorbell?.stop() }
+            defer {
+                idle?.stop()
+                doorbell?.stop()
+            }
             group.addTask { [consumer] in
                 await context.shutdownRequested()
                 consumer.close()

@@ -107,6 +107,9 @@ public final class IdleFetching: Sendable {
     private let logger: Logger
     private let wakeups: Counter
     private let state = Mutex(State())
+    private let started = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+    private let exited = DispatchSemaphore(value: 0)
 
     public init(source: any PausableJobSource, pauseAfter: Duration, checkInterval: Duration = .seconds(10),
                 logger: Logger, metrics: MetricsRegistry) {
@@ -119,6 +122,26 @@ public final class IdleFetching: Sendable {
         metrics.gauge("facegate_job_partitions_paused", help: "Job partitions not fetched for want of jobs") { [weak self] in
             Double(self?.pausedPartitions.count ?? 0)
         }
+    }
+
+    /// Sweeps every 100 ms on a thread of its own (pausing and the watermark check ask the broker and block) until `stop`.
+    public func start() {
+        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let thread = Thread { [self] in
+            while !stopped.load(ordering: .acquiring) {
+                sweep()
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            exited.signal()
+        }
+        thread.name = "idle-fetching"
+        thread.start()
+    }
+
+    /// Ends the sweeping started by `start` and waits for it.
+    public func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing), started.load(ordering: .acquiring) else { return }
+        exited.wait()
     }
 
     /// The partitions not fetched now.
