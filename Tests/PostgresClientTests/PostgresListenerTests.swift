@@ -36,7 +36,7 @@ import Testing
             defer { listener.stop() }
             #expect(try await heard.waitFor("connected"))
             _ = try await database.pool.query("SELECT pg_notify('test_bell', '3:face.jobs.v1'), pg_notify('unheard', 'x')")
-            _ = try await database.pool.query("NOTIFY other_bell, 'second'")
+            try await database.pool.notify(channel: "other_bell", payload: "second")
             #expect(try await heard.waitFor("other_bell:second"))
             #expect(heard.events.withLock { $0 } == ["connected", "test_bell:3:face.jobs.v1", "other_bell:second"])
 

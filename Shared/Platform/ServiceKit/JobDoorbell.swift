@@ -60,7 +60,7 @@ final class DoorbellRinger: Sendable {
         let payload = JobDoorbell.payload(partition)
         for attempt in 1...5 {
             do {
-                _ = try await database.query("SELECT pg_notify(\(JobDoorbell.channel), \(payload))")
+                try await database.notify(channel: JobDoorbell.channel, payload: payload)
                 rings.increment(["topic": partition.topic, "outcome": "rung"])
                 return
             } catch {

@@ -235,6 +235,19 @@ public final class PostgresPool: Sendable {
         }
     }
 
+    /// Sends `NOTIFY channel, payload`, outside any scope's transaction: every `PostgresListener` on the channel hears it.
+    public func notify(channel: String, payload: String) async throws(PostgresError) {
+        let connection = try await acquire()
+        let result: Result<PostgresRows, PostgresError>
+        do {
+            result = .success(try await connection.query("SELECT pg_notify(\(channel), \(payload))"))
+        } catch {
+            result = .failure(error)
+        }
+        await release(connection)
+        _ = try result.get()
+    }
+
     /// True when `SELECT 1` answers within `timeout`. Returns on time even when every connection is
     /// busy or the server does not answer; the abandoned probe is cancelled.
     public func isHealthy(timeout: Duration = .seconds(2)) async -> Bool {
