@@ -176,6 +176,31 @@ import Testing
         #expect(Self.cosine(try #require(alone.faces.first?.embedding), try #require(scannedWhole.faces.first?.embedding)) > 0.9999)
     }
 
+    /// The 1×1 convolutions as OpenBLAS products give OpenCV's faces and descriptors up to float rounding, on every test
+    /// photo (each a new input shape for the detector, so the networks are set up again each time) and on a two-face
+    /// photo (two faces in one pass of the recognizer), then on the first photo again.
+    @Test func pointwiseConvolutionsAsBLASProductsDescribeFacesAsOpenCVsOwnKernelDoes() throws {
+        let blas = try Self.engine()
+        let opencv = try TestEnvironment.engine { $0.model = .sface2021dec; $0.blasPointwiseConvolutions = false }
+        let scratch = try ScratchDirectory()
+        let directory = try TestEnvironment.imageDirectory()
+        try scratch.convert([directory + "/obama.jpg", "(", directory + "/biden.jpg", "-resize", "30%", ")",
+                             "-background", "white", "-gravity", "north", "+append", scratch.file("group.jpg")])
+        let names = ["obama.jpg", "obama2.jpg", "obama3.jpg", "obama_partial_face.jpg", "obama_partial_face2.jpg", "biden.jpg", "32bit.png"]
+        var lowest: Float = 1
+        for photo in try names.map(TestEnvironment.photo) + [try scratch.read("group.jpg"), try TestEnvironment.photo("obama.jpg")] {
+            let options = FaceAnalysisOptions(maxFaces: 2)
+            let a = try blas.analyze(photo, options: options), b = try opencv.analyze(photo, options: options)
+            #expect(a.faceCount == b.faceCount)
+            for (x, y) in zip(a.faces, b.faces) {
+                #expect(abs(x.box.left - y.box.left) <= 1 && abs(x.box.top - y.box.top) <= 1 && abs(x.box.width - y.box.width) <= 1)
+                lowest = min(lowest, Self.cosine(try #require(x.embedding), try #require(y.embedding)))
+            }
+        }
+        print("BLAS against OpenCV's kernel: lowest descriptor cosine \(lowest)")
+        #expect(lowest > 0.9999)
+    }
+
     @Test func landmarks68ComeFromTheOptionalModel() throws {
         let engine = try Self.engine()
         let analysis = try engine.analyze(try TestEnvironment.photo("obama2.jpg"), options: FaceAnalysisOptions(embeddings: false, landmarks68: true))

@@ -27,9 +27,12 @@
 #include <dlib/image_processing/shape_predictor.h>
 
 #include "area_reduce.hpp"
+#include "pointwise_convolution.hpp"
 #include "image_decoder.hpp"
 #include "landmark_models.hpp"
 #include "rgb_image_dlib.hpp"
+
+extern "C" void openblas_set_num_threads(int num_threads);
 
 namespace faceengine {
 namespace {
@@ -553,6 +556,19 @@ fe_status SFaceEngine::create(const std::string &directory, LazyPredictor landma
         Impl &impl = *created->impl_;
         impl.settings = settings;
         impl.landmarks68 = std::move(landmarks68);
+        // The layer factory is the process's: replaced only while this engine reads its networks.
+        static std::mutex reading;
+        std::lock_guard<std::mutex> lock(reading);
+        struct PointwiseFactory {
+            bool registered;
+            explicit PointwiseFactory(bool wanted) : registered(wanted) {
+                if (registered) cv::dnn::LayerFactory::registerLayer("Convolution", createConvolution);
+            }
+            ~PointwiseFactory() {
+                if (registered) cv::dnn::LayerFactory::unregisterLayer("Convolution");
+            }
+        } factory(settings.blasPointwise);
+        if (settings.blasPointwise) openblas_set_num_threads(1);
         for (const char *file : {FE_SFACE_DETECTOR_FILE, FE_SFACE_RECOGNIZER_FILE}) {
             const std::string path = directory + file;
             struct stat info;

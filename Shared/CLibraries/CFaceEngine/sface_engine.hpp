@@ -29,6 +29,9 @@ struct SFaceSettings {
     // Area-average large faces down to about the chip's resolution before aligning, instead of sampling
     // them bilinearly (which aliases when a face is several times the 112-pixel chip).
     bool antialiasChips = true;
+    // Run the networks' 1×1 convolutions as OpenBLAS matrix products (pointwise_convolution.hpp) instead of
+    // OpenCV's own kernel; sets OpenBLAS to one thread per product, as they are spread over OpenCV's threads.
+    bool blasPointwise = true;
 };
 
 class SFaceEngine {
