@@ -93,29 +93,37 @@ public:
         const int batch = input.size[0];
         const int pixels = input.size[2] * input.size[3];
         const int tiles = (pixels + kTile - 1) / kTile;
-        // One stripe per thread OpenCV may use now (one while other analyses run: see ThreadGate).
-        const int stripes = std::max(1, std::min(cv::getNumThreads(), tiles));
+        // One stripe per thread OpenCV may use now (one while other analyses run: see ThreadGate): tiles of pixels, or,
+        // where there are fewer tiles than threads (the last layers' 7×7 maps), output channels.
+        const int threads = std::max(1, cv::getNumThreads());
+        const bool byChannel = tiles < threads && outputs_ >= 2 * threads;
+        const int stripes = byChannel ? threads : std::min(threads, tiles);
+        const auto share = [&](int total, int stripe) { return static_cast<int>(static_cast<int64_t>(total) * stripe / stripes); };
         for (int n = 0; n < batch; ++n) {
             const float *in = input.ptr<float>(n);
             float *out = output.ptr<float>(n);
             cv::parallel_for_(cv::Range(0, stripes), [&](const cv::Range &range) {
                 for (int stripe = range.start; stripe < range.end; ++stripe) {
-                    const int first = static_cast<int>(static_cast<int64_t>(tiles) * stripe / stripes);
-                    const int last = static_cast<int>(static_cast<int64_t>(tiles) * (stripe + 1) / stripes);
-                    for (int tile = first; tile < last; ++tile) multiply(in, out, pixels, tile * kTile, std::min(kTile, pixels - tile * kTile));
+                    if (byChannel) {
+                        multiply(in, out, pixels, 0, pixels, share(outputs_, stripe), share(outputs_, stripe + 1));
+                        continue;
+                    }
+                    for (int tile = share(tiles, stripe); tile < share(tiles, stripe + 1); ++tile)
+                        multiply(in, out, pixels, tile * kTile, std::min(kTile, pixels - tile * kTile), 0, outputs_);
                 }
             }, stripes);
         }
     }
 
 private:
-    // The outputs of pixels [start, start + count): bias, then the product added to it, then the activation.
-    void multiply(const float *in, float *out, int pixels, int start, int count) const {
+    // Output channels [first, last) of pixels [start, start + count): bias, then the product added to it, then the activation.
+    void multiply(const float *in, float *out, int pixels, int start, int count, int first, int last) const {
         const float *bias = bias_.ptr<float>();
-        for (int o = 0; o < outputs_; ++o) std::fill_n(out + static_cast<size_t>(o) * pixels + start, count, bias[o]);
-        cblas_sgemm(kRowMajor, kNoTrans, kNoTrans, outputs_, count, inputs_, 1.f, weights_.ptr<float>(), inputs_, in + start, pixels,
-                    1.f, out + start, pixels);
-        if (activation_) activation_->forwardSlice(out + start, out + start, count, static_cast<size_t>(pixels), 0, outputs_);
+        float *corner = out + static_cast<size_t>(first) * pixels + start;
+        for (int o = first; o < last; ++o) std::fill_n(out + static_cast<size_t>(o) * pixels + start, count, bias[o]);
+        cblas_sgemm(kRowMajor, kNoTrans, kNoTrans, last - first, count, inputs_, 1.f, weights_.ptr<float>(first), inputs_, in + start,
+                    pixels, 1.f, corner, pixels);
+        if (activation_) activation_->forwardSlice(corner, corner, count, static_cast<size_t>(pixels), first, last);
     }
 
     int outputs_ = 0, inputs_ = 0;
