@@ -298,9 +298,9 @@ fe_status createSFace(const std::string &directory, const fe_engine_config *conf
     if (config->detection_first_side < -1 || (config->detection_first_side > 0 && config->detection_first_side < 160))
         return fail(error, FE_ERR_INVALID_ARGUMENT, "detection_first_side must be 0 (default), -1 (off) or at least 160");
     if (config->detection_first_side != 0) settings.detectionFirstSide = std::max(0, config->detection_first_side);
-    if (config->blas_pointwise < -1 || config->blas_pointwise > 1)
-        return fail(error, FE_ERR_INVALID_ARGUMENT, "blas_pointwise must be 0 (default), 1 (on) or -1 (off)");
-    settings.blasPointwise = config->blas_pointwise >= 0;
+    if (config->own_convolutions < -1 || config->own_convolutions > 1)
+        return fail(error, FE_ERR_INVALID_ARGUMENT, "own_convolutions must be 0 (default), 1 (on) or -1 (off)");
+    settings.ownConvolutions = config->own_convolutions >= 0;
     const float threshold = config->detection_score_threshold;
     if (!(threshold == 0 || (threshold > 0 && threshold < 1)))
         return fail(error, FE_ERR_INVALID_ARGUMENT, "detection_score_threshold must be 0 (default) or between 0 and 1");

@@ -27,7 +27,7 @@
 #include <dlib/image_processing/shape_predictor.h>
 
 #include "area_reduce.hpp"
-#include "pointwise_convolution.hpp"
+#include "convolutions.hpp"
 #include "image_decoder.hpp"
 #include "landmark_models.hpp"
 #include "rgb_image_dlib.hpp"
@@ -556,26 +556,29 @@ fe_status SFaceEngine::create(const std::string &directory, LazyPredictor landma
         Impl &impl = *created->impl_;
         impl.settings = settings;
         impl.landmarks68 = std::move(landmarks68);
-        // The layer factory is the process's: replaced only while this engine reads its networks.
+        // The layer factory is the process's: replaced only while this engine reads a network. YuNet keeps OpenCV's
+        // depthwise kernel, faster than the direct loop on its large maps (convolutions.hpp).
         static std::mutex reading;
         std::lock_guard<std::mutex> lock(reading);
-        struct PointwiseFactory {
+        struct ConvolutionFactory {
             bool registered;
-            explicit PointwiseFactory(bool wanted) : registered(wanted) {
-                if (registered) cv::dnn::LayerFactory::registerLayer("Convolution", createConvolution);
+            ConvolutionFactory(bool wanted, bool depthwise) : registered(wanted) {
+                if (registered) cv::dnn::LayerFactory::registerLayer("Convolution", depthwise ? createConvolution : createPointwiseConvolution);
             }
-            ~PointwiseFactory() {
+            ~ConvolutionFactory() {
                 if (registered) cv::dnn::LayerFactory::unregisterLayer("Convolution");
             }
-        } factory(settings.blasPointwise);
-        if (settings.blasPointwise) openblas_set_num_threads(1);
+        };
+        if (settings.ownConvolutions) openblas_set_num_threads(1);
         for (const char *file : {FE_SFACE_DETECTOR_FILE, FE_SFACE_RECOGNIZER_FILE}) {
             const std::string path = directory + file;
+            const bool detector = file == std::string(FE_SFACE_DETECTOR_FILE);
             struct stat info;
             if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode))
                 return fail(error, FE_ERR_MODEL_MISSING, std::string("missing model file ") + file);
             try {
-                (file == std::string(FE_SFACE_DETECTOR_FILE) ? impl.detector : impl.recognizer) = cv::dnn::readNetFromONNX(path);
+                const ConvolutionFactory factory(settings.ownConvolutions, !detector);
+                (detector ? impl.detector : impl.recognizer) = cv::dnn::readNetFromONNX(path);
             } catch (const cv::Exception &e) {
                 return fail(error, FE_ERR_MODEL_MISSING, std::string("unreadable model ") + file + ": " + e.err);
             }

@@ -29,9 +29,10 @@ struct SFaceSettings {
     // Area-average large faces down to about the chip's resolution before aligning, instead of sampling
     // them bilinearly (which aliases when a face is several times the 112-pixel chip).
     bool antialiasChips = true;
-    // Run the networks' 1×1 convolutions as OpenBLAS matrix products (pointwise_convolution.hpp) instead of
-    // OpenCV's own kernel; sets OpenBLAS to one thread per product, as they are spread over OpenCV's threads.
-    bool blasPointwise = true;
+    // Run the networks' 1×1 convolutions as OpenBLAS matrix products, and SFace's depthwise ones as a direct loop
+    // (convolutions.hpp), instead of OpenCV's own kernels; sets OpenBLAS to one thread per product, as they are spread
+    // over OpenCV's threads.
+    bool ownConvolutions = true;
 };
 
 class SFaceEngine {

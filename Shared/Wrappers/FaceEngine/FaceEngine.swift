@@ -23,7 +23,7 @@ public final class FaceEngine {
         }
         settings.flip_augmentation = configuration.flipAugmentation ? 1 : -1
         settings.detection_first_side = configuration.detectionFirstSide.map { Int32(clamping: $0) } ?? -1
-        settings.blas_pointwise = configuration.blasPointwiseConvolutions ? 1 : -1
+        settings.own_convolutions = configuration.ownConvolutions ? 1 : -1
         var error = fe_error()
         guard let handle = fe_engine_create(configuration.modelDirectory, &settings, &error) else {
             throw FaceEngineError(error)

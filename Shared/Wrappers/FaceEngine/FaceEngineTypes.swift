@@ -31,10 +31,10 @@ public struct FaceEngineConfiguration: Sendable {
     /// it, so boxes and landmarks are the full scan's. nil (the default): one scan of the whole copy. It stays off in
     /// the services: a face the small copy misses is never looked for (`FE_SFACE_DEFAULT_DETECTION_FIRST_SIDE`).
     public var detectionFirstSide: Int?
-    /// SFace only: the networks' 1×1 convolutions run as OpenBLAS matrix products (OpenBLAS then on one thread per
-    /// product, for the whole process) rather than in OpenCV 4.6's own kernel, which took 1.6–1.8× as long on the same
-    /// shapes. Descriptors differ only by float rounding (`SFaceEngineTests`). On by default.
-    public var blasPointwiseConvolutions = true
+    /// SFace only: the engine's own convolution layers rather than OpenCV 4.6's kernels: 1×1 convolutions as OpenBLAS
+    /// matrix products (OpenBLAS then on one thread per product, for the whole process), SFace's depthwise 3×3 ones as a
+    /// direct loop. Descriptors differ only by float rounding (`SFaceEngineTests`). On by default.
+    public var ownConvolutions = true
     /// When nothing is found in an image whose longest side is at most `detectionMaxSide / 2`,
     /// scan it once more at twice its size (finds faces down to ~40 px).
     public var upsampleSmallImages: Bool = true

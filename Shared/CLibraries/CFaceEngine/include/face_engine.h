@@ -123,9 +123,10 @@ typedef struct fe_engine_config {
                                         1: on, -1: off. Enrolment and probes must use the same setting. */
     int32_t detection_first_side;    /* SFace engine: 0: FE_SFACE_DEFAULT_DETECTION_FIRST_SIDE (off); -1: off, one
                                         scan at detection_max_side; otherwise at least 160 */
-    int32_t blas_pointwise;          /* SFace engine: the networks' 1x1 convolutions as OpenBLAS products (and
-                                        OpenBLAS on one thread per product, for the whole process). 0: the default
-                                        (on); 1: on; -1: off, OpenCV's own convolution kernel */
+    int32_t own_convolutions;        /* SFace engine: the engine's own convolution layers (convolutions.hpp: 1x1 as
+                                        OpenBLAS products, OpenBLAS then on one thread per product for the whole
+                                        process; SFace's depthwise 3x3 as a direct loop). 0: the default (on); 1: on;
+                                        -1: off, OpenCV's own kernels */
 } fe_engine_config;
 
 /* OpenBLAS threads for the whole process. A pool of engines already keeps every core busy; BLAS
