@@ -183,7 +183,8 @@ func runSFaceEngineBenchmark(arguments: [String]) async throws {
         + "\(format(stageSums[0][0])), detect \(format(stageSums[0][1])), align + embed \(format(stageSums[0][2])); "
         + "opencv-python matched decode \(format(stageSums[1][0])), detect \(format(stageSums[1][1])), align + embed "
         + "\(format(stageSums[1][2])). The networks run in OpenCV's dnn module on both sides: Debian's "
-        + "\(opencvVersion()) under FaceEngine, the wheel's \(peerInfo["opencv"] as? String ?? "?") under Python.")
+        + "\(opencvVersion()) under FaceEngine, with the engine's own 1×1 and depthwise convolution layers "
+        + "(`FaceEngineConfiguration.ownConvolutions`), the wheel's \(peerInfo["opencv"] as? String ?? "?") under Python.")
     emit("")
     emit("Geometric means of the per-photo ratios (goal: ≤ 1.0 against the same models in Python, ≤ 0.4 against "
         + "face_recognition).")

@@ -78,7 +78,28 @@ public:
         return true;
     }
 
+    bool getMemoryShapes(const std::vector<cv::dnn::MatShape> &inputs, int, std::vector<cv::dnn::MatShape> &outputs,
+                         std::vector<cv::dnn::MatShape> &) const override {
+        CV_Assert(inputs.size() == 1 && inputs[0].size() == 4);
+        outputs.assign(1, outputShape(inputs[0]));
+        return false;
+    }
+
+    void forward(cv::InputArrayOfArrays inputsArray, cv::OutputArrayOfArrays outputsArray, cv::OutputArrayOfArrays) override {
+        std::vector<cv::Mat> inputs, outputs;
+        inputsArray.getMatVector(inputs);
+        outputsArray.getMatVector(outputs);
+        CV_Assert(inputs.size() == 1 && outputs.size() == 1 && inputs[0].type() == CV_32F && inputs[0].isContinuous() &&
+                  outputs[0].isContinuous());
+        run(inputs[0], outputs[0]);
+    }
+
 protected:
+    // The output's NCHW shape for an input of `shape`.
+    virtual cv::dnn::MatShape outputShape(cv::dnn::MatShape shape) const = 0;
+    // One NCHW float input to its output.
+    virtual void run(const cv::Mat &input, cv::Mat &output) const = 0;
+
     // Applies the activation, if any, to channels [first, last) of `count` values each, `plane` apart.
     void activate(float *values, int count, size_t plane, int first, int last) const {
         if (activation_) activation_->forwardSlice(values, values, count, plane, first, last);
@@ -98,22 +119,14 @@ class PointwiseConvolution final : public FusableConvolution {
 public:
     explicit PointwiseConvolution(const cv::dnn::LayerParams &params) : FusableConvolution(params), inputs_(params.blobs[0].size[1]) {}
 
-    bool getMemoryShapes(const std::vector<cv::dnn::MatShape> &inputs, int, std::vector<cv::dnn::MatShape> &outputs,
-                         std::vector<cv::dnn::MatShape> &) const override {
-        CV_Assert(inputs.size() == 1 && inputs[0].size() == 4 && inputs[0][1] == inputs_);
-        cv::dnn::MatShape shape = inputs[0];
+private:
+    cv::dnn::MatShape outputShape(cv::dnn::MatShape shape) const override {
+        CV_Assert(shape[1] == inputs_);
         shape[1] = outputs_;
-        outputs.assign(1, shape);
-        return false;
+        return shape;
     }
 
-    void forward(cv::InputArrayOfArrays inputsArray, cv::OutputArrayOfArrays outputsArray, cv::OutputArrayOfArrays) override {
-        std::vector<cv::Mat> inputs, outputs;
-        inputsArray.getMatVector(inputs);
-        outputsArray.getMatVector(outputs);
-        const cv::Mat &input = inputs[0];
-        cv::Mat &output = outputs[0];
-        CV_Assert(input.type() == CV_32F && input.isContinuous() && output.isContinuous());
+    void run(const cv::Mat &input, cv::Mat &output) const override {
         const int pixels = input.size[2] * input.size[3];
         const int tiles = (pixels + kTile - 1) / kTile;
         // One stripe per thread OpenCV may use now (one while other analyses run: see ThreadGate): tiles of pixels, or,
@@ -138,7 +151,6 @@ public:
         }
     }
 
-private:
     // Output channels [first, last) of pixels [start, start + count): bias, then the product added to it, then the activation.
     void multiply(const float *in, float *out, int pixels, int start, int count, int first, int last) const {
         const float *bias = bias_.ptr<float>();
@@ -177,23 +189,15 @@ public:
     explicit DepthwiseConvolution(const cv::dnn::LayerParams &params)
         : FusableConvolution(params), stride_(parameter(params, "stride", 1)) {}
 
-    bool getMemoryShapes(const std::vector<cv::dnn::MatShape> &inputs, int, std::vector<cv::dnn::MatShape> &outputs,
-                         std::vector<cv::dnn::MatShape> &) const override {
-        CV_Assert(inputs.size() == 1 && inputs[0].size() == 4 && inputs[0][1] == outputs_);
-        cv::dnn::MatShape shape = inputs[0];
+private:
+    cv::dnn::MatShape outputShape(cv::dnn::MatShape shape) const override {
+        CV_Assert(shape[1] == outputs_);
         shape[2] = (shape[2] + 2 - 3) / stride_ + 1;
         shape[3] = (shape[3] + 2 - 3) / stride_ + 1;
-        outputs.assign(1, shape);
-        return false;
+        return shape;
     }
 
-    void forward(cv::InputArrayOfArrays inputsArray, cv::OutputArrayOfArrays outputsArray, cv::OutputArrayOfArrays) override {
-        std::vector<cv::Mat> inputs, outputs;
-        inputsArray.getMatVector(inputs);
-        outputsArray.getMatVector(outputs);
-        const cv::Mat &input = inputs[0];
-        cv::Mat &output = outputs[0];
-        CV_Assert(input.type() == CV_32F && input.isContinuous() && output.isContinuous());
+    void run(const cv::Mat &input, cv::Mat &output) const override {
         const int height = input.size[2], width = input.size[3];
         const int outHeight = output.size[2], outWidth = output.size[3];
         const int paddedWidth = width + 2;
@@ -221,7 +225,6 @@ public:
         }, stripes);
     }
 
-private:
     int stride_;
 };
 
