@@ -72,8 +72,8 @@ public:
     // The activations these networks use after a convolution.
     bool setActivation(const cv::Ptr<cv::dnn::ActivationLayer> &layer) override {
         if (!layer) activation_.release();
-        if (activation_ || !layer || (layer->type != "ReLU" && layer->type != "ChannelsPReLU" && layer->type != "ReLU6"))
-            return false;
+        static const std::vector<std::string> fusable = {"ReLU", "ReLU6", "PReLU", "ChannelsPReLU"};
+        if (activation_ || !layer || std::find(fusable.begin(), fusable.end(), layer->type) == fusable.end()) return false;
         activation_ = layer;
         return true;
     }
