@@ -48,11 +48,11 @@ public:
     void unsetAttached() override {
         weights_ = originalWeights_.clone();
         bias_ = originalBias_.clone();
-        activation_.release();
+        activation_ = Activation();
     }
 
     bool tryFuse(cv::Ptr<cv::dnn::Layer> &top) override {
-        if (activation_ || (top->type != "BatchNorm" && top->type != "Scale")) return false;
+        if (activation_.kind != Activation::none || (top->type != "BatchNorm" && top->type != "Scale")) return false;
         cv::Mat scale, shift;
         top->getScaleShift(scale, shift);
         const auto fits = [&](const cv::Mat &m) {
@@ -69,12 +69,21 @@ public:
         return true;
     }
 
-    // The activations these networks use after a convolution.
+    // The activations these networks use after a convolution: ReLU (leaky or not), ReLU6, PReLU.
     bool setActivation(const cv::Ptr<cv::dnn::ActivationLayer> &layer) override {
-        if (!layer) activation_.release();
-        static const std::vector<std::string> fusable = {"ReLU", "ReLU6", "PReLU", "ChannelsPReLU"};
-        if (activation_ || !layer || std::find(fusable.begin(), fusable.end(), layer->type) == fusable.end()) return false;
-        activation_ = layer;
+        if (!layer) activation_ = Activation();
+        if (!layer || activation_.kind != Activation::none) return false;
+        if (const auto relu = layer.dynamicCast<cv::dnn::ReLULayer>()) {
+            activation_ = {Activation::relu, relu->negativeSlope};
+        } else if (const auto relu6 = layer.dynamicCast<cv::dnn::ReLU6Layer>()) {
+            activation_ = {Activation::clamp, 0, relu6->minValue, relu6->maxValue};
+        } else if ((layer->type == "PReLU" || layer->type == "ChannelsPReLU") && layer->blobs.size() == 1 &&
+                   layer->blobs[0].type() == CV_32F && (layer->blobs[0].total() == 1 || static_cast<int>(layer->blobs[0].total()) == outputs_)) {
+            activation_ = {Activation::prelu};
+            activation_.slopes = layer->blobs[0].reshape(1, 1).clone();
+        } else {
+            return false;
+        }
         return true;
     }
 
@@ -100,9 +109,25 @@ protected:
     // One NCHW float input to its output.
     virtual void run(const cv::Mat &input, cv::Mat &output) const = 0;
 
-    // Applies the activation, if any, to channels [first, last) of `count` values each, `plane` apart.
-    void activate(float *values, int count, size_t plane, int first, int last) const {
-        if (activation_) activation_->forwardSlice(values, values, count, plane, first, last);
+    // Adds channel `channel`'s bias to `count` values and applies the activation, in one pass.
+    void finish(float *values, int count, int channel) const {
+        const float bias = bias_.ptr<float>()[channel];
+        switch (activation_.kind) {
+        case Activation::none:
+            for (int i = 0; i < count; ++i) values[i] += bias;
+            break;
+        case Activation::relu:
+            for (int i = 0; i < count; ++i) values[i] = leaky(values[i] + bias, activation_.slope);
+            break;
+        case Activation::prelu: {
+            const float slope = activation_.slopes.ptr<float>()[activation_.slopes.total() == 1 ? 0 : channel];
+            for (int i = 0; i < count; ++i) values[i] = leaky(values[i] + bias, slope);
+            break;
+        }
+        case Activation::clamp:
+            for (int i = 0; i < count; ++i) values[i] = std::min(std::max(values[i] + bias, activation_.low), activation_.high);
+            break;
+        }
     }
 
     int outputs_ = 0;
@@ -110,8 +135,16 @@ protected:
     cv::Mat bias_;     // 1 × outputs
 
 private:
+    struct Activation {
+        enum Kind { none, relu, prelu, clamp } kind = none;
+        float slope = 0, low = 0, high = 0;  // relu: the slope below 0; clamp: the bounds
+        cv::Mat slopes;                       // prelu: one per channel, or one for all
+    };
+
+    static float leaky(float value, float slope) { return value > 0 ? value : value * slope; }
+
     cv::Mat originalWeights_, originalBias_;
-    cv::Ptr<cv::dnn::ActivationLayer> activation_;
+    Activation activation_;
 };
 
 // A 1×1 convolution as products of OpenBLAS's sgemm, (outputs × inputs) · (inputs × pixels), a tile at a time.
@@ -151,14 +184,12 @@ private:
         }
     }
 
-    // Output channels [first, last) of pixels [start, start + count): bias, then the product added to it, then the activation.
+    // Output channels [first, last) of pixels [start, start + count): the product, then bias and activation.
     void multiply(const float *in, float *out, int pixels, int start, int count, int first, int last) const {
-        const float *bias = bias_.ptr<float>();
         float *corner = out + static_cast<size_t>(first) * pixels + start;
-        for (int o = first; o < last; ++o) std::fill_n(out + static_cast<size_t>(o) * pixels + start, count, bias[o]);
         cblas_sgemm(kRowMajor, kNoTrans, kNoTrans, last - first, count, inputs_, 1.f, weights_.ptr<float>(first), inputs_, in + start,
-                    pixels, 1.f, corner, pixels);
-        activate(corner, count, static_cast<size_t>(pixels), first, last);
+                    pixels, 0.f, corner, pixels);
+        for (int o = first; o < last; ++o) finish(corner + static_cast<size_t>(o - first) * pixels, count, o);
     }
 
     int inputs_;
@@ -167,17 +198,16 @@ private:
 // One output row of a 3×3 depthwise convolution over zero-padded input rows: vectorised over the row (AVX2 where the
 // machine has it).
 __attribute__((target_clones("avx2", "default")))
-void depthwiseRow(const float *top, const float *middle, const float *bottom, const float *w, float bias, int stride, int width,
-                  float *out) {
+void depthwiseRow(const float *top, const float *middle, const float *bottom, const float *w, int stride, int width, float *out) {
     if (stride == 1) {
         for (int x = 0; x < width; ++x)
-            out[x] = bias + w[0] * top[x] + w[1] * top[x + 1] + w[2] * top[x + 2] + w[3] * middle[x] + w[4] * middle[x + 1] +
+            out[x] = w[0] * top[x] + w[1] * top[x + 1] + w[2] * top[x + 2] + w[3] * middle[x] + w[4] * middle[x + 1] +
                      w[5] * middle[x + 2] + w[6] * bottom[x] + w[7] * bottom[x + 1] + w[8] * bottom[x + 2];
         return;
     }
     for (int x = 0; x < width; ++x) {
         const int s = 2 * x;
-        out[x] = bias + w[0] * top[s] + w[1] * top[s + 1] + w[2] * top[s + 2] + w[3] * middle[s] + w[4] * middle[s + 1] +
+        out[x] = w[0] * top[s] + w[1] * top[s + 1] + w[2] * top[s + 2] + w[3] * middle[s] + w[4] * middle[s + 1] +
                  w[5] * middle[s + 2] + w[6] * bottom[s] + w[7] * bottom[s + 1] + w[8] * bottom[s + 2];
     }
 }
@@ -216,10 +246,10 @@ private:
                     const float *w = weights_.ptr<float>(channel);
                     for (int y = 0; y < outHeight; ++y) {
                         const float *top = &padded[static_cast<size_t>(y * stride_) * paddedWidth];
-                        depthwiseRow(top, top + paddedWidth, top + 2 * paddedWidth, w, bias_.ptr<float>()[channel], stride_, outWidth,
-                                     out + static_cast<size_t>(y) * outWidth);
+                        float *row = out + static_cast<size_t>(y) * outWidth;
+                        depthwiseRow(top, top + paddedWidth, top + 2 * paddedWidth, w, stride_, outWidth, row);
+                        finish(row, outWidth, channel);
                     }
-                    activate(out, outHeight * outWidth, static_cast<size_t>(outHeight) * outWidth, channel, channel + 1);
                 }
             }
         }, stripes);

@@ -10,8 +10,9 @@
 //   over each channel's rows, which took SFace from 21.5 to 17.6 ms but YuNet's large maps from 6 to 7 ms;
 // - OpenCV's own layer for every other.
 // `createPointwiseConvolution` leaves depthwise convolutions to OpenCV (for YuNet).
-// Both fold a following BatchNorm or Scale into their weights and apply a following ReLU, ReLU6 or PReLU in place,
-// as OpenCV's layer does; their results differ from it only by float rounding.
+// Both fold a following BatchNorm or Scale into their weights, as OpenCV's layer does, and add the bias and apply a
+// following ReLU, ReLU6 or PReLU in one pass over each output row while it is in cache; their results differ from
+// OpenCV's only by float rounding.
 #pragma once
 
 #include <opencv2/dnn.hpp>
