@@ -76,6 +76,18 @@ import Testing
         #expect(paused == [1, 2])
     }
 
+    /// Pausing asks the broker outside the lock; a ring heard meanwhile, though its partition was not paused yet, has what
+    /// was just paused fetched again.
+    @Test func aRingHeardWhilePartitionsAreBeingPausedFetchesThemAgain() {
+        idle.heard(.connected)
+        source.whilePausing = { [idle] in
+            idle.heard(.notification(PostgresNotification(channel: JobDoorbell.channel, payload: "0:\(PausableQueue.topic)")))
+        }
+        idle.sweep(now: .now + .seconds(3))
+        #expect(paused.isEmpty)
+        #expect(source.resumed == [PausableQueue.partition(0): [.exact(41)], PausableQueue.partition(1): [.exact(41)]])
+    }
+
     @Test func aJobThatCameWithoutItsRingIsFoundByTheWatermarkCheck() {
         idle.heard(.connected)
         let pausedAt = ContinuousClock.now + .seconds(3)
@@ -101,6 +113,8 @@ final class PausableQueue: PausableJobSource {
         var arrived: Set<KafkaTopicPartition> = []
     }
     private let state: Mutex<State>
+    /// Runs inside each `pauseIdle`, as a ring or a job arriving while the broker is asked would.
+    nonisolated(unsafe) var whilePausing: (@Sendable () -> Void)?
 
     init(partitions: [Int32]) { state = Mutex(State(assignment: partitions.map(Self.partition))) }
 
@@ -111,7 +125,10 @@ final class PausableQueue: PausableJobSource {
 
     var assignment: [KafkaTopicPartition] { state.withLock { $0.assignment } }
     var assignmentGeneration: Int { state.withLock { $0.generation } }
-    func pauseIdle(_ partition: KafkaTopicPartition) throws -> KafkaOffset { .exact(41) }
+    func pauseIdle(_ partition: KafkaTopicPartition) throws -> KafkaOffset {
+        whilePausing?()
+        return .exact(41)
+    }
     func resume(_ partition: KafkaTopicPartition, from offset: KafkaOffset) throws {
         state.withLock { $0.resumed[partition, default: []].append(offset) }
     }

@@ -173,28 +173,56 @@ public final class IdleFetching: Sendable {
         }
     }
 
-    /// Pauses or resumes as the state says; call it often (every 100 ms).
+    /// Pauses or resumes as the state says; call it often (every 100 ms). What asks the broker (the watermark check, a
+    /// pause's committed-offset lookup) runs outside the lock, so rings and the job loop never wait for it.
     public func sweep(now: ContinuousClock.Instant = .now) {
-        state.withLock { state in
+        let decided = state.withLock { state -> (check: [(KafkaTopicPartition, KafkaOffset)], pause: [KafkaTopicPartition], activity: ContinuousClock.Instant)? in
             let generation = source.assignmentGeneration
             if generation != state.generation {
                 // A new assignment starts at the committed offsets; whatever was paused is fetched again from there.
-                do { try source.resumeAsAssigned(source.assignment) } catch { return logFailure("resume", error) }
+                do { try source.resumeAsAssigned(source.assignment) } catch {
+                    logFailure("resume", error)
+                    return nil
+                }
                 state.generation = generation
                 state.paused = [:]
                 state.lastActivity = now
             }
+            var check: [(KafkaTopicPartition, KafkaOffset)] = []
             if !state.paused.isEmpty, now - state.lastCheck >= checkInterval {
                 state.lastCheck = now
-                for (partition, offset) in state.paused where (try? source.hasMessages(partition, from: offset)) == true {
-                    logger.warning("a job came without its doorbell", ["kafka.topic": partition.topic, "kafka.partition": String(partition.partition)])
-                    resume(partition, from: offset, &state, cause: "watermark")
-                    state.lastActivity = now
-                }
+                check = Array(state.paused)
             }
-            guard state.hearing, state.inFlight == 0, now - state.lastActivity >= pauseAfter else { return }
-            for partition in source.assignment where state.paused[partition] == nil {
-                do { state.paused[partition] = try source.pauseIdle(partition) } catch { return logFailure("pause", error) }
+            let idle = state.hearing && state.inFlight == 0 && now - state.lastActivity >= pauseAfter
+            return (check, idle ? source.assignment.filter { state.paused[$0] == nil } : [], state.lastActivity)
+        }
+        guard let decided else { return }
+        let arrived = decided.check.filter { (try? source.hasMessages($0.0, from: $0.1)) == true }
+        var pausedNow: [(KafkaTopicPartition, KafkaOffset)] = []
+        for partition in decided.pause {
+            do { pausedNow.append((partition, try source.pauseIdle(partition))) } catch {
+                logFailure("pause", error)
+                break
+            }
+        }
+        state.withLock { state in
+            for (partition, offset) in arrived where state.paused[partition] == offset {
+                logger.warning("a job came without its doorbell", ["kafka.topic": partition.topic, "kafka.partition": String(partition.partition)])
+                resume(partition, from: offset, &state, cause: "watermark")
+                state.lastActivity = now
+            }
+            // A job or a ring since the decision: what was just paused is fetched again at once.
+            let active = state.lastActivity != decided.activity
+            for (partition, offset) in pausedNow {
+                if active {
+                    do {
+                        try source.resume(partition, from: offset)
+                        continue
+                    } catch {
+                        logFailure("resume", error)
+                    }
+                }
+                state.paused[partition] = offset
                 state.lastCheck = now
             }
         }

@@ -55,6 +55,11 @@ public final class PostgresPool: Sendable {
         if let settings = PostgresScope.current?.settings, !settings.isEmpty {
             return try await scoped([query], settings: settings, file: file, line: line)[0]
         }
+        return try await unscoped(query, file: file, line: line)
+    }
+
+    /// One statement on a pooled connection, in no transaction and under no scope's settings.
+    private func unscoped(_ query: PostgresQuery, file: String, line: Int) async throws(PostgresError) -> PostgresRows {
         let connection = try await acquire()
         let result: Result<PostgresRows, PostgresError>
         do {
@@ -236,16 +241,8 @@ public final class PostgresPool: Sendable {
     }
 
     /// Sends `NOTIFY channel, payload`, outside any scope's transaction: every `PostgresListener` on the channel hears it.
-    public func notify(channel: String, payload: String) async throws(PostgresError) {
-        let connection = try await acquire()
-        let result: Result<PostgresRows, PostgresError>
-        do {
-            result = .success(try await connection.query("SELECT pg_notify(\(channel), \(payload))"))
-        } catch {
-            result = .failure(error)
-        }
-        await release(connection)
-        _ = try result.get()
+    public func notify(channel: String, payload: String, file: String = #fileID, line: Int = #line) async throws(PostgresError) {
+        _ = try await unscoped("SELECT pg_notify(\(channel), \(payload))", file: file, line: line)
     }
 
     /// True when `SELECT 1` answers within `timeout`. Returns on time even when every connection is
